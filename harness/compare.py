@@ -1,0 +1,258 @@
+"""The comparator: the only place that decides what counts as a failure.
+
+`compare(program, prediction, observation)` returns the divergences between what the
+oracle predicted and what jax did in one mode; `compare_modes` finds modes that disagree
+with each other. Each divergence has a kind, the mode, the output or op at fault, a
+message in the form `out[1] (mode=jit): ... but oracle predicts ...`, and a structured
+signature that buckets equal bugs together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from harness.errors import matches
+from harness.modes import Observation
+from oracles.prediction import OutputPrediction, Prediction
+from programs.model import Program
+
+
+class DivergenceKind(str, Enum):
+    WRONG_ERROR = "wrong_error"  # jax raised, but not the predicted error
+    MISSING_ERROR = "missing_error"  # the oracle predicts an error, jax ran
+    UNEXPECTED_ERROR = "unexpected_error"  # jax raised, the oracle predicts success
+    SHAPE = "shape"
+    DTYPE = "dtype"
+    VALUE = "value"
+    VMA = "vma"
+    LOWERING = "lowering"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    MODE_DISAGREEMENT = "mode_disagreement"
+
+
+@dataclass(frozen=True)
+class Divergence:
+    kind: DivergenceKind
+    mode: str
+    message: str
+    where: str  # the op kind or check at fault, or the error kind: part of the signature
+    output: int | None = None
+    op_index: int | None = None
+    bad_devices: tuple[tuple[int, ...], ...] = ()
+    max_abs_diff: float | None = None
+
+    @property
+    def signature(self) -> str:
+        """Structured bucket key: kind | mode | where. Never derived from message text."""
+        return f"{self.kind.value}|{self.mode}|{self.where}"
+
+
+def producer(p: Program, value: int) -> str:
+    op = p.op_of(value)
+    return "input" if op is None else op.kind
+
+
+def _short(a: np.ndarray) -> str:
+    return np.array2string(np.asarray(a), threshold=12, edgeitems=2).replace("\n", "")
+
+
+def compare(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
+    mode = obs.mode
+    if obs.status in ("crash", "timeout"):
+        kind = DivergenceKind.CRASH if obs.status == "crash" else DivergenceKind.TIMEOUT
+        return [Divergence(kind, mode, f"(mode={mode}) {obs.status}: {obs.error_message}", obs.status)]
+    if obs.status == "unsupported":
+        return []
+    out: list[Divergence] = []
+    if pred.error is not None:
+        e = pred.error
+        if not obs.raised:
+            return [
+                Divergence(
+                    DivergenceKind.MISSING_ERROR,
+                    mode,
+                    f"(mode={mode}) jax raised nothing, but oracle predicts {e.kind.value}: {e.why}",
+                    e.kind.value,
+                    op_index=e.op_index,
+                )
+            ]
+        ok, why = matches(e.kind, obs.error_type or "", obs.error_message)
+        missing = [f for f in e.facts if f not in obs.error_message] if ok else []
+        if not ok or missing:
+            detail = why if not ok else f"the message does not name {missing}"
+            return [
+                Divergence(
+                    DivergenceKind.WRONG_ERROR,
+                    mode,
+                    f"(mode={mode}) {detail}; jax said {obs.error_type}: {obs.error_message[:300]!r}, "
+                    f"but oracle predicts {e.kind.value}: {e.why}",
+                    f"{e.kind.value}->{obs.error_type}",
+                    op_index=e.op_index,
+                )
+            ]
+        return []
+    if obs.raised:
+        # where: the op being traced when jax raised (the first value it never recorded)
+        first_missing = next((i for i in range(p.n_values) if i not in obs.value_types), None)
+        where = "after_body" if first_missing is None else producer(p, first_missing)
+        return [
+            Divergence(
+                DivergenceKind.UNEXPECTED_ERROR,
+                mode,
+                f"(mode={mode}) jax raised {obs.error_type}: {obs.error_message[:400]!r}, "
+                "but oracle predicts success",
+                f"{where}->{obs.error_type}",
+                op_index=None if first_missing is None else first_missing - len(p.inputs),
+            )
+        ]
+    out.extend(_compare_types(p, pred, obs))
+    if len(obs.outputs) != len(pred.outputs):
+        out.append(
+            Divergence(
+                DivergenceKind.SHAPE,
+                mode,
+                f"(mode={mode}) {len(obs.outputs)} outputs, but oracle predicts {len(pred.outputs)}",
+                "outputs",
+            )
+        )
+        return out
+    for k, (o, e) in enumerate(zip(obs.outputs, pred.outputs)):
+        out.extend(_compare_output(p, k, o, e, mode))
+    return out
+
+
+def _compare_types(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
+    """Shape, dtype and vma of every body value, as jax.typeof showed them while tracing."""
+    out = []
+    n_in = len(p.inputs)
+    for i, (shape, dtype, vma) in sorted(obs.value_types.items()):
+        if i >= len(pred.value_types):
+            continue
+        t = pred.value_types[i]
+        name = f"a{i}" if i < n_in else f"v{i - n_in}"
+        where = producer(p, i)
+        op_index = i - n_in if i >= n_in else None
+        if shape != t.shape:
+            out.append(
+                Divergence(
+                    DivergenceKind.SHAPE,
+                    obs.mode,
+                    f"{name} (mode={obs.mode}): per-device shape={shape}, but oracle predicts {t.shape}",
+                    where,
+                    op_index=op_index,
+                )
+            )
+            break  # later shapes follow from this one
+        if dtype != t.dtype:
+            out.append(
+                Divergence(
+                    DivergenceKind.DTYPE,
+                    obs.mode,
+                    f"{name} (mode={obs.mode}): dtype={dtype}, but oracle predicts {t.dtype}",
+                    where,
+                    op_index=op_index,
+                )
+            )
+            break
+        if vma is not None and t.vma is not None and vma != t.vma:
+            out.append(
+                Divergence(
+                    DivergenceKind.VMA,
+                    obs.mode,
+                    f"{name} (mode={obs.mode}): vma={sorted(vma)}, but oracle predicts {sorted(t.vma)}",
+                    where,
+                    op_index=op_index,
+                )
+            )
+            break
+    return out
+
+
+def _compare_output(p: Program, k: int, o, e: OutputPrediction, mode: str) -> list[Divergence]:  # type: ignore[no-untyped-def]
+    where = producer(p, p.outputs[k])
+    if o.global_shape != e.global_shape:
+        return [
+            Divergence(
+                DivergenceKind.SHAPE,
+                mode,
+                f"out[{k}] (mode={mode}): shape={o.global_shape}, but oracle predicts {e.global_shape}",
+                where,
+                output=k,
+            )
+        ]
+    if o.dtype != e.dtype:
+        return [
+            Divergence(
+                DivergenceKind.DTYPE,
+                mode,
+                f"out[{k}] (mode={mode}): dtype={o.dtype}, but oracle predicts {e.dtype}",
+                where,
+                output=k,
+            )
+        ]
+    if o.device_values is None:
+        return []
+    bad: list[tuple[int, ...]] = []
+    worst = 0.0
+    first = None
+    for c in p.mesh.coords():
+        got = o.device_values.get(c)
+        want = e.device_values[c]
+        if got is None or got.shape != want.shape:
+            bad.append(c)
+            first = first or (c, got, want)
+            worst = float("inf")
+            continue
+        g64 = got.astype(np.float64)
+        w64 = want.astype(np.float64)
+        if e.exact or e.dtype == "int32":
+            ok = np.array_equal(g64, w64)
+        else:
+            ok = bool(np.allclose(g64, w64, rtol=e.rtol, atol=e.atol))
+        if not ok:
+            bad.append(c)
+            first = first or (c, got, want)
+            diff = np.abs(g64 - w64)
+            worst = max(worst, float(np.max(diff, initial=0)))
+    if not bad:
+        return []
+    c, got, want = first  # type: ignore[misc]
+    tol = "exactly" if e.exact else f"within rtol={e.rtol:g}, atol={e.atol:g}"
+    return [
+        Divergence(
+            DivergenceKind.VALUE,
+            mode,
+            f"out[{k}] (mode={mode}): values differ at {len(bad)} of {p.mesh.size} devices "
+            f"{bad[:4]}{'...' if len(bad) > 4 else ''}; at device {c} jax gives "
+            f"{_short(got) if got is not None else 'no block'}, but oracle predicts {_short(want)} "
+            f"({tol}; max |diff|={worst:g})",
+            where,
+            output=k,
+            bad_devices=tuple(bad),
+            max_abs_diff=worst,
+        )
+    ]
+
+
+def compare_modes(p: Program, observations: list[Observation]) -> list[Divergence]:
+    """Modes that disagree with each other on whether the program raises.
+
+    (Disagreement on values is already caught mode by mode against the oracle; this
+    catches an error that appears in one mode and not another.)"""
+    raised = {o.mode: o.raised for o in observations if o.status in ("ok", "error")}
+    if len(set(raised.values())) <= 1:
+        return []
+    yes = sorted(m for m, r in raised.items() if r)
+    no = sorted(m for m, r in raised.items() if not r)
+    return [
+        Divergence(
+            DivergenceKind.MODE_DISAGREEMENT,
+            ",".join(yes),
+            f"modes {yes} raise, modes {no} do not",
+            f"raise:{','.join(yes)}",
+        )
+    ]

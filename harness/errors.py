@@ -1,0 +1,57 @@
+"""The one table of how jax words each error kind.
+
+For each `ErrorKind`: the exception types jax may raise and the stable phrases (any one
+suffices) that identify the check in its message. JAX rewording a message is a one-line
+change here. Observed on jax 0.10.2 (`jax/_src/shard_map.py` error builders and
+`jax/_src/lax/parallel.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from oracles.prediction import ErrorKind
+
+
+@dataclass(frozen=True)
+class ErrorSignature:
+    types: tuple[str, ...]  # exception class names
+    phrases: tuple[str, ...]  # at least one must occur in the message
+
+
+ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
+    ErrorKind.SPEC_TYPE: ErrorSignature(("TypeError",), ("must be a pytree of `jax.sharding.PartitionSpec`",)),
+    ErrorKind.IN_SPECS_STRUCTURE: ErrorSignature(("ValueError",), ("pytree structure error", "shard_map in_specs")),
+    ErrorKind.OUT_SPECS_STRUCTURE: ErrorSignature(("ValueError",), ("pytree structure error", "shard_map out_specs")),
+    ErrorKind.SPEC_UNKNOWN_AXIS: ErrorSignature(("ValueError",), ("must refer to an axis marked as manual",)),
+    ErrorKind.SPEC_DUPLICATE_AXIS: ErrorSignature(("DuplicateSpecError",), ("has duplicate entries",)),
+    ErrorKind.IN_SPEC_RANK: ErrorSignature(("ValueError",), ("in_specs entry which is too long",)),
+    ErrorKind.OUT_SPEC_RANK: ErrorSignature(("ValueError",), ("out_specs entry which is too long",)),
+    ErrorKind.IN_SPEC_DIVISIBILITY: ErrorSignature(("ValueError",), ("not evenly divisible",)),
+    # documented behaviour (shard_map.md, parallel.py `_check_axis_names`)
+    ErrorKind.UNBOUND_AXIS: ErrorSignature(("NameError",), ("unbound axis name",)),
+    ErrorKind.COLLECTIVE_VMA: ErrorSignature(
+        ("ValueError",), ("corresponds to one of varying", "must be applied to a device-varying")
+    ),
+    ErrorKind.COLLECTIVE_SHAPE: ErrorSignature(
+        ("ValueError", "TypeError"), ("must be divisible by", "has to be divisible by", "requires the size of the mapped axis", "must equal")
+    ),
+    ErrorKind.COLLECTIVE_PARAM: ErrorSignature(
+        ("ValueError",), ("out of bounds", "must be unique", "does not represent a permutation", "must cover all indices", "out of range")
+    ),
+    ErrorKind.UNSUPPORTED: ErrorSignature(("NotImplementedError",), ("",)),
+    ErrorKind.LOCAL_SHAPE: ErrorSignature(("ValueError", "TypeError"), ("shapes", "axis", "perm")),
+    ErrorKind.OUT_SPEC_REPLICATION: ErrorSignature(
+        ("ValueError",), ("require replication which can't be statically inferred",)
+    ),
+}
+
+
+def matches(kind: ErrorKind, error_type: str, message: str) -> tuple[bool, str]:
+    """Whether an observed exception is the predicted kind; and, if not, why not."""
+    sig = ERROR_TABLE[kind]
+    if error_type not in sig.types:
+        return False, f"raised {error_type}, but a {kind.value} error is a {'/'.join(sig.types)}"
+    if not any(ph in message for ph in sig.phrases):
+        return False, f"{error_type} message names none of {list(sig.phrases)}"
+    return True, ""

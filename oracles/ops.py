@@ -1,0 +1,606 @@
+"""The semantics of every op: check, shape rule, varying-axes rule and NumPy value rule.
+
+Each op is one class; its four rules sit side by side. Values are device-vectorised
+arrays (see `oracles/devices.py`): leading dims are the mesh, trailing dims the block one
+device holds.
+
+Sources, for jax 0.10.2:
+- collectives: `jax/_src/lax/parallel.py` docstrings (psum, pmean, pmax, pmin, all_gather,
+  psum_scatter, all_to_all, ppermute, pshuffle, pswapaxes, axis_index) and the `*_ref`
+  reference functions in docs/notebooks/shard_map.md ("API Specification" and
+  "Collectives" sections).
+- varying-axes (vma) rules: docs/notebooks/shard_map.md "Tracking how values vary over
+  manual mesh axes, and check_vma=True" and `collective_vma_rule` /
+  `insert_collective_pvary` in parallel.py: with `jax_auto_pcast` on (the default), every
+  collective except psum/pmean first makes its operand vary over the named axes
+  (an implicit `pvary`), so a missing axis is not an error; psum/pmean accept an operand
+  that is invariant over ALL named axes (pvary, then sum: the result is n times the
+  value) but reject one that varies over some of them and not others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from oracles.devices import from_groups, group_index, local_offset, np_dtype, to_groups
+from oracles.prediction import ErrorKind, OracleError, PredictedError, ValueType
+from programs.model import Mesh, Op
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What every rule may consult: the mesh, the manual axes, the vma flag, the op."""
+
+    mesh: Mesh
+    manual: tuple[str, ...]
+    check_vma: bool
+    op_index: int
+    op: Op
+
+    def fail(self, kind: ErrorKind, why: str, *facts: str) -> OracleError:
+        return OracleError(PredictedError(kind, tuple(facts), why, self.op_index))
+
+
+def _vma(vs: list[ValueType]) -> frozenset[str]:
+    out: frozenset[str] = frozenset()
+    for v in vs:
+        out |= v.vma or frozenset()
+    return out
+
+
+def _canon_axis(axis: int, rank: int, ctx: Ctx, what: str) -> int:
+    if not -rank <= axis < rank:
+        raise ctx.fail(
+            ErrorKind.COLLECTIVE_PARAM,
+            f"{ctx.op.kind}: {what}={axis} is out of range for an operand of rank {rank}",
+            what,
+            str(axis),
+        )
+    return axis % rank
+
+
+class OpDef:
+    """One op. Subclasses override the rules they need."""
+
+    kind: ClassVar[str]
+
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        """Raise `OracleError` (via `ctx.fail`) when jax must reject the op."""
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return ins[0].shape
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return ins[0].dtype
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        return _vma(ins)
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        raise NotImplementedError
+
+    # exactness: whether float32 arithmetic of this op on exact integers stays exact
+    exact_op: ClassVar[bool] = True
+
+
+# ---------------------------------------------------------------------------- local ops
+
+
+def _promote(a: str, b: str) -> str:
+    return "int32" if a == b == "int32" else "float32"
+
+
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], ctx: Ctx) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        raise ctx.fail(
+            ErrorKind.LOCAL_SHAPE, f"{ctx.op.kind}: shapes {a} and {b} do not broadcast"
+        ) from None
+
+
+class Const(OpDef):
+    """jnp.full(shape, value, dtype): the same block on every device, varying over nothing."""
+
+    kind = "const"
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return tuple(ctx.op.p("shape"))  # type: ignore[arg-type]
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return str(ctx.op.p("dtype"))
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        return frozenset()
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        shape = tuple(ctx.mesh.sizes) + self.shape(ins, ctx)
+        return np.full(shape, ctx.op.p("value"), dtype=np_dtype(self.dtype(ins, ctx)))
+
+
+class Binary(OpDef):
+    """Elementwise binary op with NumPy broadcasting of the blocks; vma is the union
+    (jax inserts the pvary that makes the operands agree, with auto_pcast)."""
+
+    fn: ClassVar[str]
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return _broadcast_shape(ins[0].shape, ins[1].shape, ctx)
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return _promote(ins[0].dtype, ins[1].dtype)
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        m = len(ctx.mesh.sizes)
+        dt = np_dtype(self.dtype(ins, ctx))
+        r = len(self.shape(ins, ctx))
+        a, b = (_pad_rank(x.astype(dt), m, r) for x in xs)
+        return getattr(np, self.fn)(a, b).astype(dt)
+
+
+def _pad_rank(x: np.ndarray, m: int, r: int) -> np.ndarray:
+    """Insert size-1 local dims so that NumPy broadcasting aligns local shapes right."""
+    local = x.shape[m:]
+    return x.reshape(x.shape[:m] + (1,) * (r - len(local)) + local)
+
+
+class Add(Binary):
+    kind, fn = "add", "add"
+
+
+class Sub(Binary):
+    kind, fn = "sub", "subtract"
+
+
+class Mul(Binary):
+    kind, fn = "mul", "multiply"
+
+
+class Max(Binary):
+    kind, fn = "max", "maximum"
+
+
+class Min(Binary):
+    kind, fn = "min", "minimum"
+
+
+class Neg(OpDef):
+    kind = "neg"
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        return np.negative(xs[0])
+
+
+class ReduceSum(OpDef):
+    """jnp.sum(x, axis=a): removes local dim a; int32 sums wrap (jnp.sum keeps int32)."""
+
+    kind = "reduce_sum"
+
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        r = len(ins[0].shape)
+        a = int(ctx.op.p("axis"))  # type: ignore[arg-type]
+        if not -r <= a < r:
+            raise ctx.fail(ErrorKind.LOCAL_SHAPE, f"reduce_sum: axis={a} out of range for rank {r}")
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        s = list(ins[0].shape)
+        del s[int(ctx.op.p("axis")) % len(s)]  # type: ignore[arg-type]
+        return tuple(s)
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        m = len(ctx.mesh.sizes)
+        a = int(ctx.op.p("axis")) % len(ins[0].shape)  # type: ignore[arg-type]
+        return np.sum(xs[0], axis=m + a, dtype=xs[0].dtype)
+
+
+class Transpose(OpDef):
+    kind = "transpose"
+
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        perm = tuple(ctx.op.p("perm"))  # type: ignore[arg-type]
+        if sorted(perm) != list(range(len(ins[0].shape))):
+            raise ctx.fail(ErrorKind.LOCAL_SHAPE, f"transpose: perm={perm} for rank {len(ins[0].shape)}")
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return tuple(ins[0].shape[i] for i in ctx.op.p("perm"))  # type: ignore[union-attr]
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        m = len(ctx.mesh.sizes)
+        perm = list(range(m)) + [m + i for i in ctx.op.p("perm")]  # type: ignore[union-attr]
+        return xs[0].transpose(perm)
+
+
+class Cast(OpDef):
+    """x.astype(dtype). float->int truncates toward zero (our values are integers)."""
+
+    kind = "cast"
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return str(ctx.op.p("dtype"))
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        dt = self.dtype(ins, ctx)
+        if dt == "int32" and xs[0].dtype != np.int32:
+            return np.trunc(xs[0].astype(np.float32)).astype(np.int32)
+        if dt == "float32":
+            # round to float32 first: the float64 oracle must see what float32 holds
+            return xs[0].astype(np.float32).astype(np.float64)
+        return xs[0].astype(np_dtype(dt))
+
+
+# --------------------------------------------------------------------------- collectives
+
+
+class Collective(OpDef):
+    """Common checks: every named axis must be a bound (manual) mesh axis."""
+
+    def axes(self, ctx: Ctx) -> tuple[str, ...]:
+        return tuple(ctx.op.p("axes"))  # type: ignore[arg-type]
+
+    def n(self, ctx: Ctx) -> int:
+        return ctx.mesh.group_size(self.axes(ctx))
+
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        for a in self.axes(ctx):
+            if a not in ctx.manual:
+                raise ctx.fail(
+                    ErrorKind.UNBOUND_AXIS,
+                    f"{self.kind} names axis {a!r}, which is not a manual axis of this "
+                    f"shard_map (manual axes: {ctx.manual})",
+                    a,
+                )
+        self.check_params(ins, ctx)
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        pass
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        # implicit pvary over the named axes, then the collective keeps them varying
+        return _vma(ins) | frozenset(self.axes(ctx))
+
+    def grouped(self, x: np.ndarray, ctx: Ctx) -> np.ndarray:
+        return to_groups(x, ctx.mesh, self.axes(ctx))
+
+    def ungrouped(self, t: np.ndarray, ctx: Ctx) -> np.ndarray:
+        return from_groups(t, ctx.mesh, self.axes(ctx))
+
+    def lo(self, ctx: Ctx) -> int:
+        return local_offset(ctx.mesh, self.axes(ctx))
+
+
+class Reduction(Collective):
+    """psum / pmax / pmin: every device of a group gets the reduction over its group.
+
+    `groups` (axis_index_groups) partitions the group index into subgroups that reduce
+    separately (parallel.py: "Groups must cover all axis indices exactly once").
+    """
+
+    reducer: ClassVar[str]
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        groups = ctx.op.p("groups")
+        if groups is not None:
+            flat = sorted(i for g in groups for i in g)  # type: ignore[union-attr]
+            if flat != list(range(self.n(ctx))):
+                raise ctx.fail(
+                    ErrorKind.COLLECTIVE_PARAM,
+                    f"{self.kind}: axis_index_groups={groups} must cover 0..{self.n(ctx) - 1} exactly once",
+                    "axis_index_groups",
+                )
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        return _vma(ins) - frozenset(self.axes(ctx))
+
+    def reduce(self, t: np.ndarray, ctx: Ctx) -> np.ndarray:
+        groups = ctx.op.p("groups")
+        fn = getattr(np, self.reducer)
+        if groups is None:
+            r = fn(t, axis=0, keepdims=True, dtype=t.dtype) if self.reducer == "sum" else fn(t, axis=0, keepdims=True)
+            return np.broadcast_to(r, t.shape)
+        out = np.empty_like(t)
+        for g in groups:  # type: ignore[union-attr]
+            idx = list(g)  # type: ignore[call-overload]
+            sub = t[idx]
+            r = fn(sub, axis=0, keepdims=True, dtype=t.dtype) if self.reducer == "sum" else fn(sub, axis=0, keepdims=True)
+            out[idx] = r
+        return out
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        return self.ungrouped(self.reduce(self.grouped(xs[0], ctx), ctx), ctx)
+
+
+class Psum(Reduction):
+    """psum: sum over the group. With check_vma, the operand must vary over all or none
+    of the named axes (`_get_from` in parallel.py); invariant operands are pvary'd first
+    and so multiplied by the group size. axis_index_groups with check_vma=True raises
+    NotImplementedError in jax 0.10.2 (`bind_psum_invariant`)."""
+
+    kind, reducer = "psum", "sum"
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        super().check_params(ins, ctx)
+        if ctx.check_vma:
+            axes = self.axes(ctx)
+            varying = {a for a in axes if a in (ins[0].vma or ())}
+            if varying and len(varying) != len(axes):
+                raise ctx.fail(
+                    ErrorKind.COLLECTIVE_VMA,
+                    f"{self.kind} over {axes}: the operand varies over {sorted(varying)} but not "
+                    f"{sorted(set(axes) - varying)}; psum needs all or none of them",
+                    *axes,
+                )
+            if ctx.op.p("groups") is not None:
+                raise ctx.fail(
+                    ErrorKind.UNSUPPORTED,
+                    f"{self.kind} with axis_index_groups is not implemented when check_vma=True",
+                )
+
+
+class Pmean(Psum):
+    """pmean = psum(x) / group size; int32 operands give float32 (true division)."""
+
+    kind = "pmean"
+    exact_op = False
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return "float32"
+
+    def group_sizes(self, ctx: Ctx) -> int:
+        groups = ctx.op.p("groups")
+        return len(groups[0]) if groups is not None else self.n(ctx)  # type: ignore[index, arg-type]
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        # jax sums in the operand's dtype (int32 wraps), then divides in float32
+        return super().value(xs, ins, ctx).astype(np.float64) / self.group_sizes(ctx)
+
+
+class Pmax(Reduction):
+    kind, reducer = "pmax", "max"
+
+
+class Pmin(Reduction):
+    kind, reducer = "pmin", "min"
+
+
+class AllGather(Collective):
+    """all_gather: untiled stacks the group's blocks into a new dim `axis`; tiled
+    concatenates them along existing dim `axis`. Block order is the group index.
+    to='varying' (default) keeps the named axes varying; to='invarying' makes the result
+    invariant over them (all_gather_invariant)."""
+
+    kind = "all_gather"
+
+    def out_rank_axis(self, ins: list[ValueType], ctx: Ctx) -> int:
+        r = len(ins[0].shape)
+        tiled = bool(ctx.op.p("tiled"))
+        return _canon_axis(int(ctx.op.p("axis")), r if tiled else r + 1, ctx, "axis")  # type: ignore[arg-type]
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if ctx.op.p("tiled") and len(ins[0].shape) == 0:
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, "all_gather: tiled=True needs rank >= 1", "axis")
+        self.out_rank_axis(ins, ctx)
+        to = ctx.op.p("to")
+        if to not in (None, "varying", "invarying"):
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"all_gather: to={to!r}", "to")
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        s = list(ins[0].shape)
+        a = self.out_rank_axis(ins, ctx)
+        if ctx.op.p("tiled"):
+            s[a] *= self.n(ctx)
+        else:
+            s.insert(a, self.n(ctx))
+        return tuple(s)
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        v = super().vma(ins, ctx)
+        if ctx.op.p("to") == "invarying":
+            return v - frozenset(self.axes(ctx))
+        return v
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        t = self.grouped(xs[0], ctx)
+        lo, n = self.lo(ctx), t.shape[0]
+        a = self.out_rank_axis(ins, ctx)
+        g = np.moveaxis(t, 0, lo - 1 + a)  # group dim placed before local dim a
+        if ctx.op.p("tiled"):
+            s = g.shape
+            g = g.reshape(s[: lo - 1 + a] + (s[lo - 1 + a] * s[lo + a],) + s[lo + a + 1 :])
+        return self.ungrouped(np.broadcast_to(g[None], (n,) + g.shape), ctx)
+
+
+class PsumScatter(Collective):
+    """psum_scatter: sum over the group, then device k keeps block k of dim
+    `scatter_dimension` (untiled: that dim must equal the group size and is removed;
+    tiled: it must be divisible by it and shrinks)."""
+
+    kind = "psum_scatter"
+
+    def dim(self, ins: list[ValueType], ctx: Ctx) -> int:
+        return _canon_axis(int(ctx.op.p("scatter_dimension")), len(ins[0].shape), ctx, "scatter_dimension")  # type: ignore[arg-type]
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if len(ins[0].shape) == 0:
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, "psum_scatter of a scalar", "scatter_dimension")
+        d, n = self.dim(ins, ctx), self.n(ctx)
+        size = ins[0].shape[d]
+        ok = size % n == 0 if ctx.op.p("tiled") else size == n
+        if not ok:
+            rule = "divisible by" if ctx.op.p("tiled") else "equal to"
+            raise ctx.fail(
+                ErrorKind.COLLECTIVE_SHAPE,
+                f"psum_scatter: dimension {d} has size {size}, which must be {rule} the group size {n}",
+                str(size),
+                str(n),
+            )
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        s = list(ins[0].shape)
+        d = self.dim(ins, ctx)
+        if ctx.op.p("tiled"):
+            s[d] //= self.n(ctx)
+        else:
+            del s[d]
+        return tuple(s)
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        t = self.grouped(xs[0], ctx)
+        lo, n = self.lo(ctx), t.shape[0]
+        d = self.dim(ins, ctx)
+        s = np.sum(t, axis=0, dtype=t.dtype)  # (rest..., local...), local starts at lo-1
+        ld = lo - 1 + d
+        sh = s.shape
+        s = s.reshape(sh[:ld] + (n, sh[ld] // n) + sh[ld + 1 :])
+        out = np.moveaxis(s, ld, 0)  # (n, rest..., local with d -> size/n)
+        if not ctx.op.p("tiled"):
+            out = out.reshape(out.shape[: lo + d] + out.shape[lo + d + 1 :])
+        return self.ungrouped(out, ctx)
+
+
+class AllToAll(Collective):
+    """all_to_all: device k receives chunk k of dim `split_axis` from every device j and
+    concatenates them (in j order) along `concat_axis`. tiled: split size divisible by
+    the group size, concat dim grows by it. untiled: split size equals the group size,
+    the split dim is removed and a new dim of that size is inserted at concat_axis."""
+
+    kind = "all_to_all"
+
+    def axes_of(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, int]:
+        r = len(ins[0].shape)
+        s = _canon_axis(int(ctx.op.p("split_axis")), r, ctx, "split_axis")  # type: ignore[arg-type]
+        c = _canon_axis(int(ctx.op.p("concat_axis")), r, ctx, "concat_axis")  # type: ignore[arg-type]
+        return s, c
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if len(ins[0].shape) == 0:
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"{self.kind} of a scalar", "split_axis")
+        s, _ = self.axes_of(ins, ctx)
+        n, size = self.n(ctx), ins[0].shape[s]
+        ok = size % n == 0 if self.tiled(ctx) else size == n
+        if not ok:
+            rule = "divisible by" if self.tiled(ctx) else "equal to"
+            raise ctx.fail(
+                ErrorKind.COLLECTIVE_SHAPE,
+                f"{self.kind}: split dimension {s} has size {size}, which must be {rule} the group size {n}",
+                str(size),
+                str(n),
+            )
+
+    def tiled(self, ctx: Ctx) -> bool:
+        return bool(ctx.op.p("tiled"))
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        s, c = self.axes_of(ins, ctx)
+        n = self.n(ctx)
+        out = list(ins[0].shape)
+        if self.tiled(ctx):
+            out[s] //= n
+            out[c] *= n
+        else:
+            del out[s]
+            out.insert(c, n)
+        return tuple(out)
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        t = self.grouped(xs[0], ctx)  # (j, rest..., local...)
+        lo, n = self.lo(ctx), t.shape[0]
+        s, c = self.axes_of(ins, ctx)
+        sh = t.shape
+        t = t.reshape(sh[: lo + s] + (n, sh[lo + s] // n) + sh[lo + s + 1 :])
+        t = np.moveaxis(t, lo + s, 0)  # (k, j, rest..., local with split -> size/n)
+        if not self.tiled(ctx):
+            t = t.reshape(t.shape[: lo + 1 + s] + t.shape[lo + 2 + s :])  # drop size-1 split
+            return self.ungrouped(np.moveaxis(t, 1, lo + c), ctx)
+        t = np.moveaxis(t, 1, lo + c)  # j right before local concat dim
+        sh = t.shape
+        t = t.reshape(sh[: lo + c] + (sh[lo + c] * sh[lo + c + 1],) + sh[lo + c + 2 :])
+        return self.ungrouped(t, ctx)
+
+
+class Pswapaxes(AllToAll):
+    """pswapaxes(x, axis_name, axis) = all_to_all(x, axis_name, axis, axis) untiled."""
+
+    kind = "pswapaxes"
+
+    def axes_of(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, int]:
+        a = _canon_axis(int(ctx.op.p("axis")), len(ins[0].shape), ctx, "axis")  # type: ignore[arg-type]
+        return a, a
+
+    def tiled(self, ctx: Ctx) -> bool:
+        return False
+
+
+class Ppermute(Collective):
+    """ppermute: out[dst] = x[src] for each (src, dst) pair; devices that are no pair's
+    destination get zeros. Sources and destinations must each be unique."""
+
+    kind = "ppermute"
+
+    def pairs(self, ctx: Ctx) -> list[tuple[int, int]]:
+        return [(int(s), int(d)) for s, d in ctx.op.p("perm")]  # type: ignore[union-attr, misc]
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        n = self.n(ctx)
+        pairs = self.pairs(ctx)
+        srcs = [s for s, _ in pairs]
+        dsts = [d for _, d in pairs]
+        if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"ppermute: perm={pairs} repeats a source or destination", "perm")
+        if any(not 0 <= i < n for i in srcs + dsts):
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"ppermute: perm={pairs} has an index outside 0..{n - 1}", "perm")
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        t = self.grouped(xs[0], ctx)
+        out = np.zeros_like(t)
+        for s, d in self.pairs(ctx):
+            out[d] = t[s]
+        return self.ungrouped(out, ctx)
+
+
+class Pshuffle(Ppermute):
+    """pshuffle(x, axis, perm) = ppermute with pairs (perm[i], i): out[i] = x[perm[i]]."""
+
+    kind = "pshuffle"
+
+    def pairs(self, ctx: Ctx) -> list[tuple[int, int]]:
+        return [(int(s), i) for i, s in enumerate(ctx.op.p("perm"))]  # type: ignore[arg-type]
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        perm = list(ctx.op.p("perm"))  # type: ignore[arg-type]
+        if sorted(perm) != list(range(len(perm))):
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"pshuffle: perm={perm} is not a permutation", "perm")
+        super().check_params(ins, ctx)
+
+
+class AxisIndex(Collective):
+    """axis_index(axes): the device's index in its group, major axis first; int32 scalar
+    varying over the named axes."""
+
+    kind = "axis_index"
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return ()
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return "int32"
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        return frozenset(self.axes(ctx))
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        return group_index(ctx.mesh, self.axes(ctx)).astype(np.int32)
+
+
+OPS: dict[str, OpDef] = {
+    cls.kind: cls()
+    for cls in (
+        Const, Add, Sub, Mul, Max, Min, Neg, ReduceSum, Transpose, Cast,
+        Psum, Pmean, Pmax, Pmin, AllGather, PsumScatter, AllToAll, Pswapaxes,
+        Ppermute, Pshuffle, AxisIndex,
+    )
+}  # fmt: skip
+
+__all__ = ["OPS", "Ctx", "OpDef"]

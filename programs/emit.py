@@ -1,0 +1,157 @@
+"""Print a program as Python: a readable body (its repr) and a standalone reproducer.
+
+`to_python(p)` returns a script that needs only jax and numpy: it forces 8 CPU devices,
+builds the mesh, the inputs and the shard_map call exactly as the harness does, runs it
+under jit and prints each output (or the exception jax raised).
+"""
+
+from __future__ import annotations
+
+from programs.model import Op, ParamValue, Program, Spec
+
+_BINARY_SRC = {
+    "add": "{a} + {b}",
+    "sub": "{a} - {b}",
+    "mul": "{a} * {b}",
+    "max": "jnp.maximum({a}, {b})",
+    "min": "jnp.minimum({a}, {b})",
+}
+
+
+def axes_src(axes: ParamValue) -> str:
+    """'x' for one axis, ('x', 'y') for several: the forms users write."""
+    assert isinstance(axes, tuple)
+    return repr(axes[0]) if len(axes) == 1 else repr(tuple(axes))
+
+
+def _lst(v: ParamValue) -> str:
+    if isinstance(v, tuple):
+        return "[" + ", ".join(_lst(x) for x in v) + "]"
+    return repr(v)
+
+
+def op_source(op: Op, names: list[str]) -> str:
+    """The jax expression computing `op`, with operand names from `names`."""
+    a = names[op.operands[0]] if op.operands else ""
+    b = names[op.operands[1]] if len(op.operands) > 1 else ""
+    k = op.kind
+    p = op.p
+    if k in _BINARY_SRC:
+        return _BINARY_SRC[k].format(a=a, b=b)
+    if k == "const":
+        return f"jnp.full({tuple(p('shape'))!r}, {p('value')!r}, jnp.{p('dtype')})"  # type: ignore[arg-type]
+    if k == "neg":
+        return f"-{a}"
+    if k == "reduce_sum":
+        return f"jnp.sum({a}, axis={p('axis')})"
+    if k == "transpose":
+        return f"jnp.transpose({a}, {tuple(p('perm'))!r})"  # type: ignore[arg-type]
+    if k == "cast":
+        return f"{a}.astype(jnp.{p('dtype')})"
+    ax = axes_src(p("axes"))
+    groups = p("groups")
+    g = f", axis_index_groups={_lst(groups)}" if groups is not None else ""
+    if k in ("psum", "pmean", "pmax", "pmin"):
+        return f"jax.lax.{k}({a}, {ax}{g})"
+    if k == "all_gather":
+        to = p("to")
+        t = f", to={to!r}" if to is not None else ""
+        return f"jax.lax.all_gather({a}, {ax}, axis={p('axis')}, tiled={p('tiled')}{t})"
+    if k == "psum_scatter":
+        return f"jax.lax.psum_scatter({a}, {ax}, scatter_dimension={p('scatter_dimension')}, tiled={p('tiled')})"
+    if k == "all_to_all":
+        return (
+            f"jax.lax.all_to_all({a}, {ax}, {p('split_axis')}, {p('concat_axis')}, tiled={p('tiled')})"
+        )
+    if k == "ppermute":
+        perm = p("perm")
+        assert isinstance(perm, tuple)
+        pairs = "[" + ", ".join(f"({s}, {d})" for s, d in perm) + "]"  # type: ignore[misc]
+        return f"jax.lax.ppermute({a}, {ax}, perm={pairs})"
+    if k == "pshuffle":
+        return f"jax.lax.pshuffle({a}, {ax}, perm={_lst(p('perm'))})"
+    if k == "pswapaxes":
+        return f"jax.lax.pswapaxes({a}, {ax}, {p('axis')})"
+    if k == "axis_index":
+        return f"jax.lax.axis_index({ax})"
+    raise ValueError(f"no source form for op kind {k!r}")
+
+
+def value_names(p: Program) -> list[str]:
+    return [f"a{i}" for i in range(len(p.inputs))] + [f"v{i}" for i in range(len(p.body))]
+
+
+def specs_src(specs: tuple[Spec, ...]) -> str:
+    """A tuple of specs, one per argument / output."""
+    return "(" + ", ".join(repr(s) for s in specs) + ("," if len(specs) == 1 else "") + ")"
+
+
+def body_source(p: Program, fn: str = "body") -> str:
+    names = value_names(p)
+    args = ", ".join(names[: len(p.inputs)])
+    lines = [f"def {fn}({args}):"]
+    for i, op in enumerate(p.body):
+        lines.append(f"  {names[len(p.inputs) + i]} = {op_source(op, names)}")
+    outs = ", ".join(names[o] for o in p.outputs)
+    lines.append(f"  return {outs}" + ("," if len(p.outputs) == 1 else ""))
+    return "\n".join(lines)
+
+
+def shard_map_kwargs_src(p: Program) -> str:
+    kw = [
+        "mesh=mesh",
+        f"in_specs={specs_src(p.in_specs)}",
+        f"out_specs={specs_src(p.out_specs)}",
+    ]
+    if p.axis_names is not None:
+        kw.append(f"axis_names={set(p.axis_names)!r}")
+    kw.append(f"check_vma={p.check_vma}")
+    return ", ".join(kw)
+
+
+def inputs_src(p: Program) -> list[str]:
+    lines = []
+    for i, x in enumerate(p.inputs):
+        n = 1
+        for d in x.shape:
+            n *= d
+        if x.fill == "iota":
+            src = f"np.arange({n})"
+        else:
+            src = f"np.random.default_rng({x.seed}).integers(-3, 4, size={n})"
+        lines.append(f"a{i} = {src}.reshape({x.shape!r}).astype(np.{x.dtype})")
+    return lines
+
+
+def to_python(p: Program, title: str = "") -> str:
+    types = ", ".join(f"AxisType.{t.capitalize()}" for t in p.mesh.axis_types)
+    comma = "," if len(p.mesh.axis_types) == 1 else ""
+    args = ", ".join(f"a{i}" for i in range(len(p.inputs)))
+    lines = [
+        f'"""{title or "shardfuzz reproducer"}"""',
+        "import os",
+        'os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"',
+        'os.environ.setdefault("JAX_PLATFORMS", "cpu")',
+        "import numpy as np",
+        "import jax",
+        "import jax.numpy as jnp",
+        "from jax.sharding import AxisType, PartitionSpec as P",
+        "",
+        f"devices = np.array(jax.devices()[:{p.mesh.size}]).reshape({p.mesh.sizes!r})",
+        f"mesh = jax.sharding.Mesh(devices, {p.mesh.names!r}, axis_types=({types}{comma}))",
+        *inputs_src(p),
+        "",
+        body_source(p),
+        "",
+        f"f = jax.shard_map(body, {shard_map_kwargs_src(p)})",
+        "try:",
+        f"  outs = jax.jit(f)({args})",
+        "except Exception as e:",
+        '  print(f"{type(e).__name__}: {e}")',
+        "  raise SystemExit(1)",
+        "for i, o in enumerate(outs):",
+        '  print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
+        "  print(np.asarray(o))",
+        "",
+    ]
+    return "\n".join(lines)

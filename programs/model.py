@@ -1,0 +1,198 @@
+"""The program model: frozen, hashable values that describe one shard_map call.
+
+A `Program` is everything needed to run `jax.shard_map` once: the mesh, the inputs
+(shape, dtype and a recipe for their values), the in_specs, an SSA body, the outputs with
+their out_specs, `axis_names` and `check_vma`. It never imports jax: the harness lowers it,
+the oracle interprets it, and `programs.emit.to_python` prints it as a standalone script.
+
+Values in the body are numbered: arguments are `0 .. len(inputs)-1`, and op `i` of the
+body defines value `len(inputs) + i`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+
+# A spec entry: None (dimension not split) or a tuple of mesh axis names (major first).
+SpecEntry = Union[tuple[str, ...], None]
+# Op parameters are restricted to JSON-friendly, hashable scalars and nested tuples.
+ParamValue = Union[int, str, bool, None, float, tuple["ParamValue", ...]]
+
+DTYPES = ("float32", "int32")
+AXIS_TYPES = ("auto", "explicit")
+
+
+@dataclass(frozen=True)
+class Mesh:
+    """A device mesh: axis names, sizes (row-major over devices 0..n-1) and axis types."""
+
+    names: tuple[str, ...]
+    sizes: tuple[int, ...]
+    axis_types: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.axis_types:
+            object.__setattr__(self, "axis_types", ("auto",) * len(self.names))
+        if len(self.names) != len(self.sizes) or len(self.names) != len(self.axis_types):
+            raise ValueError(
+                f"Mesh names={self.names}, sizes={self.sizes}, axis_types={self.axis_types} "
+                "must have the same length"
+            )
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.sizes)
+
+    @property
+    def shape(self) -> dict[str, int]:
+        return dict(zip(self.names, self.sizes))
+
+    def axis_size(self, name: str) -> int:
+        return self.shape[name]
+
+    def group_size(self, axes: tuple[str, ...]) -> int:
+        return math.prod(self.shape[a] for a in axes)
+
+    def coords(self) -> Iterator[tuple[int, ...]]:
+        """Every device's mesh coordinate, in device order (row-major)."""
+        return iter(np.ndindex(*self.sizes))
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A PartitionSpec: one entry per leading dimension of the value it describes.
+
+    `kind` is "P" for a real PartitionSpec. Any other kind is a deliberately wrong spec
+    object used by invalid programs ("str": a bare string, "tuple": a plain tuple,
+    "none": None where a spec is needed).
+    """
+
+    entries: tuple[SpecEntry, ...] = ()
+    kind: str = "P"
+
+    def __post_init__(self) -> None:
+        # P(()) and P(None) mean the same thing: normalise so equal specs compare equal
+        object.__setattr__(self, "entries", tuple(e if e else None for e in self.entries))
+
+    def axes(self) -> tuple[str, ...]:
+        """Every mesh axis the spec names, in order of appearance."""
+        return tuple(a for e in self.entries if e is not None for a in e)
+
+    def __repr__(self) -> str:
+        if self.kind == "none":
+            return "None"
+        parts = []
+        for e in self.entries:
+            if e is None:
+                parts.append("None")
+            elif len(e) == 1:
+                parts.append(repr(e[0]))
+            else:
+                parts.append(repr(tuple(e)))
+        if self.kind == "str":
+            return repr(self.entries[0][0]) if self.entries and self.entries[0] else "''"
+        if self.kind == "tuple":
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        return "P(" + ", ".join(parts) + ")"
+
+
+@dataclass(frozen=True)
+class Input:
+    """One argument: its global shape, dtype and how its values are made.
+
+    `fill` is "small" (deterministic small integers in [-3, 3] drawn from `seed`) or
+    "iota" (0, 1, 2, ... in row-major order): both exact in float32 and int32.
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    fill: str = "small"
+    seed: int = 0
+
+    def materialize(self) -> np.ndarray:
+        n = math.prod(self.shape)
+        if self.fill == "iota":
+            flat = np.arange(n, dtype=np.int64)
+        elif self.fill == "small":
+            flat = np.random.default_rng(self.seed).integers(-3, 4, size=n, dtype=np.int64)
+        else:
+            raise ValueError(f"Input.fill={self.fill!r} must be 'small' or 'iota'")
+        return flat.reshape(self.shape).astype(self.dtype)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One SSA operation: a kind, the values it reads, and its parameters (sorted)."""
+
+    kind: str
+    operands: tuple[int, ...] = ()
+    params: tuple[tuple[str, ParamValue], ...] = ()
+
+    @staticmethod
+    def make(kind: str, operands: tuple[int, ...] = (), **params: ParamValue) -> Op:
+        return Op(kind, tuple(operands), tuple(sorted((k, _freeze(v)) for k, v in params.items())))
+
+    def p(self, name: str, default: ParamValue = None) -> ParamValue:
+        for k, v in self.params:
+            if k == name:
+                return v
+        return default
+
+    @property
+    def param_dict(self) -> dict[str, ParamValue]:
+        return dict(self.params)
+
+
+def _freeze(v: object) -> ParamValue:
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if v is None or isinstance(v, (int, str, bool, float)):
+        return v
+    raise TypeError(f"op parameter {v!r} of type {type(v).__name__} is not JSON-friendly")
+
+
+@dataclass(frozen=True)
+class Program:
+    """One shard_map call, complete and self-contained."""
+
+    mesh: Mesh
+    inputs: tuple[Input, ...]
+    in_specs: tuple[Spec, ...]
+    body: tuple[Op, ...]
+    outputs: tuple[int, ...]
+    out_specs: tuple[Spec, ...]
+    axis_names: tuple[str, ...] | None = None  # None: every mesh axis is manual
+    check_vma: bool = True
+    defect: str | None = None  # the one named defect of an invalid program
+    notes: tuple[tuple[str, ParamValue], ...] = field(default=(), compare=True)
+
+    @property
+    def manual_axes(self) -> tuple[str, ...]:
+        if self.axis_names is None:
+            return self.mesh.names
+        return tuple(a for a in self.mesh.names if a in self.axis_names)
+
+    @property
+    def n_values(self) -> int:
+        return len(self.inputs) + len(self.body)
+
+    def op_of(self, value: int) -> Op | None:
+        i = value - len(self.inputs)
+        return self.body[i] if i >= 0 else None
+
+    def collectives(self) -> tuple[str, ...]:
+        from programs.ops import COLLECTIVES
+
+        return tuple(sorted({op.kind for op in self.body if op.kind in COLLECTIVES}))
+
+    def __repr__(self) -> str:
+        from programs.emit import body_source
+
+        return body_source(self)

@@ -1,0 +1,53 @@
+"""The op vocabulary: every op kind, how many operands it reads and its parameter names.
+
+This is syntax only (used to validate JSON and emit code). The semantics of each op live
+in `oracles/ops.py`; its jax lowering in `harness/lowering.py`. Tests assert that the
+three agree on the set of kinds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OpSyntax:
+    kind: str
+    arity: int  # number of operands
+    params: tuple[str, ...]  # required parameter names
+    optional: tuple[str, ...] = ()
+
+
+_SYNTAX = [
+    # local ops
+    OpSyntax("const", 0, ("shape", "dtype", "value")),
+    OpSyntax("add", 2, ()),
+    OpSyntax("sub", 2, ()),
+    OpSyntax("mul", 2, ()),
+    OpSyntax("max", 2, ()),
+    OpSyntax("min", 2, ()),
+    OpSyntax("neg", 1, ()),
+    OpSyntax("reduce_sum", 1, ("axis",)),
+    OpSyntax("transpose", 1, ("perm",)),
+    OpSyntax("cast", 1, ("dtype",)),
+    # named-axis collectives
+    OpSyntax("psum", 1, ("axes",), ("groups",)),
+    OpSyntax("pmean", 1, ("axes",), ("groups",)),
+    OpSyntax("pmax", 1, ("axes",), ("groups",)),
+    OpSyntax("pmin", 1, ("axes",), ("groups",)),
+    OpSyntax("all_gather", 1, ("axes", "axis", "tiled"), ("to",)),
+    OpSyntax("psum_scatter", 1, ("axes", "scatter_dimension", "tiled")),
+    OpSyntax("all_to_all", 1, ("axes", "split_axis", "concat_axis", "tiled")),
+    OpSyntax("ppermute", 1, ("axes", "perm")),
+    OpSyntax("pshuffle", 1, ("axes", "perm")),
+    OpSyntax("pswapaxes", 1, ("axes", "axis")),
+    OpSyntax("axis_index", 0, ("axes",)),
+]
+
+SYNTAX: dict[str, OpSyntax] = {s.kind: s for s in _SYNTAX}
+LOCAL_OPS = frozenset(
+    ["const", "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast"]
+)
+COLLECTIVES = frozenset(SYNTAX) - LOCAL_OPS
+BINARY_OPS = ("add", "sub", "mul", "max", "min")
+REDUCTIONS = ("psum", "pmean", "pmax", "pmin")

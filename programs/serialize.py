@@ -1,0 +1,197 @@
+"""JSON round-trip for programs, with a schema version.
+
+JSON case files are the unit of exchange between fuzzing, replay, minimization, the
+corpus and release qualification. `from_json` validates everything it reads and raises
+`ProgramFormatError` naming the offending field, so a bad case file is one clear line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec
+from programs.ops import SYNTAX
+
+SCHEMA_VERSION = 1
+
+
+class ProgramFormatError(ValueError):
+    """A case file or JSON document does not describe a valid program."""
+
+
+def _spec_to_json(s: Spec) -> dict[str, Any]:
+    return {"kind": s.kind, "entries": [None if e is None else list(e) for e in s.entries]}
+
+
+def _param_to_json(v: ParamValue) -> Any:
+    if isinstance(v, tuple):
+        return [_param_to_json(x) for x in v]
+    return v
+
+
+def program_to_dict(p: Program) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA_VERSION,
+        "mesh": {
+            "names": list(p.mesh.names),
+            "sizes": list(p.mesh.sizes),
+            "axis_types": list(p.mesh.axis_types),
+        },
+        "inputs": [
+            {"shape": list(i.shape), "dtype": i.dtype, "fill": i.fill, "seed": i.seed}
+            for i in p.inputs
+        ],
+        "in_specs": [_spec_to_json(s) for s in p.in_specs],
+        "body": [
+            {
+                "kind": op.kind,
+                "operands": list(op.operands),
+                "params": {k: _param_to_json(v) for k, v in op.params},
+            }
+            for op in p.body
+        ],
+        "outputs": list(p.outputs),
+        "out_specs": [_spec_to_json(s) for s in p.out_specs],
+        "axis_names": None if p.axis_names is None else list(p.axis_names),
+        "check_vma": p.check_vma,
+        "defect": p.defect,
+        "notes": {k: _param_to_json(v) for k, v in p.notes},
+    }
+
+
+def to_json(p: Program, indent: int | None = 1) -> str:
+    return json.dumps(program_to_dict(p), indent=indent, sort_keys=False)
+
+
+def _req(d: Any, key: str, where: str, typ: type | tuple[type, ...]) -> Any:
+    if not isinstance(d, dict):
+        raise ProgramFormatError(f"{where}: expected an object, got {type(d).__name__}")
+    if key not in d:
+        raise ProgramFormatError(f"{where}: missing field {key!r}")
+    v = d[key]
+    if not isinstance(v, typ) or (isinstance(v, bool) and typ is int):
+        name = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise ProgramFormatError(f"{where}.{key}: expected {name}, got {v!r}")
+    return v
+
+
+def _ints(v: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        raise ProgramFormatError(f"{where}: expected a list of integers, got {v!r}")
+    return tuple(v)
+
+
+def _strs(v: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ProgramFormatError(f"{where}: expected a list of strings, got {v!r}")
+    return tuple(v)
+
+
+def _spec_from_json(d: Any, where: str) -> Spec:
+    kind = _req(d, "kind", where, str)
+    if kind not in ("P", "str", "tuple", "none"):
+        raise ProgramFormatError(f"{where}.kind: unknown spec kind {kind!r}")
+    entries = _req(d, "entries", where, list)
+    out = []
+    for j, e in enumerate(entries):
+        out.append(None if e is None else _strs(e, f"{where}.entries[{j}]"))
+    return Spec(tuple(out), kind)
+
+
+def _param_from_json(v: Any, where: str) -> ParamValue:
+    if isinstance(v, list):
+        return tuple(_param_from_json(x, where) for x in v)
+    if v is None or isinstance(v, (int, str, bool, float)):
+        return v
+    raise ProgramFormatError(f"{where}: parameter value {v!r} is not a scalar or list")
+
+
+def program_from_dict(d: Any) -> Program:
+    schema = _req(d, "schema", "program", int)
+    if schema != SCHEMA_VERSION:
+        raise ProgramFormatError(
+            f"program.schema: version {schema} is not supported (this shardfuzz reads {SCHEMA_VERSION})"
+        )
+    m = _req(d, "mesh", "program", dict)
+    names = _strs(_req(m, "names", "mesh", list), "mesh.names")
+    sizes = _ints(_req(m, "sizes", "mesh", list), "mesh.sizes")
+    types = _strs(m.get("axis_types", ["auto"] * len(names)), "mesh.axis_types")
+    try:
+        mesh = Mesh(names, sizes, types)
+    except ValueError as e:
+        raise ProgramFormatError(f"mesh: {e}") from None
+    inputs = []
+    for i, x in enumerate(_req(d, "inputs", "program", list)):
+        w = f"inputs[{i}]"
+        dtype = _req(x, "dtype", w, str)
+        if dtype not in DTYPES:
+            raise ProgramFormatError(f"{w}.dtype: {dtype!r} is not one of {DTYPES}")
+        fill = x.get("fill", "small")
+        if fill not in ("small", "iota"):
+            raise ProgramFormatError(f"{w}.fill: {fill!r} is not 'small' or 'iota'")
+        inputs.append(
+            Input(_ints(_req(x, "shape", w, list), f"{w}.shape"), dtype, fill, int(x.get("seed", 0)))
+        )
+    in_specs = tuple(
+        _spec_from_json(s, f"in_specs[{i}]") for i, s in enumerate(_req(d, "in_specs", "program", list))
+    )
+    body = []
+    n_in = len(inputs)
+    for i, o in enumerate(_req(d, "body", "program", list)):
+        w = f"body[{i}]"
+        kind = _req(o, "kind", w, str)
+        if kind not in SYNTAX:
+            raise ProgramFormatError(f"{w}.kind: unknown op {kind!r} (known: {', '.join(sorted(SYNTAX))})")
+        syn = SYNTAX[kind]
+        operands = _ints(_req(o, "operands", w, list), f"{w}.operands")
+        if len(operands) != syn.arity:
+            raise ProgramFormatError(f"{w}: {kind} takes {syn.arity} operands, got {len(operands)}")
+        for v in operands:
+            if not 0 <= v < n_in + i:
+                raise ProgramFormatError(f"{w}.operands: value {v} is not defined before this op")
+        params = _req(o, "params", w, dict)
+        missing = [p for p in syn.params if p not in params]
+        unknown = [p for p in params if p not in syn.params and p not in syn.optional]
+        if missing or unknown:
+            raise ProgramFormatError(f"{w}: {kind} params missing {missing}, unknown {unknown}")
+        body.append(
+            Op(kind, operands, tuple(sorted((k, _param_from_json(v, f"{w}.params.{k}")) for k, v in params.items())))
+        )
+    outputs = _ints(_req(d, "outputs", "program", list), "program.outputs")
+    for v in outputs:
+        if not 0 <= v < n_in + len(body):
+            raise ProgramFormatError(f"program.outputs: value {v} is not defined")
+    out_specs = tuple(
+        _spec_from_json(s, f"out_specs[{i}]") for i, s in enumerate(_req(d, "out_specs", "program", list))
+    )
+    axis_names = d.get("axis_names")
+    if axis_names is not None:
+        axis_names = _strs(axis_names, "program.axis_names")
+    check_vma = d.get("check_vma", True)
+    if not isinstance(check_vma, bool):
+        raise ProgramFormatError(f"program.check_vma: expected true/false, got {check_vma!r}")
+    defect = d.get("defect")
+    notes = d.get("notes") or {}
+    return Program(
+        mesh=mesh,
+        inputs=tuple(inputs),
+        in_specs=in_specs,
+        body=tuple(body),
+        outputs=outputs,
+        out_specs=out_specs,
+        axis_names=axis_names,
+        check_vma=check_vma,
+        defect=defect,
+        notes=tuple(sorted((k, _param_from_json(v, f"notes.{k}")) for k, v in notes.items())),
+    )
+
+
+def from_json(text: str) -> Program:
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ProgramFormatError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    if isinstance(d, dict) and "program" in d and "schema" not in d:
+        d = d["program"]  # a case file wraps the program with its verdict
+    return program_from_dict(d)
