@@ -98,7 +98,10 @@ def compare(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
     if obs.raised:
         # where: the op being traced when jax raised (the first value it never recorded)
         first_missing = next((i for i in range(p.n_values) if i not in obs.value_types), None)
-        where = "after_body" if first_missing is None else producer(p, first_missing)
+        if obs.phase == "read_output":
+            where, first_missing = "read_output", None
+        else:
+            where = "lowering" if first_missing is None else producer(p, first_missing)
         return [
             Divergence(
                 DivergenceKind.UNEXPECTED_ERROR,
@@ -203,10 +206,18 @@ def _compare_output(p: Program, k: int, o, e: OutputPrediction, mode: str) -> li
         got = o.device_values.get(c)
         want = e.device_values[c]
         if got is None or got.shape != want.shape:
-            bad.append(c)
-            first = first or (c, got, want)
-            worst = float("inf")
-            continue
+            return [
+                Divergence(
+                    DivergenceKind.SHAPE,
+                    mode,
+                    f"out[{k}] (mode={mode}): device {c} holds a block of shape "
+                    f"{None if got is None else got.shape}, but oracle predicts {want.shape} "
+                    f"(global shape {o.global_shape}, out_spec {p.out_specs[k]!r})",
+                    "device_block",
+                    output=k,
+                    bad_devices=(c,),
+                )
+            ]
         g64 = got.astype(np.float64)
         w64 = want.astype(np.float64)
         if e.exact or e.dtype == "int32":

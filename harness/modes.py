@@ -40,6 +40,7 @@ class Observation:
     value_types: dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]] = field(default_factory=dict)
     elapsed_s: float = 0.0
     status: str = "ok"  # ok | error | crash | timeout | unsupported
+    phase: str = ""  # where an error arose: "" (building/tracing/running) or "read_output"
 
     @property
     def raised(self) -> bool:
@@ -91,7 +92,19 @@ class Mode:
                 elapsed_s=time.perf_counter() - t0,
                 status="error",
             )
-        observed = tuple(self.observe(o, p) for o in outs)
+        try:
+            observed = tuple(self.observe(o, p) for o in outs)
+        except Exception as e:  # jax produced outputs that cannot be read back
+            return Observation(
+                self.name,
+                type(e).__name__,
+                str(e),
+                traceback.format_exc(limit=-8),
+                value_types=types,
+                elapsed_s=time.perf_counter() - t0,
+                status="error",
+                phase="read_output",
+            )
         return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0)
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
@@ -138,3 +151,67 @@ class Jit(Mode):
 
 MODES: dict[str, Mode] = {m.name: m for m in (Abstract(), Eager(), Jit())}
 DEFAULT_MODES = ("abstract", "jit", "eager")
+
+
+# ------------------------------------------------------------------ wire format
+# Observations cross process boundaries (worker processes, other Python environments)
+# as JSON: arrays as dtype, shape and base64 bytes.
+
+
+def _arr_to(a: np.ndarray) -> dict[str, Any]:
+    import base64
+
+    a = np.array(a, order="C")  # (ascontiguousarray would turn a 0-d array into 1-d)
+    return {"dtype": str(a.dtype), "shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode()}
+
+
+def _arr_from(d: dict[str, Any]) -> np.ndarray:
+    import base64
+
+    return np.frombuffer(base64.b64decode(d["b64"]), dtype=d["dtype"]).reshape(d["shape"]).copy()
+
+
+def observation_to_dict(o: Observation) -> dict[str, Any]:
+    return {
+        "mode": o.mode,
+        "status": o.status,
+        "error_type": o.error_type,
+        "error_message": o.error_message,
+        "error_traceback": o.error_traceback,
+        "elapsed_s": o.elapsed_s,
+        "phase": o.phase,
+        "value_types": [[i, list(s), dt, None if v is None else sorted(v)] for i, (s, dt, v) in o.value_types.items()],
+        "outputs": [
+            {
+                "global_shape": list(x.global_shape),
+                "dtype": x.dtype,
+                "global_value": None if x.global_value is None else _arr_to(x.global_value),
+                "device_values": None
+                if x.device_values is None
+                else [[list(c), _arr_to(v)] for c, v in x.device_values.items()],
+            }
+            for x in o.outputs
+        ],
+    }
+
+
+def observation_from_dict(d: dict[str, Any]) -> Observation:
+    return Observation(
+        mode=d["mode"],
+        error_type=d["error_type"],
+        error_message=d["error_message"],
+        error_traceback=d.get("error_traceback", ""),
+        outputs=tuple(
+            ObservedOutput(
+                tuple(x["global_shape"]),
+                x["dtype"],
+                None if x["global_value"] is None else _arr_from(x["global_value"]),
+                None if x["device_values"] is None else {tuple(c): _arr_from(v) for c, v in x["device_values"]},
+            )
+            for x in d["outputs"]
+        ),
+        value_types={int(i): (tuple(s), dt, None if v is None else frozenset(v)) for i, s, dt, v in d["value_types"]},
+        elapsed_s=float(d["elapsed_s"]),
+        status=d["status"],
+        phase=d.get("phase", ""),
+    )

@@ -172,7 +172,7 @@ def trace(p: Program, with_values: bool = True) -> tuple[_State, PredictedError 
                     raise OracleError(
                         PredictedError(
                             ErrorKind.OUT_SPEC_REPLICATION,
-                            (f"[{k}]", *missing),
+                            (repr(s), *(repr(a) for a in missing)),
                             f"out_specs[{k}]={s!r} leaves out {missing}, but output {k} varies "
                             f"along them (vma={sorted(t.vma or ())}); name them in the out_spec, "
                             "reduce over them (psum) or pass check_vma=False",

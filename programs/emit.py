@@ -123,7 +123,9 @@ def inputs_src(p: Program) -> list[str]:
     return lines
 
 
-def to_python(p: Program, title: str = "") -> str:
+def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
+    """A standalone script (jax + numpy only) running `p` under jit, or eagerly with
+    mode="eager"; it prints each output, each device's block shape and any exception."""
     types = ", ".join(f"AxisType.{t.capitalize()}" for t in p.mesh.axis_types)
     comma = "," if len(p.mesh.axis_types) == 1 else ""
     args = ", ".join(f"a{i}" for i in range(len(p.inputs)))
@@ -145,13 +147,14 @@ def to_python(p: Program, title: str = "") -> str:
         "",
         f"f = jax.shard_map(body, {shard_map_kwargs_src(p)})",
         "try:",
-        f"  outs = jax.jit(f)({args})",
+        f"  outs = {'jax.jit(f)' if mode == 'jit' else 'f'}({args})",
+        "  for i, o in enumerate(outs):",
+        '    print(f"out[{i}] shape={o.shape} dtype={o.dtype} sharding={o.sharding.spec}")',
+        '    print("  device blocks:", [(s.device.id, s.data.shape) for s in o.addressable_shards])',
+        "    print(np.asarray(o))",
         "except Exception as e:",
         '  print(f"{type(e).__name__}: {e}")',
         "  raise SystemExit(1)",
-        "for i, o in enumerate(outs):",
-        '  print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
-        "  print(np.asarray(o))",
         "",
     ]
     return "\n".join(lines)

@@ -7,6 +7,7 @@ corpus and release qualification. `from_json` validates everything it reads and 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -195,3 +196,8 @@ def from_json(text: str) -> Program:
     if isinstance(d, dict) and "program" in d and "schema" not in d:
         d = d["program"]  # a case file wraps the program with its verdict
     return program_from_dict(d)
+
+
+def program_id(p: Program) -> str:
+    """A stable short id for a program (same program, same id, in every process)."""
+    return hashlib.sha256(to_json(p, indent=None).encode()).hexdigest()[:12]

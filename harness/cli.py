@@ -1,0 +1,209 @@
+"""The `shardfuzz` command.
+
+    shardfuzz fuzz --seed S --max-examples N [--budget SECONDS] --report DIR
+    shardfuzz replay CASE.json      re-run one case, print the verdict
+    shardfuzz emit CASE.json        print a standalone reproducer
+    shardfuzz explain CASE.json     the spec checker: shapes and varying axes op by op
+
+Exit codes: 0 nothing diverged, 1 something did, 2 bad input (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from programs.model import Program
+from programs.serialize import ProgramFormatError, from_json
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _load_case(path: str) -> Program:
+    f = Path(path)
+    if not f.exists():
+        raise UsageError(f"{path}: no such file; pass a case file written by 'shardfuzz fuzz' (reports/.../cases/*.json)")
+    if f.is_dir():
+        raise UsageError(f"{path}: is a directory; pass one case file")
+    try:
+        return from_json(f.read_text())
+    except ProgramFormatError as e:
+        raise UsageError(f"{path}: {e}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not a text file") from None
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    from harness.modes import MODES
+
+    modes = tuple(m.strip() for m in text.split(",") if m.strip())
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise UsageError(f"--modes: unknown mode(s) {bad or text!r}; choose from {','.join(MODES)}")
+    return modes
+
+
+def _suppressions(path: str | None):  # type: ignore[no-untyped-def]
+    from harness.suppressions import SuppressionsError, load
+
+    try:
+        return load(Path(path) if path else None)
+    except SuppressionsError as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_fuzz(a: argparse.Namespace) -> int:
+    from harness.fuzz import RunConfig, fuzz
+
+    if a.max_examples < 1:
+        raise UsageError(f"--max-examples={a.max_examples} must be >= 1")
+    if a.budget is not None and a.budget <= 0:
+        raise UsageError(f"--budget={a.budget} must be a positive number of seconds")
+    report = Path(a.report)
+    try:
+        report.mkdir(parents=True, exist_ok=True)
+        probe = report / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"--report {a.report}: cannot write there ({e.strerror})") from None
+    cfg = RunConfig(
+        seed=a.seed,
+        max_examples=a.max_examples,
+        budget_s=a.budget,
+        report_dir=report,
+        modes=_modes(a.modes),
+        suppressions=_suppressions(a.suppressions),
+        workers=a.workers,
+        timeout_s=a.timeout,
+    )
+    if a.workers < 0:
+        raise UsageError(f"--workers={a.workers} must be >= 0 (0 runs in this process)")
+    s = fuzz(cfg)
+    new = [b for b in s["buckets"] if not b["suppressed_by"]]
+    known = [b for b in s["buckets"] if b["suppressed_by"]]
+    print(
+        f"\nshardfuzz: {s['programs_run']} programs on jax {s['jax_version']} (seed {s['seed']}, "
+        f"modes {','.join(s['modes'])}) in {s['elapsed_s']:.0f}s: "
+        f"{s['divergences']} divergences in {len(new)} new buckets, {s['suppressed']} suppressed in {len(known)} known"
+    )
+    for b in new:
+        print(f"  NEW   {b['signature']}  x{b['count']}  {b['case']}")
+    for b in known:
+        print(f"  known {b['signature']}  x{b['count']}  ({b['suppressed_by']})")
+    if s["accidentally_invalid"]:
+        print(f"  note: {s['accidentally_invalid']} drawn programs were invalid by accident (strategy bug)")
+    print(f"  summary: {report / 'summary.json'}")
+    if new:
+        print(f"  next: shardfuzz replay {new[0]['case']}   |   shardfuzz explain {new[0]['case']}")
+    return 1 if new else 0
+
+
+def cmd_replay(a: argparse.Namespace) -> int:
+    from harness.check import check_program
+    from harness.compat import jax_version
+    from harness.suppressions import find
+
+    p = _load_case(a.case)
+    sups = _suppressions(a.suppressions)
+    res = check_program(p, _modes(a.modes))
+    jv = jax_version()
+    for o in res.observations:
+        what = f"raised {o.error_type}" if o.raised else f"ran, {len(o.outputs)} outputs"
+        print(f"  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
+    pred = res.prediction
+    print(f"  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
+    new = 0
+    for d in res.divergences:
+        sup = find(sups, d.signature, jv, p)
+        new += sup is None
+        print(f"{'known (' + sup.id + ')' if sup else 'DIVERGES'}: {d.signature}\n  {d.message}")
+    if not res.divergences:
+        print(f"{a.case}: PASS (oracle and jax {jv} agree in {len(res.observations)} modes)")
+    return 1 if new else 0
+
+
+def cmd_emit(a: argparse.Namespace) -> int:
+    from programs.emit import to_python
+
+    p = _load_case(a.case)
+    print(to_python(p, title=f"shardfuzz reproducer for {a.case}"))
+    return 0
+
+
+def cmd_explain(a: argparse.Namespace) -> int:
+    from harness.explain import explain_lines
+
+    p = _load_case(a.case)
+    print("\n".join(explain_lines(p)))
+    if not a.no_jax:
+        from harness.modes import MODES
+
+        o = MODES["abstract"].run(p)
+        said = f"{o.error_type}: {o.error_message}" if o.raised else "no error (jax.eval_shape ran)"
+        print(f"jax said (abstract mode): {said}")
+    print("\n" + repr(p))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    f = sub.add_parser("fuzz", help="draw programs and check them against the oracle")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--max-examples", type=int, default=200)
+    f.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
+    f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
+    f.add_argument("--modes", default="abstract,jit,eager")
+    f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+    f.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes (0: in-process)")
+    f.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in a worker, seconds")
+    f.set_defaults(fn=cmd_fuzz)
+    for name, fn, hlp in (
+        ("replay", cmd_replay, "re-run one case and print the verdict"),
+        ("emit", cmd_emit, "print a standalone reproducer script"),
+        ("explain", cmd_explain, "explain shapes, specs and varying axes op by op"),
+    ):
+        s = sub.add_parser(name, help=hlp)
+        s.add_argument("case", help="a JSON case file")
+        if name == "replay":
+            s.add_argument("--modes", default="abstract,jit,eager")
+            s.add_argument("--suppressions", default=None)
+        if name == "explain":
+            s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")
+        s.set_defaults(fn=fn)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        a = build_parser().parse_args(argv)
+        if a.cmd in ("fuzz", "replay", "explain"):
+            from harness.compat import force_host_devices
+
+            force_host_devices()
+        return int(a.fn(a))
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; cases found so far are on disk", file=sys.stderr)
+        return 130
+    except json.JSONDecodeError as e:  # pragma: no cover - from_json wraps these
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

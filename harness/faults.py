@@ -1,0 +1,105 @@
+"""Deliberate faults, injected into jax inside a worker to prove the harness catches them.
+
+`SHARDFUZZ_FAULTS=name[,name...]` in a worker's environment patches `jax.lax` before any
+program runs. Each fault breaks one rule of jax the way a real bug would: a value rule
+(a collective answering from the wrong device), a crash (abort inside a collective) or a
+hang. Never active unless asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+
+def _patch(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    import jax
+
+    orig = getattr(jax.lax, name)
+    setattr(jax.lax, name, make(orig))
+
+
+def _faults() -> dict[str, Callable[[], None]]:
+    import jax
+    import jax.numpy as jnp
+
+    lax = jax.lax
+
+    def psum_counts_device0_twice() -> None:
+        # psum adds the first device's block twice (still invariant, as psum must be)
+        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+            def psum(x: Any, axis_name: Any, **kw: Any) -> Any:
+                first = jnp.where(lax.axis_index(axis_name) == 0, x, jnp.zeros_like(x))
+                return orig(x, axis_name, **kw) + orig(first, axis_name, **kw)
+            return psum
+        _patch("psum", make)
+
+    def all_gather_reversed() -> None:
+        # all_gather returns the blocks in reverse device order
+        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+            def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False, **kw: Any) -> Any:
+                out = orig(x, axis_name, axis=axis, tiled=tiled, **kw)
+                if tiled:
+                    return out  # only untiled stacking is broken
+                return jnp.flip(out, axis=axis)
+            return all_gather
+        _patch("all_gather", make)
+
+    def ppermute_drops_last_pair() -> None:
+        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+            def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+                perm = list(perm)
+                return orig(x, axis_name, perm[:-1] if len(perm) > 1 else perm)
+            return ppermute
+        _patch("ppermute", make)
+
+    def pmin_is_pmax() -> None:
+        _patch("pmin", lambda orig: lambda x, axis_name, **kw: lax.pmax(x, axis_name, **kw))
+
+    def abort_in_pshuffle() -> None:
+        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+            def pshuffle(*a: Any, **kw: Any) -> Any:
+                os.abort()
+            return pshuffle
+        _patch("pshuffle", make)
+
+    def hang_in_pswapaxes() -> None:
+        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+            def pswapaxes(*a: Any, **kw: Any) -> Any:
+                time.sleep(3600)
+            return pswapaxes
+        _patch("pswapaxes", make)
+
+    return {
+        "psum_counts_device0_twice": psum_counts_device0_twice,
+        "all_gather_reversed": all_gather_reversed,
+        "ppermute_drops_last_pair": ppermute_drops_last_pair,
+        "pmin_is_pmax": pmin_is_pmax,
+        "abort_in_pshuffle": abort_in_pshuffle,
+        "hang_in_pswapaxes": hang_in_pswapaxes,
+    }
+
+
+FAULT_NAMES = (
+    "psum_counts_device0_twice",
+    "all_gather_reversed",
+    "ppermute_drops_last_pair",
+    "pmin_is_pmax",
+    "abort_in_pshuffle",
+    "hang_in_pswapaxes",
+)
+
+
+def install(names: list[str]) -> None:
+    table = _faults()
+    for n in names:
+        if n not in table:
+            raise ValueError(f"unknown fault {n!r}; known: {', '.join(FAULT_NAMES)}")
+        table[n]()
+
+
+def install_from_env() -> None:
+    names = [n for n in os.environ.get("SHARDFUZZ_FAULTS", "").split(",") if n]
+    if names:
+        install(names)

@@ -1,0 +1,265 @@
+"""Worker processes, seen from the parent: crash- and hang-safe program execution.
+
+A worker that dies (segfault, abort inside XLA) or hangs past the per-mode timeout costs
+one program: its current mode is recorded as a `crash` / `timeout` observation (with the
+tail of the worker's stderr), the worker is replaced, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.modes import Observation, observation_from_dict
+from programs.model import Program
+from programs.serialize import program_to_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class WorkerStartError(RuntimeError):
+    """A worker could not start (wrong interpreter, jax missing): names the interpreter."""
+
+
+@dataclass
+class Job:
+    id: int
+    program: Program
+    modes: tuple[str, ...]
+    tag: Any = None
+    observations: list[Observation] = field(default_factory=list)
+    current_mode: str | None = None
+    mode_started: float = 0.0
+
+
+@dataclass
+class Completed:
+    program: Program
+    observations: list[Observation]
+    tag: Any
+
+
+class _Worker:
+    def __init__(self, python: str, env: dict[str, str]) -> None:
+        self.log = tempfile.NamedTemporaryFile(prefix="shardfuzz-worker-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [python, "-m", "harness.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=env,
+            cwd=str(ROOT),
+            start_new_session=True,
+        )
+        self.job: Job | None = None
+        self.buf = b""
+        self.ready = False
+        self.info: dict[str, Any] = {}
+        self.jobs_done = 0
+
+    def stderr_tail(self, n: int = 1500) -> str:
+        try:
+            with open(self.log.name, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - n))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        try:
+            os.unlink(self.log.name)
+        except OSError:
+            pass
+
+
+class Pool:
+    def __init__(
+        self,
+        n: int,
+        python: str | None = None,
+        timeout_s: float = 30.0,
+        env: dict[str, str] | None = None,
+        clear_caches_every: int = 200,
+    ) -> None:
+        self.n = max(1, n)
+        self.python = python or sys.executable
+        self.timeout_s = timeout_s
+        self.env = dict(os.environ)
+        self.env["PYTHONPATH"] = str(ROOT) + os.pathsep + self.env.get("PYTHONPATH", "")
+        self.env.update(env or {})
+        self.clear_caches_every = clear_caches_every
+        self.sel = selectors.DefaultSelector()
+        self.workers: list[_Worker] = []
+        self.next_id = 0
+        self.crashes = 0
+        self.timeouts = 0
+        self.info: dict[str, Any] = {}
+        for _ in range(self.n):
+            self._spawn()
+        self._await_ready()
+
+    def _spawn(self) -> _Worker:
+        w = _Worker(self.python, self.env)
+        assert w.proc.stdout is not None
+        self.sel.register(w.proc.stdout, selectors.EVENT_READ, w)
+        self.workers.append(w)
+        return w
+
+    def _await_ready(self, deadline_s: float = 120.0) -> None:
+        t0 = time.monotonic()
+        while not all(w.ready for w in self.workers):
+            if time.monotonic() - t0 > deadline_s:
+                raise WorkerStartError(f"{self.python}: workers did not start within {deadline_s:.0f}s")
+            self._poll(1.0)
+
+    def _retire(self, w: _Worker) -> None:
+        try:
+            assert w.proc.stdout is not None
+            self.sel.unregister(w.proc.stdout)
+        except (KeyError, ValueError):
+            pass
+        w.kill()
+        self.workers.remove(w)
+
+    def free(self) -> int:
+        return sum(1 for w in self.workers if w.ready and w.job is None)
+
+    def busy(self) -> int:
+        return sum(1 for w in self.workers if w.job is not None)
+
+    def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None) -> None:
+        w = next(w for w in self.workers if w.ready and w.job is None)
+        job = Job(self.next_id, program, modes, tag)
+        self.next_id += 1
+        w.job = job
+        job.mode_started = time.monotonic()
+        clear = self.clear_caches_every > 0 and (w.jobs_done + 1) % self.clear_caches_every == 0
+        msg = {"id": job.id, "program": program_to_dict(program), "modes": list(modes), "clear_caches": clear}
+        assert w.proc.stdin is not None
+        try:
+            w.proc.stdin.write(json.dumps(msg) + "\n")
+            w.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # noticed as a crash by the next poll
+
+    def wait(self, timeout: float = 1.0) -> list[Completed]:
+        """Wait until at least one job completes (or `timeout`); return completed jobs."""
+        t0 = time.monotonic()
+        done: list[Completed] = []
+        while not done and time.monotonic() - t0 < timeout:
+            done.extend(self._poll(min(0.5, timeout)))
+        return done
+
+    def drain(self) -> list[Completed]:
+        out: list[Completed] = []
+        while self.busy():
+            out.extend(self._poll(0.5))
+        return out
+
+    def _poll(self, timeout: float) -> list[Completed]:
+        done: list[Completed] = []
+        for key, _ in self.sel.select(timeout):
+            w: _Worker = key.data
+            # raw reads: a buffered readline would hide complete lines from select()
+            chunk = os.read(key.fileobj.fileno(), 1 << 20)  # type: ignore[union-attr]
+            if not chunk:
+                done.extend(self._dead(w, "crash"))
+                continue
+            w.buf += chunk
+            *lines, w.buf = w.buf.split(b"\n")
+            for line in lines:
+                done.extend(self._handle(w, line))
+        now = time.monotonic()
+        for w in list(self.workers):
+            if w.job is not None and now - w.job.mode_started > self.timeout_s:
+                done.extend(self._dead(w, "timeout"))
+            elif w.job is None and w.proc.poll() is not None:
+                self._retire(w)
+                self._spawn()
+        return done
+
+    def _handle(self, w: _Worker, line: bytes) -> list[Completed]:
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            return []
+        ev = msg.get("event")
+        if ev == "ready":
+            w.ready = True
+            w.info = msg
+            self.info = msg
+        elif w.job is not None and ev == "start":
+            w.job.current_mode = msg["mode"]
+            w.job.mode_started = time.monotonic()
+        elif w.job is not None and ev == "obs":
+            w.job.observations.append(observation_from_dict(msg["observation"]))
+            w.job.current_mode = None
+        elif w.job is not None and ev == "done":
+            j = w.job
+            w.job = None
+            w.jobs_done += 1
+            return [Completed(j.program, j.observations, j.tag)]
+        return []
+
+    def _dead(self, w: _Worker, status: str) -> list[Completed]:
+        job = w.job
+        if job is None and not w.ready:
+            w.proc.wait()
+            tail = w.stderr_tail()
+            self._retire(w)
+            raise WorkerStartError(
+                f"{self.python} -m harness.worker exited with code {w.proc.returncode} before it was ready: "
+                f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}"
+            )
+        if status == "timeout":
+            self.timeouts += 1
+        else:
+            self.crashes += 1
+        w.kill() if status == "timeout" else w.proc.wait()
+        rc = w.proc.returncode
+        tail = w.stderr_tail()
+        self._retire(w)
+        self._spawn()  # becomes free once it reports ready
+        if job is None:
+            return []
+        mode = job.current_mode or (job.modes[len(job.observations)] if len(job.observations) < len(job.modes) else "?")
+        what = f"timed out after {self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{_signame(rc)})"
+        job.observations.append(
+            Observation(mode, error_type=None, error_message=f"{what}; stderr tail: {tail[-600:]}", status=status)
+        )
+        return [Completed(job.program, job.observations, job.tag)]
+
+    def close(self) -> None:
+        for w in list(self.workers):
+            try:
+                assert w.proc.stdin is not None
+                w.proc.stdin.close()
+            except OSError:
+                pass
+            self._retire(w)
+
+
+def _signame(rc: int | None) -> str:
+    if rc is not None and rc < 0:
+        try:
+            return f", {signal.Signals(-rc).name}"
+        except ValueError:
+            return ""
+    return ""

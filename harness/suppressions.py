@@ -1,0 +1,112 @@
+"""Known JAX divergences, as data: `reports/known_divergences.toml`.
+
+Each entry matches divergence signatures (shell-style patterns over `kind|mode|where`)
+and carries a reason and a link or reproducer. A suppressed divergence is counted and
+reported as known, never hidden; an entry nothing matched in a run is listed as unseen
+(stale, when the run covered it), so the list does not rot.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from programs.model import Program
+
+DEFAULT_PATH = Path(__file__).resolve().parent.parent / "reports" / "known_divergences.toml"
+
+
+class SuppressionsError(ValueError):
+    """The suppressions file cannot be read; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Suppression:
+    id: str
+    signatures: tuple[str, ...]  # fnmatch patterns over Divergence.signature
+    reason: str
+    link: str = ""
+    reproducer: str = ""
+    jax_versions: str = "*"  # fnmatch pattern over jax.__version__
+    when: tuple[str, ...] = ()  # program features that must all hold (see `feature_holds`)
+
+    def matches(self, signature: str, jax_version: str, program: Program | None = None) -> bool:
+        if not any(fnmatch.fnmatchcase(signature, pat) for pat in self.signatures):
+            return False
+        if not fnmatch.fnmatchcase(jax_version, self.jax_versions):
+            return False
+        return all(program is not None and feature_holds(program, f) for f in self.when)
+
+
+_FEATURE = re.compile(r"^(?P<kind>[a-z_]+)(?::(?P<param>[a-z_]+)(?P<op><|>|==)(?P<value>-?\w+))?$")
+
+
+def check_feature(text: str) -> None:
+    if text != "zero_size" and not _FEATURE.match(text):
+        raise ValueError(f"feature {text!r} is not 'zero_size', 'KIND' or 'KIND:PARAM<N' / '>N' / '==V'")
+
+
+def feature_holds(p: Program, text: str) -> bool:
+    """A narrow, structured condition on the program (never on messages):
+    'zero_size' (an argument or constant has a zero-size dimension), 'KIND' (the body
+    has an op of that kind) or 'KIND:PARAM<N' / 'KIND:PARAM>N' / 'KIND:PARAM==V'."""
+    if text == "zero_size":
+        shapes = [x.shape for x in p.inputs] + [tuple(op.p("shape")) for op in p.body if op.kind == "const"]  # type: ignore[arg-type]
+        return any(0 in s for s in shapes)
+    m = _FEATURE.match(text)
+    if m is None:
+        return False
+    for op in p.body:
+        if op.kind != m["kind"]:
+            continue
+        if m["param"] is None:
+            return True
+        v = op.p(m["param"])
+        if v is None:
+            continue
+        if m["op"] == "==" and str(v) == m["value"]:
+            return True
+        if m["op"] in "<>" and isinstance(v, int) and not isinstance(v, bool):
+            n = int(m["value"])
+            if (v < n) if m["op"] == "<" else (v > n):
+                return True
+    return False
+
+
+def load(path: Path | None = None) -> list[Suppression]:
+    path = path or DEFAULT_PATH
+    if not path.exists():
+        return []
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise SuppressionsError(f"{path}: {e}") from None
+    out = []
+    for i, d in enumerate(data.get("divergence", [])):
+        where = f"{path}: [[divergence]] #{i + 1}"
+        for key in ("id", "reason"):
+            if not isinstance(d.get(key), str) or not d[key]:
+                raise SuppressionsError(f"{where}: needs a non-empty string '{key}'")
+        sigs = d.pop("signatures", None) or ([d.pop("signature")] if "signature" in d else None)
+        if not sigs or not all(isinstance(x, str) and x.count("|") == 2 for x in sigs):
+            raise SuppressionsError(f"{where} ({d['id']}): needs 'signatures', a list of 'kind|mode|where' patterns")
+        unknown = set(d) - {"id", "reason", "link", "reproducer", "jax_versions", "when"}
+        if unknown:
+            raise SuppressionsError(f"{where}: unknown keys {sorted(unknown)}")
+        when = d.get("when", [])
+        if not isinstance(when, list):
+            raise SuppressionsError(f"{where}: 'when' must be a list of feature strings")
+        for w in when:
+            try:
+                check_feature(w)
+            except ValueError as e:
+                raise SuppressionsError(f"{where}: {e}") from None
+        out.append(Suppression(**{**d, "signatures": tuple(sigs), "when": tuple(when)}))
+    return out
+
+
+def find(sups: list[Suppression], signature: str, jax_version: str, program: Program | None = None) -> Suppression | None:
+    return next((s for s in sups if s.matches(signature, jax_version, program)), None)

@@ -1,0 +1,56 @@
+"""A worker process: initialises jax once (8 forced CPU devices) and runs many programs.
+
+Speaks JSON lines: reads `{"id", "program", "modes"}` from stdin; writes
+`{"event": "ready"}` once, then per job `{"event": "start", "mode"}` before each mode
+(so the parent knows which mode a crash or hang happened in), `{"event": "obs",
+"observation"}` after it, and `{"event": "done"}`. It needs only jax, numpy and
+shardfuzz's `programs` and `harness` packages, so it can run in another Python
+environment than the oracle (release qualification).
+
+Run as `python -m harness.worker`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main() -> int:
+    # The protocol owns the real stdout; anything else printing goes to stderr.
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    from harness import compat
+
+    compat.force_host_devices()
+    from harness.faults import install_from_env
+    from harness.modes import MODES, observation_to_dict
+    from programs.serialize import program_from_dict
+
+    install_from_env()
+    import jax
+
+    def send(msg: dict) -> None:  # type: ignore[type-arg]
+        proto.write(json.dumps(msg) + "\n")
+        proto.flush()
+
+    send({"event": "ready", "jax_version": jax.__version__, "backend": jax.default_backend(), "pid": os.getpid()})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        jid = job["id"]
+        p = program_from_dict(job["program"])
+        for m in job["modes"]:
+            send({"id": jid, "event": "start", "mode": m})
+            o = MODES[m].run(p)
+            send({"id": jid, "event": "obs", "observation": observation_to_dict(o)})
+        send({"id": jid, "event": "done"})
+        if job.get("clear_caches"):
+            jax.clear_caches()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""Test set-up: 8 forced CPU devices before jax starts, and Hypothesis profiles.
+
+Profiles (select with `pytest --hypothesis-profile NAME`):
+- dev: the default; a few examples, fast feedback.
+- ci: derandomized, small, no example database: the same examples on every run.
+- nightly: large, with the example database on.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+
+from harness.compat import force_host_devices
+
+force_host_devices()
+
+_common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", max_examples=25, **_common)
+settings.register_profile("ci", max_examples=30, derandomize=True, database=None, print_blob=True, **_common)
+settings.register_profile("nightly", max_examples=2000, **_common)
+settings.load_profile("dev")

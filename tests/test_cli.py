@@ -1,0 +1,80 @@
+"""The shardfuzz command: exit codes, one-line errors, reports, reproducers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import P, iota, op, prog
+
+from programs import to_json
+from programs.model import Mesh
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sf(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.fixture()
+def case(tmp_path: Path) -> Path:
+    p = prog(Mesh(("x", "y"), (2, 4)), [iota(8, 4)], [P("x", "y")], [op("psum", 0, axes=("y",)), op("all_gather", 1, axes=("x",), axis=0, tiled=True)], [2], [P("x")])
+    f = tmp_path / "case.json"
+    f.write_text(to_json(p))
+    return f
+
+
+@pytest.mark.parametrize(
+    "args, phrase",
+    [
+        (["replay", "/nonexistent.json"], "no such file"),
+        (["emit", "{tmp}/bad.json"], "not valid JSON"),
+        (["explain", "{tmp}/unknown_op.json"], "unknown op"),
+        (["fuzz", "--max-examples", "0"], "--max-examples=0"),
+        (["fuzz", "--modes", "jit,warp"], "unknown mode"),
+        (["fuzz", "--seed", "banana"], "invalid int value"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: Path, args: list[str], phrase: str) -> None:
+    (tmp_path / "bad.json").write_text("{nope")
+    d = json.loads(case.read_text())
+    d["body"][0]["kind"] = "pwarp"
+    (tmp_path / "unknown_op.json").write_text(json.dumps(d))
+    r = sf(*[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
+    assert len(lines) == 1 and phrase in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_replay_explain_emit(case: Path) -> None:
+    r = sf("replay", str(case))
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
+    r = sf("explain", str(case))
+    assert r.returncode == 0
+    assert "per-device (4, 1)" in r.stdout and "varies over {x, y}" in r.stdout and "global (16, 1)" in r.stdout
+    r = sf("emit", str(case))
+    assert r.returncode == 0
+    script = r.stdout
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "out[0] shape=(16, 1) dtype=int32" in run.stdout
+
+
+def test_fuzz_writes_summary(tmp_path: Path) -> None:
+    rep = tmp_path / "rep"
+    r = sf("fuzz", "--seed", "3", "--max-examples", "12", "--report", str(rep), "--workers", "1", "--modes", "abstract,jit")
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    s = json.loads((rep / "summary.json").read_text())
+    for key in ("programs_run", "divergences", "suppressed", "buckets", "jax_version", "seed", "elapsed_s"):
+        assert key in s
+    assert s["programs_run"] == 12 and s["seed"] == 3
+    assert (r.returncode == 1) == (s["divergences"] > 0)
+    for b in s["buckets"]:
+        assert Path(b["case"]).exists()
+    assert any(k.startswith("op: ") for k in s["statistics"]), s["statistics"]

@@ -1,0 +1,203 @@
+"""The oracle, tested without jax against hand-worked examples.
+
+Examples marked [shard_map.md] come from jax 0.10.2 docs/notebooks/shard_map.md
+("Collectives tutorial"); [parallel.py] from the docstrings in jax/_src/lax/parallel.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import P, iota, op, prog
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oracles import ErrorKind, predict
+from oracles.devices import assemble_global, split_global
+from programs.model import Input, Mesh
+
+X4 = Mesh(("i",), (4,))
+XY = Mesh(("x", "y"), (2, 4))
+DOC_X = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 1, 2])
+
+
+
+
+def run1(p):  # type: ignore[no-untyped-def]
+    pr = predict(p)
+    assert pr.error is None, pr.error
+    return pr.outputs
+
+
+def _collective_on(x: np.ndarray, mesh: Mesh, spec, kind: str, check_vma: bool = True, **params):  # type: ignore[no-untyped-def]
+    """Apply one op to a global array sharded by `spec`: returns per-device blocks."""
+    from oracles.ops import OPS, Ctx
+    from oracles.prediction import ValueType
+    from programs.model import Op
+
+    data = split_global(x, mesh, spec.entries)
+    o = Op.make(kind, (0,), **params)
+    ctx = Ctx(mesh, mesh.names, check_vma, 0, o)
+    t = ValueType(data.shape[len(mesh.sizes) :], "int32", frozenset(spec.axes()))
+    OPS[kind].check([t], ctx)
+    return OPS[kind].value([data], [t], ctx), OPS[kind].shape([t], ctx), OPS[kind].vma([t], ctx)
+
+
+def test_psum_doc_example() -> None:
+    # [shard_map.md] f1: psum over 'i' of blocks [3 1 4 1] [5 9 2 6] [5 3 5 8] [9 7 1 2]
+    v, shape, vma = _collective_on(DOC_X, X4, P("i"), "psum", axes=("i",))
+    assert shape == (4,)
+    for d in range(4):
+        assert v[d].tolist() == [22, 20, 12, 17]
+    assert vma == frozenset()
+
+
+def test_all_gather_doc_example() -> None:
+    # [shard_map.md] f2: all_gather, tiled=False, stacks the four blocks
+    v, shape, vma = _collective_on(DOC_X, X4, P("i"), "all_gather", axes=("i",), axis=0, tiled=False)
+    assert shape == (4, 4)
+    assert v[2].tolist() == DOC_X.reshape(4, 4).tolist()
+    assert vma == frozenset({"i"})  # all_gather keeps the axis varying (to='varying')
+    v, shape, _ = _collective_on(DOC_X, X4, P("i"), "all_gather", axes=("i",), axis=0, tiled=True)
+    assert shape == (16,) and v[0].tolist() == DOC_X.tolist()
+
+
+def test_psum_scatter_doc_example() -> None:
+    # [shard_map.md] f5: psum_scatter tiled: AFTER [22] [20] [12] [17]
+    v, shape, vma = _collective_on(DOC_X, X4, P("i"), "psum_scatter", axes=("i",), scatter_dimension=0, tiled=True)
+    assert shape == (1,)
+    assert [v[d].tolist() for d in range(4)] == [[22], [20], [12], [17]]
+    assert vma == frozenset({"i"})
+
+
+def test_all_to_all_doc_example() -> None:
+    # [shard_map.md] f7: all_to_all split 0 concat 0 tiled
+    v, shape, _ = _collective_on(DOC_X, X4, P("i"), "all_to_all", axes=("i",), split_axis=0, concat_axis=0, tiled=True)
+    assert [v[d].tolist() for d in range(4)] == [[3, 5, 5, 9], [1, 9, 3, 7], [4, 2, 5, 1], [1, 6, 8, 2]]
+    assert shape == (4,)
+
+
+def test_ppermute_doc_example_shift_right() -> None:
+    # [shard_map.md] f6: ppermute with perm [(i, (i+1) % 4)] shifts blocks right
+    perm = tuple((i, (i + 1) % 4) for i in range(4))
+    v, _, _ = _collective_on(DOC_X, X4, P("i"), "ppermute", axes=("i",), perm=perm)
+    assert [v[d].tolist() for d in range(4)] == [[9, 7, 1, 2], [3, 1, 4, 1], [5, 9, 2, 6], [5, 3, 5, 8]]
+
+
+def test_ppermute_partial_fills_zeros() -> None:
+    # [parallel.py] ppermute: devices that are no destination get zeros
+    v, _, _ = _collective_on(DOC_X, X4, P("i"), "ppermute", axes=("i",), perm=((0, 1),))
+    assert v[0].tolist() == [0, 0, 0, 0] and v[1].tolist() == [3, 1, 4, 1] and v[2].sum() == 0
+
+
+def test_pshuffle_is_ppermute_with_pairs_perm_i_to_i() -> None:
+    # [parallel.py] pshuffle(x, perm) == ppermute(x, zip(perm, range(n))): out[i] = x[perm[i]]
+    v, _, _ = _collective_on(DOC_X, X4, P("i"), "pshuffle", axes=("i",), perm=(2, 0, 3, 1))
+    blocks = DOC_X.reshape(4, 4)
+    assert [v[d].tolist() for d in range(4)] == [blocks[2].tolist(), blocks[0].tolist(), blocks[3].tolist(), blocks[1].tolist()]
+
+
+def test_psum_with_axis_index_groups() -> None:
+    # [parallel.py] psum docstring: groups [[0, 1], [2, 3]] over arange(4) -> [1 1 5 5]
+    x = np.arange(4)
+    v, _, _ = _collective_on(x, X4, P("i"), "psum", check_vma=False, axes=("i",), groups=((0, 1), (2, 3)))
+    assert v.reshape(4).tolist() == [1, 1, 5, 5]
+
+
+def test_all_gather_with_groups_not_drawn_but_pmax_groups() -> None:
+    x = np.arange(4)
+    v, _, _ = _collective_on(x, X4, P("i"), "pmax", axes=("i",), groups=((0, 2), (1, 3)))
+    assert v.reshape(4).tolist() == [2, 3, 2, 3]
+
+
+def test_axis_index_multi_axis_is_major_first() -> None:
+    p = prog(XY, [iota(2)], [P()], [op("axis_index", axes=("x", "y")), op("axis_index", axes=("y", "x"))], [1, 2], [P(("x", "y")), P(("x", "y"))])
+    # rank-0 outputs cannot take a non-empty out_spec: expect the rank error
+    assert predict(p).error.kind == ErrorKind.OUT_SPEC_RANK
+
+
+def test_axis_index_values() -> None:
+    from oracles.devices import group_index
+
+    assert group_index(XY, ("x", "y")).tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert group_index(XY, ("y", "x")).tolist() == [[0, 2, 4, 6], [1, 3, 5, 7]]
+
+
+def test_psum_of_invariant_multiplies_by_axis_size() -> None:
+    # [shard_map.md] "psum of an invariant value": pvary then sum -> n * x
+    p = prog(XY, [iota(3)], [P()], [op("psum", 0, axes=("y",))], [1], [P()])
+    (o,) = run1(p)
+    assert o.global_value.tolist() == [0, 4, 8]
+    assert o.vma == frozenset()
+
+
+def test_psum_mixed_vma_is_an_error() -> None:
+    p = prog(XY, [iota(4)], [P("x")], [op("psum", 0, axes=("x", "y"))], [1], [P()])
+    assert predict(p).error.kind == ErrorKind.COLLECTIVE_VMA
+
+
+def test_pmean_of_int_is_float32() -> None:
+    p = prog(X4, [iota(8)], [P("i")], [op("pmean", 0, axes=("i",))], [1], [P()])
+    (o,) = run1(p)
+    assert o.dtype == "float32"
+    assert o.global_value.tolist() == [3.0, 4.0]  # mean of [0,1],[2,3],[4,5],[6,7]
+
+
+def test_replication_error_names_the_axis() -> None:
+    # [shard_map.md] out_specs=P() for a value varying over 'i' is rejected with check_vma
+    p = prog(X4, [iota(8)], [P("i")], [op("neg", 0)], [1], [P()])
+    e = predict(p).error
+    assert e.kind == ErrorKind.OUT_SPEC_REPLICATION and "'i'" in e.facts and "P()" in e.facts
+    # ... and runs with check_vma=False, each device's block concatenated nowhere
+    p2 = prog(X4, [iota(8)], [P("i")], [op("neg", 0)], [1], [P()], check_vma=False)
+    (o,) = run1(p2)
+    assert o.global_value is None  # blocks differ: no single global value
+    assert o.device_values[3].tolist() == [-6, -7]
+
+
+def test_divisibility_error() -> None:
+    p = prog(XY, [iota(6)], [P("y")], [op("neg", 0)], [1], [P("y")])
+    e = predict(p).error
+    assert e.kind == ErrorKind.IN_SPEC_DIVISIBILITY and "6" in e.facts and "4" in e.facts
+
+
+def test_all_gather_invarying_drops_axis() -> None:
+    p = prog(XY, [iota(8)], [P("x")], [op("all_gather", 0, axes=("x",), axis=0, tiled=True, to="invarying")], [1], [P()])
+    (o,) = run1(p)
+    assert o.vma == frozenset() and o.global_value.tolist() == list(range(8))
+
+
+def test_untiled_all_to_all_moves_dim() -> None:
+    # split dim must equal the group size; it is removed and a new one inserted at concat
+    p = prog(XY, [iota(16, 3)], [P("y")], [op("all_to_all", 0, axes=("y",), split_axis=0, concat_axis=1, tiled=False)], [1], [P("y")])
+    (o,) = run1(p)
+    assert o.local_shape == (3, 4) and o.global_shape == (12, 4)
+
+
+@given(st.data())
+def test_split_then_assemble_is_identity(data: st.DataObject) -> None:
+    from strategies import meshes
+
+    mesh = data.draw(meshes())
+    rank = data.draw(st.integers(0, 3))
+    unused = list(mesh.names)
+    entries = []
+    local = []
+    for _ in range(rank):
+        k = data.draw(st.integers(0, len(unused)))
+        axes = tuple(unused[:k])
+        unused = unused[k:]
+        entries.append(axes or None)
+        local.append(data.draw(st.integers(0, 3)))
+    shape = tuple(n * (mesh.group_size(e) if e else 1) for n, e in zip(local, entries))
+    x = np.arange(int(np.prod(shape))).reshape(shape)
+    blocks = split_global(x, mesh, tuple(entries))
+    assert blocks.shape == tuple(mesh.sizes) + tuple(local)
+    np.testing.assert_array_equal(assemble_global(blocks, mesh, tuple(entries)), x)
+
+
+@pytest.mark.parametrize("kind", ["psum", "pmax", "pmin"])
+def test_reductions_remove_the_axis_from_vma(kind: str) -> None:
+    p = prog(XY, [iota(4, 8)], [P("x", "y")], [op(kind, 0, axes=("y",))], [1], [P("x")])
+    (o,) = run1(p)
+    assert o.vma == frozenset({"x"})

@@ -1,0 +1,62 @@
+"""The program model: JSON round trip, validation of case files, emitted scripts."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+import pytest
+from helpers import P, iota, op, prog
+from hypothesis import given
+
+from programs import ProgramFormatError, from_json, to_json, to_python
+from programs.model import Mesh
+from programs.serialize import program_id
+from strategies import programs
+
+
+@given(programs())
+def test_json_round_trip(p) -> None:  # type: ignore[no-untyped-def]
+    q = from_json(to_json(p))
+    assert q == p
+    assert program_id(q) == program_id(p)
+
+
+@given(programs(max_ops=4))
+def test_emitted_script_is_python(p) -> None:  # type: ignore[no-untyped-def]
+    ast.parse(to_python(p))
+    ast.parse(repr(p))
+
+
+def _doc() -> dict:  # type: ignore[type-arg]
+    p = prog(Mesh(("x",), (2,)), [iota(4)], [P("x")], [op("psum", 0, axes=("x",))], [1], [P()])
+    return json.loads(to_json(p))
+
+
+@pytest.mark.parametrize(
+    "mutate, phrase",
+    [
+        (lambda d: d["body"][0].update(kind="pfoo"), "unknown op 'pfoo'"),
+        (lambda d: d.update(schema=99), "version 99"),
+        (lambda d: d["body"][0].update(operands=[5]), "not defined before this op"),
+        (lambda d: d["inputs"][0].update(dtype="complex64"), "dtype"),
+        (lambda d: d.pop("mesh"), "missing field 'mesh'"),
+        (lambda d: d["body"][0]["params"].pop("axes"), "params missing ['axes']"),
+        (lambda d: d.update(outputs=[7]), "value 7 is not defined"),
+    ],
+)
+def test_bad_case_files_name_the_problem(mutate, phrase) -> None:  # type: ignore[no-untyped-def]
+    d = _doc()
+    mutate(d)
+    with pytest.raises(ProgramFormatError, match=phrase.replace("[", r"\[").replace("]", r"\]")):
+        from_json(json.dumps(d))
+
+
+def test_not_json() -> None:
+    with pytest.raises(ProgramFormatError, match="not valid JSON"):
+        from_json("{nope")
+
+
+def test_spec_repr_is_what_users_write() -> None:
+    assert repr(P("x", None, ("x", "y"))) == "P('x', None, ('x', 'y'))"
+    assert repr(P()) == "P()"
