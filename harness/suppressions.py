@@ -41,7 +41,7 @@ class Suppression:
         return all(program is not None and feature_holds(program, f) for f in self.when)
 
 
-_FEATURE = re.compile(r"^(?P<kind>[a-z_]+)(?::(?P<param>[a-z_]+)(?P<op><|>|==)(?P<value>-?\w+))?$")
+_FEATURE = re.compile(r"^(?P<kind>[a-z_]+)(?::(?P<param>[a-z_]+)(?:(?P<op><|>|==)(?P<value>-?\w+))?)?$")
 
 
 def check_feature(text: str) -> None:
@@ -52,7 +52,9 @@ def check_feature(text: str) -> None:
 def feature_holds(p: Program, text: str) -> bool:
     """A narrow, structured condition on the program (never on messages):
     'zero_size' (an argument or constant has a zero-size dimension), 'KIND' (the body
-    has an op of that kind) or 'KIND:PARAM<N' / 'KIND:PARAM>N' / 'KIND:PARAM==V'."""
+    has an op of that kind), 'KIND:PARAM' (... with that parameter set), or
+    'KIND:PARAM<N' / 'KIND:PARAM>N' / 'KIND:PARAM==V'. The pseudo-parameter
+    'axes_order' is 'unordered' when the op names several mesh axes out of mesh order."""
     if text == "zero_size":
         shapes = [x.shape for x in p.inputs] + [tuple(op.p("shape")) for op in p.body if op.kind == "const"]  # type: ignore[arg-type]
         return any(0 in s for s in shapes)
@@ -65,8 +67,13 @@ def feature_holds(p: Program, text: str) -> bool:
         if m["param"] is None:
             return True
         v = op.p(m["param"])
+        if m["param"] == "axes_order":
+            axes = list(op.p("axes") or ())  # type: ignore[call-overload]
+            v = "ordered" if axes == sorted(axes, key=p.mesh.names.index) else "unordered"
         if v is None:
             continue
+        if m["op"] is None:
+            return True
         if m["op"] == "==" and str(v) == m["value"]:
             return True
         if m["op"] in "<>" and isinstance(v, int) and not isinstance(v, bool):
