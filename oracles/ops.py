@@ -271,6 +271,19 @@ class Collective(OpDef):
         return local_offset(ctx.mesh, self.axes(ctx))
 
 
+def _all_or_none(x: ValueType, axes: tuple[str, ...], ctx: Ctx) -> None:
+    """psum and psum_scatter (`_get_from` in parallel.py): the operand must vary over all
+    of the named axes or none of them (then it is pvary'd), never some."""
+    varying = {a for a in axes if a in (x.vma or ())}
+    if varying and len(varying) != len(axes):
+        raise ctx.fail(
+            ErrorKind.COLLECTIVE_VMA,
+            f"{ctx.op.kind} over {axes}: the operand varies over {sorted(varying)} but not "
+            f"{sorted(set(axes) - varying)}; it must vary over all or none of them",
+            *axes,
+        )
+
+
 class Reduction(Collective):
     """psum / pmax / pmin: every device of a group gets the reduction over its group.
 
@@ -328,15 +341,7 @@ class Psum(Reduction):
     def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
         super().check_params(ins, ctx)
         if ctx.check_vma:
-            axes = self.axes(ctx)
-            varying = {a for a in axes if a in (ins[0].vma or ())}
-            if varying and len(varying) != len(axes):
-                raise ctx.fail(
-                    ErrorKind.COLLECTIVE_VMA,
-                    f"{self.kind} over {axes}: the operand varies over {sorted(varying)} but not "
-                    f"{sorted(set(axes) - varying)}; psum needs all or none of them",
-                    *axes,
-                )
+            _all_or_none(ins[0], self.axes(ctx), ctx)
             if ctx.op.p("groups") is not None:
                 raise ctx.fail(
                     ErrorKind.UNSUPPORTED,
@@ -428,6 +433,8 @@ class PsumScatter(Collective):
         return _canon_axis(int(ctx.op.p("scatter_dimension")), len(ins[0].shape), ctx, "scatter_dimension")  # type: ignore[arg-type]
 
     def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if ctx.check_vma:
+            _all_or_none(ins[0], self.axes(ctx), ctx)
         if len(ins[0].shape) == 0:
             raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, "psum_scatter of a scalar", "scatter_dimension")
         d, n = self.dim(ins, ctx), self.n(ctx)

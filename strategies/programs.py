@@ -222,15 +222,15 @@ class _Body:
         n = self.n(axes)
         event(f"collective axes: {len(axes)}")
         av = frozenset(axes)
+        if kind in ("psum", "pmean", "psum_scatter") and self.check_vma:
+            # all or none of the axes must be in the operand's vma
+            inside = tuple(a for a in axes if a in x.vma)
+            if inside and len(inside) != len(axes):
+                axes = inside
+                av, n = frozenset(axes), self.n(axes)
+            if not inside:
+                event(f"{kind}: invariant operand")
         if kind in ("psum", "pmean"):
-            if self.check_vma:
-                # all or none of the axes must be in the operand's vma
-                inside = tuple(a for a in axes if a in x.vma)
-                if inside and len(inside) != len(axes):
-                    axes = inside
-                    av, n = frozenset(axes), self.n(axes)
-                if not inside:
-                    event("psum: invariant operand (multiplies by the group size)")
             groups = None
             if not self.check_vma and draw(st.integers(0, 3), label="use_groups") == 0:
                 groups = _group_partition(draw, n)
