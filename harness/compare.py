@@ -44,6 +44,7 @@ class Divergence:
     op_index: int | None = None
     bad_devices: tuple[tuple[int, ...], ...] = ()
     max_abs_diff: float | None = None
+    device_diffs: tuple[float, ...] = ()  # max |jax - oracle| per bad device, same order
 
     @property
     def signature(self) -> str:
@@ -200,6 +201,7 @@ def _compare_output(p: Program, k: int, o, e: OutputPrediction, mode: str) -> li
     if o.device_values is None:
         return []
     bad: list[tuple[int, ...]] = []
+    diffs: list[float] = []
     worst = 0.0
     first = None
     for c in p.mesh.coords():
@@ -228,7 +230,9 @@ def _compare_output(p: Program, k: int, o, e: OutputPrediction, mode: str) -> li
             bad.append(c)
             first = first or (c, got, want)
             diff = np.abs(g64 - w64)
-            worst = max(worst, float(np.max(diff, initial=0)))
+            d = float(np.nanmax(np.where(np.isnan(diff), np.inf, diff), initial=0))
+            diffs.append(d)
+            worst = max(worst, d)
     if not bad:
         return []
     c, got, want = first  # type: ignore[misc]
@@ -245,6 +249,7 @@ def _compare_output(p: Program, k: int, o, e: OutputPrediction, mode: str) -> li
             output=k,
             bad_devices=tuple(bad),
             max_abs_diff=worst,
+            device_diffs=tuple(diffs),
         )
     ]
 

@@ -82,12 +82,46 @@ def case_document(p: Program, divs: tuple[Divergence, ...], jax_version: str, ex
         "program": program_to_dict(p),
         "jax_version": jax_version,
         "divergences": [
-            {"signature": d.signature, "kind": d.kind.value, "mode": d.mode, "where": d.where, "message": d.message}
+            {
+                "signature": d.signature,
+                "kind": d.kind.value,
+                "mode": d.mode,
+                "where": d.where,
+                "message": d.message,
+                "output": d.output,
+                "op_index": d.op_index,
+                "bad_devices": [list(c) for c in d.bad_devices],
+                "max_abs_diff": d.max_abs_diff,
+                "device_diffs": list(d.device_diffs),
+            }
             for d in divs
         ],
     }
     doc.update(extra or {})
     return json.dumps(doc, indent=1)
+
+
+def spec_pattern(p: Program) -> str:
+    """The richest in_spec pattern the program uses: multi-axis > one axis > replicated."""
+    entries = [e for s in p.in_specs for e in s.entries if e]
+    if any(len(e) > 1 for e in entries):
+        return "multi-axis"
+    return "one-axis" if entries else "replicated"
+
+
+def coverage_keys(res: CheckResult) -> set[tuple[str, int, str, str, str]]:
+    """(collective, mesh rank, dtype, mode, spec pattern) for every collective the program
+    ran (or had checked) in every mode; 'none' when it has no collective."""
+    p = res.program
+    dtypes = {x.dtype for x in p.inputs} or {"none"}
+    keys = set()
+    for o in res.observations:
+        if o.status not in ("ok", "error"):
+            continue
+        for c in p.collectives() or ("none",):
+            for dt in dtypes:
+                keys.add((c, len(p.mesh.names), dt, o.mode, spec_pattern(p)))
+    return keys
 
 
 def _safe(sig: str) -> str:
@@ -103,7 +137,7 @@ class Run:
         self.t0 = time.monotonic()
         self.last_progress = 0.0
         self.jax_version = compat.jax_version()
-        self.coverage: Counter[str] = Counter()
+        self.coverage: Counter[tuple[str, int, str, str, str]] = Counter()
         self.accidents = 0
 
     def elapsed(self) -> float:
@@ -115,9 +149,8 @@ class Run:
         if res.prediction.error is not None and p.defect is None:
             self.accidents += 1
             event("strategy: drew an invalid program by accident")
-        for o in res.observations:
-            for c in p.collectives():
-                self.coverage[f"{c} × {o.mode}"] += 1
+        for key in coverage_keys(res):
+            self.coverage[key] += 1
         if not res.divergences:
             return
         self.n_failing_programs += 1
@@ -250,7 +283,10 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
         ],
         "unseen_suppressions": sorted(s.id for s in cfg.suppressions if s.id not in seen),
         "statistics": _events(stats),
-        "coverage": dict(sorted(run.coverage.items())),
+        "coverage": [
+            {"collective": c, "mesh_rank": r, "dtype": dt, "mode": m, "spec": sp, "count": n}
+            for (c, r, dt, m, sp), n in sorted(run.coverage.items())
+        ],
     }
     atomic_write(cfg.report_dir / "summary.json", json.dumps(summary, indent=1))
     return summary
