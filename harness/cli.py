@@ -87,7 +87,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         suppressions=_suppressions(a.suppressions),
         workers=a.workers,
         timeout_s=a.timeout,
+        invalid=a.invalid,
     )
+    if not 0.0 <= a.invalid <= 1.0:
+        raise UsageError(f"--invalid={a.invalid} must be a probability between 0 and 1")
     if a.workers < 0:
         raise UsageError(f"--workers={a.workers} must be >= 0 (0 runs in this process)")
     s = fuzz(cfg)
@@ -167,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
     f.add_argument("--modes", default="abstract,jit,eager")
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+    f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")
     f.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes (0: in-process)")
     f.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in a worker, seconds")
     f.set_defaults(fn=cmd_fuzz)

@@ -34,7 +34,7 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
         ("ValueError",), ("corresponds to one of varying", "must be applied to a device-varying")
     ),
     ErrorKind.COLLECTIVE_SHAPE: ErrorSignature(
-        ("ValueError", "TypeError"), ("must be divisible by", "has to be divisible by", "requires the size of the mapped axis", "must equal")
+        ("ValueError", "TypeError"), ("must be divisible by", "has to be divisible by", "requires the size of the mapped axis", "must match shard count", "must equal")
     ),
     ErrorKind.COLLECTIVE_PARAM: ErrorSignature(
         ("ValueError",), ("out of bounds", "must be unique", "does not represent a permutation", "must cover all indices", "out of range")

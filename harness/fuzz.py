@@ -24,6 +24,7 @@ from harness import compat
 from harness.check import CheckResult, evaluate
 from harness.modes import MODES
 from harness.pool import Pool
+from harness.reports import write_reports
 from harness.compare import Divergence
 from harness.suppressions import Suppression, find
 from programs.model import Program
@@ -64,6 +65,7 @@ class RunConfig:
     timeout_s: float = 30.0
     python: str | None = None  # interpreter for the workers (default: this one)
     worker_env: dict[str, str] = field(default_factory=dict)
+    invalid: float = 0.25  # share of programs with one deliberate defect
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -213,7 +215,7 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         print_blob=False,
     )
     @seed(cfg.seed)
-    @given(programs())
+    @given(programs(invalid=cfg.invalid))
     def one(p: Program) -> None:
         if cfg.budget_s is not None and run.elapsed() > cfg.budget_s:
             raise _BudgetSpent
@@ -289,4 +291,5 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
         ],
     }
     atomic_write(cfg.report_dir / "summary.json", json.dumps(summary, indent=1))
+    write_reports(summary, cfg.report_dir)
     return summary

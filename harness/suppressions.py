@@ -44,20 +44,44 @@ class Suppression:
 _FEATURE = re.compile(r"^(?P<kind>[a-z_]+)(?::(?P<param>[a-z_]+)(?:(?P<op><|>|==)(?P<value>-?\w+))?)?$")
 
 
+def _zero_size(p: Program) -> bool:
+    shapes = [x.shape for x in p.inputs] + [tuple(op.p("shape")) for op in p.body if op.kind == "const"]  # type: ignore[arg-type]
+    return any(0 in s for s in shapes)
+
+
+def _in_spec_duplicate_axis(p: Program) -> bool:
+    return any(len(s.axes()) != len(set(s.axes())) for s in p.in_specs)
+
+
+def _collective_axis_not_in_mesh(p: Program) -> bool:
+    return any(a not in p.mesh.names for op in p.body for a in (op.p("axes") or ()))  # type: ignore[union-attr]
+
+
+# program-wide features, by name
+PROGRAM_FEATURES = {
+    "zero_size": _zero_size,  # an argument or constant has a zero-size dimension
+    "in_spec_none": lambda p: any(s.kind == "none" for s in p.in_specs),
+    "in_spec_duplicate_axis": _in_spec_duplicate_axis,
+    "collective_axis_not_in_mesh": _collective_axis_not_in_mesh,
+}
+
+
 def check_feature(text: str) -> None:
-    if text != "zero_size" and not _FEATURE.match(text):
-        raise ValueError(f"feature {text!r} is not 'zero_size', 'KIND' or 'KIND:PARAM<N' / '>N' / '==V'")
+    if text not in PROGRAM_FEATURES and not _FEATURE.match(text):
+        raise ValueError(
+            f"feature {text!r} is not one of {sorted(PROGRAM_FEATURES)}, 'KIND', 'KIND:PARAM' or "
+            "'KIND:PARAM<N' / '>N' / '==V'"
+        )
 
 
 def feature_holds(p: Program, text: str) -> bool:
-    """A narrow, structured condition on the program (never on messages):
-    'zero_size' (an argument or constant has a zero-size dimension), 'KIND' (the body
+    """A narrow, structured condition on the program (never on messages): a program-wide
+    feature from PROGRAM_FEATURES, 'KIND' (the body
     has an op of that kind), 'KIND:PARAM' (... with that parameter set), or
     'KIND:PARAM<N' / 'KIND:PARAM>N' / 'KIND:PARAM==V'. The pseudo-parameter
     'axes_order' is 'unordered' when the op names several mesh axes out of mesh order."""
-    if text == "zero_size":
-        shapes = [x.shape for x in p.inputs] + [tuple(op.p("shape")) for op in p.body if op.kind == "const"]  # type: ignore[arg-type]
-        return any(0 in s for s in shapes)
+    if text in PROGRAM_FEATURES:
+        return bool(PROGRAM_FEATURES[text](p))
     m = _FEATURE.match(text)
     if m is None:
         return False

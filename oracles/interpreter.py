@@ -16,79 +16,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from oracles.checks import check_in_specs, check_out_specs, check_spec_types_and_axes
 from oracles.devices import assemble_global, split_global
 from oracles.ops import OPS, Ctx
 from oracles.prediction import (
-    ErrorKind,
     OracleError,
     OutputPrediction,
     PredictedError,
     Prediction,
     ValueType,
 )
-from programs.model import Program, Spec
+from programs.model import Program
 
 EXACT_LIMIT = 2.0**22  # float32 integer arithmetic is exact well below 2**24
-
-
-def _spec_errors(
-    specs: tuple[Spec, ...], ranks: list[int] | None, shapes: list[tuple[int, ...]] | None, p: Program, which: str
-) -> None:
-    """Checks one list of specs (in_specs or out_specs) against the mesh and the values."""
-    mesh = p.mesh
-    for i, s in enumerate(specs):
-        path = f"{which}[{i}]"
-        if s.kind != "P":
-            raise OracleError(
-                PredictedError(
-                    ErrorKind.SPEC_TYPE,
-                    (which,),
-                    f"{path} is {s!r}, which is not a PartitionSpec; wrap it as P(...)",
-                )
-            )
-        for a in s.axes():
-            if a not in mesh.names:
-                raise OracleError(
-                    PredictedError(
-                        ErrorKind.SPEC_UNKNOWN_AXIS,
-                        (a,),
-                        f"{path}={s!r} names axis {a!r}, but the mesh axes are {mesh.names}",
-                    )
-                )
-        seen: set[str] = set()
-        for a in s.axes():
-            if a in seen:
-                raise OracleError(
-                    PredictedError(
-                        ErrorKind.SPEC_DUPLICATE_AXIS,
-                        (a,),
-                        f"{path}={s!r} uses mesh axis {a!r} more than once",
-                    )
-                )
-            seen.add(a)
-    for i, s in enumerate(specs):
-        path = f"{which}[{i}]"
-        argpath = f"args[{i}]" if which == "in_specs" else f"[{i}]"
-        if ranks is not None and len(s.entries) > ranks[i]:
-            kind = ErrorKind.IN_SPEC_RANK if which == "in_specs" else ErrorKind.OUT_SPEC_RANK
-            raise OracleError(
-                PredictedError(
-                    kind,
-                    (argpath, str(ranks[i])),
-                    f"{path}={s!r} has {len(s.entries)} entries but {argpath} has rank {ranks[i]}",
-                )
-            )
-        if shapes is not None:
-            for d, e in enumerate(s.entries):
-                if e and shapes[i][d] % mesh.group_size(e) != 0:
-                    raise OracleError(
-                        PredictedError(
-                            ErrorKind.IN_SPEC_DIVISIBILITY,
-                            (argpath, str(shapes[i][d]), str(mesh.group_size(e))),
-                            f"{argpath} dimension {d} has size {shapes[i][d]}, not divisible by "
-                            f"{mesh.group_size(e)} (the size of mesh axes {e})",
-                        )
-                    )
 
 
 @dataclass
@@ -114,27 +54,16 @@ def trace(p: Program, with_values: bool = True) -> tuple[_State, PredictedError 
     mesh = p.mesh
     manual = p.manual_axes
     try:
-        if len(p.in_specs) != len(p.inputs):
-            raise OracleError(
-                PredictedError(
-                    ErrorKind.IN_SPECS_STRUCTURE,
-                    ("in_specs",),
-                    f"in_specs has {len(p.in_specs)} entries but there are {len(p.inputs)} arguments",
-                )
-            )
-        _spec_errors(p.in_specs, [len(x.shape) for x in p.inputs], [x.shape for x in p.inputs], p, "in_specs")
-        for x, s in zip(p.inputs, p.in_specs):
-            entries = s.entries
-            local = tuple(
-                n // mesh.group_size(entries[d]) if d < len(entries) and entries[d] else n
-                for d, n in enumerate(x.shape)
-            )
+        check_spec_types_and_axes(p, p.in_specs, "in_specs")
+        check_spec_types_and_axes(p, p.out_specs, "out_specs")
+        locals_ = check_in_specs(p)
+        for x, s, local in zip(p.inputs, p.in_specs, locals_):
             vma = frozenset(a for a in s.axes() if a in manual) if p.check_vma else None
             st.types.append(ValueType(local, x.dtype, vma))
             if with_values:
                 g = x.materialize()
                 g = g.astype(np.int32 if x.dtype == "int32" else np.float64)
-                st.values.append(split_global(g, mesh, entries))
+                st.values.append(split_global(g, mesh, s.entries))
                 st.exact.append(True)
                 st.scale.append(float(np.max(np.abs(g), initial=0)))
         for i, op in enumerate(p.body):
@@ -155,29 +84,7 @@ def trace(p: Program, with_values: bool = True) -> tuple[_State, PredictedError 
                 )
                 st.exact.append(exact)
                 st.scale.append(scale)
-        if len(p.out_specs) != len(p.outputs):
-            raise OracleError(
-                PredictedError(
-                    ErrorKind.OUT_SPECS_STRUCTURE,
-                    ("out_specs",),
-                    f"out_specs has {len(p.out_specs)} entries but the body returns {len(p.outputs)} values",
-                )
-            )
-        out_types = [st.types[o] for o in p.outputs]
-        _spec_errors(p.out_specs, [len(t.shape) for t in out_types], None, p, "out_specs")
-        if p.check_vma:
-            for k, (t, s) in enumerate(zip(out_types, p.out_specs)):
-                missing = sorted((t.vma or frozenset()) - set(s.axes()))
-                if missing:
-                    raise OracleError(
-                        PredictedError(
-                            ErrorKind.OUT_SPEC_REPLICATION,
-                            (repr(s), *(repr(a) for a in missing)),
-                            f"out_specs[{k}]={s!r} leaves out {missing}, but output {k} varies "
-                            f"along them (vma={sorted(t.vma or ())}); name them in the out_spec, "
-                            "reduce over them (psum) or pass check_vma=False",
-                        )
-                    )
+        check_out_specs(p, [st.types[o] for o in p.outputs])
     except OracleError as e:
         return st, e.error
     return st, None

@@ -246,10 +246,11 @@ class Collective(OpDef):
     def check(self, ins: list[ValueType], ctx: Ctx) -> None:
         for a in self.axes(ctx):
             if a not in ctx.manual:
+                where = "is not a mesh axis" if a not in ctx.mesh.names else "is not manual here (not in axis_names)"
                 raise ctx.fail(
                     ErrorKind.UNBOUND_AXIS,
-                    f"{self.kind} names axis {a!r}, which is not a manual axis of this "
-                    f"shard_map (manual axes: {ctx.manual})",
+                    f"{self.kind} names axis {a!r}, which {where}; collectives can only name "
+                    f"the manual axes {ctx.manual}",
                     a,
                 )
         self.check_params(ins, ctx)

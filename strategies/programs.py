@@ -16,31 +16,21 @@ jax would have to raise it, and the run's statistics would show it as an acciden
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from programs.model import Input, Mesh, Op, Program, Spec
 from programs.ops import BINARY_OPS, COLLECTIVES
+from strategies.invalid import DEFECTS, ValueView as _V, apply_defect
 
-AXIS_NAMES = ("x", "y", "z")
+AXIS_NAMES = ("data", "model", "pipe")  # distinctive, so error messages can be checked for them
 AXIS_SIZES = (1, 2, 3, 4, 6, 8)
 ALL_KINDS = (
     "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast", "const",
     "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
     "ppermute", "pshuffle", "pswapaxes", "axis_index",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class _V:
-    """What construction knows about a value: per-device shape, dtype, varying axes."""
-
-    shape: tuple[int, ...]
-    dtype: str
-    vma: frozenset[str]
 
 
 def _check_devices(min_devices: int, max_devices: int, max_axes: int) -> None:
@@ -365,6 +355,8 @@ def programs(
     max_outputs: int = 3,
     check_vma: bool | None = None,
     kinds: tuple[str, ...] = ALL_KINDS,
+    invalid: float = 0.0,
+    defects: tuple[str, ...] = tuple(DEFECTS),
 ) -> Program:
     """A valid shard_map program.
 
@@ -374,12 +366,20 @@ def programs(
     - max_outputs: 1..max_outputs outputs with valid out_specs.
     - check_vma: fixed flag, or None to draw it (True three times in four).
     - kinds: the op kinds to draw from (default: all).
+    - invalid: probability that the program carries exactly one named defect (recorded
+      in `Program.defect`); defects: the defect names to choose from (default: all in
+      `strategies.invalid.DEFECTS`).
 
     Example::
 
         @given(programs(max_ops=4))
         def test_shapes(p): ...
     """
+    if not 0.0 <= invalid <= 1.0:
+        raise InvalidArgument(f"invalid={invalid} must be a probability between 0 and 1")
+    unknown_defects = set(defects) - set(DEFECTS)
+    if unknown_defects or not defects:
+        raise InvalidArgument(f"defects={sorted(unknown_defects) or defects} must be non-empty names from {sorted(DEFECTS)}")
     if max_args < 1 or max_ops < 1 or max_outputs < 1:
         raise InvalidArgument(
             f"max_args={max_args}, max_ops={max_ops}, max_outputs={max_outputs} must all be >= 1"
@@ -430,7 +430,7 @@ def programs(
     for o in body.ops:
         if o.kind in COLLECTIVES:
             event(f"collective: {o.kind}")
-    return Program(
+    program = Program(
         mesh=mesh,
         inputs=tuple(inputs),
         in_specs=tuple(in_specs),
@@ -440,3 +440,11 @@ def programs(
         axis_names=None,
         check_vma=vma_flag,
     )
+    if invalid > 0 and draw(st.integers(0, 9999), label="make_invalid") < invalid * 10000:
+        bad = apply_defect(draw, program, body.vals, defects)
+        if bad is None:
+            event("defect: none applicable")
+        else:
+            event(f"defect: {bad.defect}")
+            return bad
+    return program

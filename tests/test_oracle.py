@@ -147,7 +147,7 @@ def test_replication_error_names_the_axis() -> None:
     # [shard_map.md] out_specs=P() for a value varying over 'i' is rejected with check_vma
     p = prog(X4, [iota(8)], [P("i")], [op("neg", 0)], [1], [P()])
     e = predict(p).error
-    assert e.kind == ErrorKind.OUT_SPEC_REPLICATION and "'i'" in e.facts and "P()" in e.facts
+    assert e.kind == ErrorKind.OUT_SPEC_REPLICATION and e.facts == ("i",)
     # ... and runs with check_vma=False, each device's block concatenated nowhere
     p2 = prog(X4, [iota(8)], [P("i")], [op("neg", 0)], [1], [P()], check_vma=False)
     (o,) = run1(p2)
@@ -158,7 +158,7 @@ def test_replication_error_names_the_axis() -> None:
 def test_divisibility_error() -> None:
     p = prog(XY, [iota(6)], [P("y")], [op("neg", 0)], [1], [P("y")])
     e = predict(p).error
-    assert e.kind == ErrorKind.IN_SPEC_DIVISIBILITY and "6" in e.facts and "4" in e.facts
+    assert e.kind == ErrorKind.IN_SPEC_DIVISIBILITY and e.facts == ("args[0]", "(of size 6)")
 
 
 def test_all_gather_invarying_drops_axis() -> None:
