@@ -14,7 +14,7 @@ from typing import Callable
 
 from hypothesis import strategies as st
 
-from programs.model import Input, Op, Program, Spec
+from programs.model import Input, Mesh, Op, Program, Spec
 
 UNKNOWN_AXIS = "absent"
 
@@ -176,9 +176,14 @@ def collective_not_manual(draw: st.DrawFn, p: Program, vals: list[ValueView]) ->
     used = {a for s in p.in_specs + p.out_specs for a in s.axes()}
     used |= {a for op in p.body for a in (op.p("axes") or ())}  # type: ignore[union-attr]
     free = [a for a in p.mesh.names if a not in used]
-    if len(p.mesh.names) < 2 or not free:
-        return None
-    a = draw(st.sampled_from(free), label="auto_axis")
+    if free and len(p.mesh.names) >= 2:
+        a = draw(st.sampled_from(free), label="auto_axis")
+    else:
+        # add an axis the program never uses (size 2 where the devices allow, else 1)
+        a = "extra"
+        size = 2 if p.mesh.size * 2 <= 8 and draw(st.booleans(), label="extra_size") else 1
+        mesh = Mesh(p.mesh.names + (a,), p.mesh.sizes + (size,), p.mesh.axis_types + ("auto",))
+        p = replace(p, mesh=mesh)
     q = replace(p, axis_names=tuple(n for n in p.mesh.names if n != a))
     return _append(q, [_collective_over(draw, p, vals, a)])
 
