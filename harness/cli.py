@@ -161,6 +161,8 @@ def cmd_explain(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harness.modes import DEFAULT_MODES, MODES
+
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     f = sub.add_parser("fuzz", help="draw programs and check them against the oracle")
@@ -168,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--max-examples", type=int, default=200)
     f.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
-    f.add_argument("--modes", default="abstract,jit,eager")
+    f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {','.join(MODES)}")
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
     f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")
     f.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes (0: in-process)")
@@ -182,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=hlp)
         s.add_argument("case", help="a JSON case file")
         if name == "replay":
-            s.add_argument("--modes", default="abstract,jit,eager")
+            s.add_argument("--modes", default=",".join(DEFAULT_MODES))
             s.add_argument("--suppressions", default=None)
         if name == "explain":
             s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")

@@ -18,6 +18,7 @@ from harness.errors import matches
 from harness.modes import Observation
 from oracles.prediction import OutputPrediction, Prediction
 from programs.model import Program
+from programs.ops import COLLECTIVES
 
 
 class DivergenceKind(str, Enum):
@@ -114,6 +115,8 @@ def compare(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
             )
         ]
     out.extend(_compare_types(p, pred, obs))
+    if obs.mode == "lowering" and obs.facts:
+        out.extend(_compare_lowering(p, pred, obs))
     if len(obs.outputs) != len(pred.outputs):
         out.append(
             Divergence(
@@ -124,8 +127,87 @@ def compare(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
             )
         )
         return out
+    if mode == "vmap":
+        return out + _compare_batched(p, pred, obs)
+    if mode == "grad":
+        return out + _compare_grad(p, obs)
     for k, (o, e) in enumerate(zip(obs.outputs, pred.outputs)):
         out.extend(_compare_output(p, k, o, e, mode))
+    return out
+
+
+def _compare_grad(p: Program, obs: Observation) -> list[Divergence]:
+    """jax's jvp and vjp directional derivatives against the finite-difference oracle."""
+    from oracles.derivatives import directional_derivative
+
+    f = obs.facts
+    if "jvp" not in f:
+        return []
+    want = directional_derivative(p, list(f["outputs"]))
+    if not want.smooth:
+        return []  # a kink at the point: nothing to predict
+    out = []
+    ops = sorted({op.kind for op in p.body} - {"const"}) or ["input"]
+    where = ",".join(o for o in ops if o in COLLECTIVES) or "local"
+    for rule in ("jvp", "vjp"):
+        got = float(f[rule])
+        if not abs(got - want.value) <= want.tolerance:
+            out.append(
+                Divergence(
+                    DivergenceKind.VALUE,
+                    obs.mode,
+                    f"(mode=grad) <u, J v> by jax.{rule} is {got:.6g}, but oracle predicts {want.value:.6g} "
+                    f"(finite differences, tolerance {want.tolerance:.2g}); collectives in the program: {where}",
+                    f"{rule}:{where}",
+                )
+            )
+    return out
+
+
+def _compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
+    """vmap: each output is the batch of the per-member predictions, stacked on axis 0."""
+    from harness.modes import VMAP_BATCH
+    from oracles import predict
+
+    members = [pred] + [predict(p, batch=b) for b in range(1, VMAP_BATCH)]
+    out = []
+    for k, o in enumerate(obs.outputs):
+        e = pred.outputs[k]
+        where = producer(p, p.outputs[k])
+        want_shape = (VMAP_BATCH,) + e.global_shape
+        if o.global_shape != want_shape or o.dtype != e.dtype:
+            kind = DivergenceKind.SHAPE if o.global_shape != want_shape else DivergenceKind.DTYPE
+            out.append(
+                Divergence(
+                    kind,
+                    obs.mode,
+                    f"out[{k}] (mode=vmap): {o.dtype}{list(o.global_shape)}, but oracle predicts {e.dtype}{list(want_shape)}",
+                    where,
+                    output=k,
+                )
+            )
+            continue
+        wants = [m.outputs[k].global_value for m in members]
+        if any(w is None for w in wants) or o.global_value is None:
+            continue  # not replicated where the out_spec says so (check_vma=False): no global value
+        want = np.stack(wants).astype(np.float64)
+        got = o.global_value.astype(np.float64)
+        exact = all(m.outputs[k].exact for m in members) or e.dtype == "int32"
+        tol = max(m.outputs[k].atol for m in members)
+        ok = np.array_equal(got, want) if exact else bool(np.allclose(got, want, rtol=e.rtol, atol=tol))
+        if not ok:
+            bad = [b for b in range(VMAP_BATCH) if not np.allclose(got[b], want[b], rtol=e.rtol, atol=tol)]
+            out.append(
+                Divergence(
+                    DivergenceKind.VALUE,
+                    obs.mode,
+                    f"out[{k}] (mode=vmap): batch members {bad} differ; jax gives {_short(got[bad[0]] if bad else got)}, "
+                    f"but oracle predicts {_short(want[bad[0]] if bad else want)}",
+                    where,
+                    output=k,
+                    max_abs_diff=float(np.max(np.abs(got - want), initial=0)),
+                )
+            )
     return out
 
 
@@ -173,6 +255,49 @@ def _compare_types(p: Program, pred: Prediction, obs: Observation) -> list[Diver
                 )
             )
             break
+    return out
+
+
+def _expected_shardings(specs, ranks: list[int], manual: tuple[str, ...]) -> list[list[list[str]]]:  # type: ignore[no-untyped-def]
+    out = []
+    for s, r in zip(specs, ranks):
+        dims = [[a for a in (s.entries[d] or ()) if a in manual] if d < len(s.entries) else [] for d in range(r)]
+        out.append(dims)
+    return out
+
+
+def _compare_lowering(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
+    """The lowered module against the program: one manual region (none when every
+    manual axis has size 1), its manual axes, shardings and per-device block shapes."""
+    f = obs.facts
+    mode = obs.mode
+    want_regions = 1 if pred.expect_region else 0
+
+    def div(where: str, what: str, got: object, want: object) -> Divergence:
+        return Divergence(
+            DivergenceKind.LOWERING, mode, f"(mode={mode}) {what}={got}, but oracle predicts {want}", where
+        )
+
+    if f.get("regions") != want_regions:
+        return [div("region_count", "sdy.manual_computation regions", f.get("regions"), want_regions)]
+    if not want_regions:
+        return []
+    out = []
+    manual = tuple(pred.manual_axes)
+    if f.get("manual_axes") != sorted(manual):
+        out.append(div("manual_axes", "manual_axes", f.get("manual_axes"), sorted(manual)))
+    n_in = len(p.inputs)
+    in_ranks = [len(pred.value_types[i].shape) for i in range(n_in)]
+    want_in = _expected_shardings(p.in_specs, in_ranks, manual)
+    if f.get("in_shardings") != want_in:
+        out.append(div("in_shardings", "in_shardings", f.get("in_shardings"), want_in))
+    out_ranks = [len(o.local_shape) for o in pred.outputs]
+    want_out = _expected_shardings(p.out_specs, out_ranks, manual)
+    if f.get("out_shardings") != want_out:
+        out.append(div("out_shardings", "out_shardings", f.get("out_shardings"), want_out))
+    want_blocks = [list(pred.value_types[i].shape) for i in range(n_in)]
+    if f.get("block_shapes") != want_blocks:
+        out.append(div("block_shapes", "region block argument shapes", f.get("block_shapes"), want_blocks))
     return out
 
 

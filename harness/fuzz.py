@@ -22,7 +22,7 @@ from hypothesis.statistics import collector
 
 from harness import compat
 from harness.check import CheckResult, evaluate
-from harness.modes import MODES
+from harness.modes import DEFAULT_MODES, MODES
 from harness.pool import Pool
 from harness.reports import write_reports
 from harness.compare import Divergence
@@ -58,7 +58,7 @@ class RunConfig:
     max_examples: int = 100
     budget_s: float | None = None
     report_dir: Path = Path("reports/run")
-    modes: tuple[str, ...] = ("abstract", "jit", "eager")
+    modes: tuple[str, ...] = DEFAULT_MODES
     suppressions: list[Suppression] = field(default_factory=list)
     progress: TextIO = sys.stderr
     workers: int = 2  # 0: run in this process (no crash safety)

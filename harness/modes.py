@@ -8,9 +8,10 @@
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -41,10 +42,14 @@ class Observation:
     elapsed_s: float = 0.0
     status: str = "ok"  # ok | error | crash | timeout | unsupported
     phase: str = ""  # where an error arose: "" (building/tracing/running) or "read_output"
+    facts: dict[str, Any] = field(default_factory=dict)  # mode-specific facts (lowering text, derivatives)
 
     @property
     def raised(self) -> bool:
         return self.error_type is not None
+
+
+VMAP_BATCH = 2
 
 
 def _inputs(p: Program) -> list[np.ndarray]:
@@ -71,6 +76,9 @@ class Mode:
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         raise NotImplementedError
 
+    def inputs(self, p: Program) -> list[np.ndarray]:
+        return _inputs(p)
+
     def run(self, p: Program) -> Observation:
         types: dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]] = {}
 
@@ -81,7 +89,7 @@ class Mode:
         t0 = time.perf_counter()
         try:
             f = self.build(p, record)
-            outs = self.execute(f, _inputs(p))
+            outs = self.execute(f, self.inputs(p))
         except Exception as e:  # the observation IS the exception
             return Observation(
                 self.name,
@@ -149,8 +157,159 @@ class Jit(Mode):
         return outs
 
 
-MODES: dict[str, Mode] = {m.name: m for m in (Abstract(), Eager(), Jit())}
-DEFAULT_MODES = ("abstract", "jit", "eager")
+_REGION = re.compile(
+    r"sdy\.manual_computation\((?P<args>[^)]*)\) in_shardings=\[(?P<ins>.*?)\] "
+    r"out_shardings=\[(?P<outs>.*?)\] manual_axes=\{(?P<manual>[^}]*)\} \((?P<block>[^)]*)\)"
+)
+_SHARDING = re.compile(r"<@\w+, \[(.*?)\]")
+_DIM = re.compile(r"\{([^}]*)\}")
+_TENSOR = re.compile(r"tensor<((?:\d+x)*)[a-z]+\d*>")
+
+
+def _dims(sharding: str) -> list[list[str]]:
+    """'{"x"}, {}, {"y", ?}' -> [['x'], [], ['y']] (open dims '?' dropped)."""
+    return [[t.strip().strip('"') for t in d.split(",") if t.strip() and t.strip() != "?"] for d in _DIM.findall(sharding)]
+
+
+def lowering_facts(text: str) -> dict[str, Any]:
+    """What the jit lowering says about the shard_map: how many manual regions, their
+    manual axes, in/out shardings (axes per dimension) and per-device block shapes."""
+    regions = [m for m in _REGION.finditer(text)]
+    facts: dict[str, Any] = {"regions": len(regions)}
+    if regions:
+        m = regions[0]
+        facts["manual_axes"] = sorted(a.strip().strip('"') for a in m["manual"].split(",") if a.strip())
+        facts["in_shardings"] = [_dims(s) for s in _SHARDING.findall(m["ins"])]
+        facts["out_shardings"] = [_dims(s) for s in _SHARDING.findall(m["outs"])]
+        facts["block_shapes"] = [[int(n) for n in t.split("x") if n] for t in _TENSOR.findall(m["block"])]
+    return facts
+
+
+class Vmap(Mode):
+    """jax.vmap of the shard_map over a new leading batch axis of every argument
+    (in_specs describe the unbatched arguments), under jit. The oracle is the forward
+    interpreter run once per batch member, stacked."""
+
+    name = "vmap"
+
+    def inputs(self, p: Program) -> list[np.ndarray]:
+        return [np.stack([x.materialize(b) for b in range(VMAP_BATCH)]) for x in p.inputs]
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        outs = jax.jit(jax.vmap(f))(*args)
+        jax.block_until_ready(outs)
+        return outs
+
+    def observe(self, o: Any, p: Program) -> ObservedOutput:
+        return ObservedOutput(tuple(o.shape), str(o.dtype), np.asarray(o), None)
+
+
+class Grad(Mode):
+    """Reverse and forward mode through the shard_map, under jit: for float arguments and
+    float outputs, the directional derivative <u, J v> by jax.jvp and by jax.vjp (so both
+    the JVP and the transpose rule of every collective are exercised). The oracle is a
+    finite difference of its own float64 forward interpreter (oracles/derivatives.py).
+    Programs without float arguments and outputs, or with check_vma=False (whose global
+    outputs are not defined where blocks differ), are reported as unsupported here."""
+
+    name = "grad"
+
+    def applicable(self, p: Program) -> str:
+        from programs.points import tangents  # noqa: F401
+
+        if not p.check_vma:
+            return "check_vma=False"
+        if not any(x.dtype == "float32" for x in p.inputs):
+            return "no float32 argument"
+        return ""
+
+    def run(self, p: Program) -> Observation:
+        why = self.applicable(p)
+        if why:
+            return Observation(self.name, status="unsupported", error_message=f"grad: {why}")
+        self._facts = {}
+        obs = super().run(p)
+        return replace(obs, facts=self._facts) if obs.status == "ok" else obs
+
+    def inputs(self, p: Program) -> list[np.ndarray]:
+        from programs.points import grad_point
+
+        return [a.astype(x.dtype) for a, x in zip(grad_point(p), p.inputs)]
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+        import jax.numpy as jnp
+
+        from programs.points import cotangent, tangents
+
+        p = self._program
+        fl_idx = [i for i, x in enumerate(p.inputs) if x.dtype == "float32"]
+        shapes = jax.eval_shape(f, *args)
+        out_idx = [k for k, o in enumerate(shapes) if o.dtype == jnp.float32]
+        if not out_idx:
+            self._facts = {"skipped": "no float32 output"}
+            return shapes
+
+        def g(*fl: Any) -> tuple[Any, ...]:
+            full = list(args)
+            for i, a in zip(fl_idx, fl):
+                full[i] = a
+            outs = f(*full)
+            return tuple(outs[k] for k in out_idx)
+
+        primals = tuple(jnp.asarray(args[i]) for i in fl_idx)
+        vs = tangents(p)
+        tans = tuple(jnp.asarray(vs[i], dtype=jnp.float32) for i in fl_idx)
+        us = tuple(jnp.asarray(cotangent(k, tuple(shapes[k].shape)), dtype=jnp.float32) for k in out_idx)
+
+        @jax.jit
+        def both(prim: Any, tan: Any, cot: Any) -> tuple[Any, Any]:
+            _, jv = jax.jvp(g, prim, tan)
+            d_jvp = sum(jnp.vdot(u, t) for u, t in zip(cot, jv))
+            _, pullback = jax.vjp(g, *prim)
+            cts = pullback(cot)
+            d_vjp = sum(jnp.vdot(c, t) for c, t in zip(cts, tan))
+            return d_jvp, d_vjp
+
+        d_jvp, d_vjp = both(primals, tans, us)
+        self._facts = {"outputs": out_idx, "jvp": float(d_jvp), "vjp": float(d_vjp)}
+        return shapes
+
+    def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+        self._program = p
+        return super().build(p, record)
+
+    def observe(self, o: Any, p: Program) -> ObservedOutput:
+        return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)
+
+
+class Lowering(Mode):
+    """The jit lowering text (StableHLO with Shardy): one sdy.manual_computation whose
+    manual axes, shardings and block shapes follow from the program; none at all when
+    every newly manual axis has size 1."""
+
+    name, values = "lowering", False
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        lowered = jax.jit(f, keep_unused=True).lower(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
+        self._facts = lowering_facts(lowered.as_text())
+        return jax.eval_shape(f, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
+
+    def observe(self, o: Any, p: Program) -> ObservedOutput:
+        return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)
+
+    def run(self, p: Program) -> Observation:
+        self._facts: dict[str, Any] = {}
+        obs = super().run(p)
+        return replace(obs, facts=self._facts)
+
+
+MODES: dict[str, Mode] = {m.name: m for m in (Abstract(), Eager(), Jit(), Vmap(), Grad(), Lowering())}
+DEFAULT_MODES = ("abstract", "jit", "eager", "vmap", "grad", "lowering")
 
 
 # ------------------------------------------------------------------ wire format
@@ -180,6 +339,7 @@ def observation_to_dict(o: Observation) -> dict[str, Any]:
         "error_traceback": o.error_traceback,
         "elapsed_s": o.elapsed_s,
         "phase": o.phase,
+        "facts": o.facts,
         "value_types": [[i, list(s), dt, None if v is None else sorted(v)] for i, (s, dt, v) in o.value_types.items()],
         "outputs": [
             {
@@ -214,4 +374,5 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
         elapsed_s=float(d["elapsed_s"]),
         status=d["status"],
         phase=d.get("phase", ""),
+        facts=d.get("facts", {}),
     )

@@ -48,8 +48,11 @@ def _fan_in(kind: str, ins: list[ValueType], ctx: Ctx) -> int:
     return 1
 
 
-def trace(p: Program, with_values: bool = True) -> tuple[_State, PredictedError | None]:
-    """Run every check and the body. Returns the state reached and the error, if any."""
+def trace(
+    p: Program, with_values: bool = True, batch: int = 0, inputs: list[np.ndarray] | None = None
+) -> tuple[_State, PredictedError | None]:
+    """Run every check and the body. Returns the state reached and the error, if any.
+    `inputs` replaces the arguments' values (float64 for float arguments: derivatives)."""
     st = _State([], [], [], [])
     mesh = p.mesh
     manual = p.manual_axes
@@ -61,7 +64,7 @@ def trace(p: Program, with_values: bool = True) -> tuple[_State, PredictedError 
             vma = frozenset(a for a in s.axes() if a in manual) if p.check_vma else None
             st.types.append(ValueType(local, x.dtype, vma))
             if with_values:
-                g = x.materialize()
+                g = x.materialize(batch) if inputs is None else inputs[len(st.values)]
                 g = g.astype(np.int32 if x.dtype == "int32" else np.float64)
                 st.values.append(split_global(g, mesh, s.entries))
                 st.exact.append(True)
@@ -90,9 +93,10 @@ def trace(p: Program, with_values: bool = True) -> tuple[_State, PredictedError 
     return st, None
 
 
-def predict(p: Program) -> Prediction:
-    """The oracle's full prediction for one program."""
-    st, err = trace(p)
+def predict(p: Program, batch: int = 0) -> Prediction:
+    """The oracle's full prediction for one program (for member `batch` of a vmapped
+    batch of its inputs; 0 is the plain program)."""
+    st, err = trace(p, batch=batch)
     manual = p.manual_axes
     region = any(p.mesh.axis_size(a) > 1 for a in manual)
     if err is not None:

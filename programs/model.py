@@ -114,12 +114,14 @@ class Input:
     fill: str = "small"
     seed: int = 0
 
-    def materialize(self) -> np.ndarray:
+    def materialize(self, batch: int = 0) -> np.ndarray:
+        """The argument's values; `batch` > 0 gives the other members of a vmapped batch
+        (same recipe, shifted seed / offset), so a batch is not B copies of one array."""
         n = math.prod(self.shape)
         if self.fill == "iota":
-            flat = np.arange(n, dtype=np.int64)
+            flat = np.arange(n, dtype=np.int64) + 100 * batch
         elif self.fill == "small":
-            flat = np.random.default_rng(self.seed).integers(-3, 4, size=n, dtype=np.int64)
+            flat = np.random.default_rng(self.seed + 7919 * batch).integers(-3, 4, size=n, dtype=np.int64)
         else:
             raise ValueError(f"Input.fill={self.fill!r} must be 'small' or 'iota'")
         return flat.reshape(self.shape).astype(self.dtype)

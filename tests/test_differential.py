@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 
 from harness.check import evaluate
+from harness.modes import DEFAULT_MODES
 from harness.pool import Pool
 from harness.suppressions import find, load
 from strategies import programs
@@ -30,7 +31,7 @@ def pool() -> Iterator[Pool]:
 
 @given(p=programs(invalid=0.3))
 def test_jax_agrees_with_oracle(pool: Pool, p) -> None:  # type: ignore[no-untyped-def]
-    pool.submit(p, ("abstract", "jit", "eager"))
+    pool.submit(p, DEFAULT_MODES)
     (c,) = pool.drain()
     res = evaluate(c.program, c.observations)
     jv = pool.info.get("jax_version", "")
