@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from harness.compare import Divergence, DivergenceKind, compare, compare_modes
 from harness.modes import MODES, Observation
 from oracles import predict
@@ -48,6 +50,54 @@ def _localise(divs: list[Divergence]) -> list[Divergence]:
     return out
 
 
+def needs_probe(res: CheckResult) -> bool:
+    """Value divergences are put on the op that first goes wrong: that needs a probe run."""
+    return any(d.kind == DivergenceKind.VALUE and d.mode in ("jit", "eager") for d in res.divergences)
+
+
+def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
+    """Re-label value divergences with the kind of the first body op whose per-device
+    values (from the probe run) differ from the oracle's; the output's producer is only
+    where the damage shows."""
+    from oracles import trace
+
+    p = res.program
+    if probe.status != "ok" or not probe.facts.get("values"):
+        return res
+    st, err = trace(p)
+    if err is not None:
+        return res
+    culprit = None
+    for v, o in zip(probe.facts["values"], probe.outputs):
+        want = st.values[v]
+        blocks = o.device_values or {}
+        bad = False
+        for c in p.mesh.coords():
+            got = blocks.get(c)
+            w = want[c]
+            if got is None or got.shape != w.shape:
+                bad = True
+                break
+            g64, w64 = got.astype(np.float64), w.astype(np.float64)
+            tol = 0.0 if st.exact[v] else 1e-5 * (1 + len(p.body)) * max(1.0, st.scale[v])
+            if not np.allclose(g64, w64, rtol=0 if st.exact[v] else 1e-5 * (1 + len(p.body)), atol=tol):
+                bad = True
+                break
+        if bad:
+            culprit = p.body[v - len(p.inputs)].kind
+            break
+    if culprit is None:
+        return res
+    divs = tuple(
+        replace(d, where=culprit) if d.kind == DivergenceKind.VALUE and d.mode in ("jit", "eager") else d
+        for d in res.divergences
+    )
+    return replace(res, divergences=divs)
+
+
 def check_program(p: Program, modes: tuple[str, ...]) -> CheckResult:
     """Everything in this process (no crash safety): for tests, replay and explain."""
-    return evaluate(p, [MODES[m].run(p) for m in modes])
+    res = evaluate(p, [MODES[m].run(p) for m in modes])
+    if needs_probe(res):
+        res = localise_values(res, MODES["probe"].run(p))
+    return res

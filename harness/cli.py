@@ -78,6 +78,22 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         probe.unlink()
     except OSError as e:
         raise UsageError(f"--report {a.report}: cannot write there ({e.strerror})") from None
+    corpus = None
+    if a.corpus:
+        corpus = Path(a.corpus)
+        try:
+            corpus.mkdir(parents=True, exist_ok=True)
+            probe = corpus / ".write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as e:
+            raise UsageError(f"--corpus {a.corpus}: cannot write there ({e.strerror}); pass a writable directory") from None
+        from harness.fuzz import load_corpus
+
+        try:
+            load_corpus(corpus)
+        except ProgramFormatError as e:
+            raise UsageError(f"--corpus: {e}; fix or remove that file") from None
     cfg = RunConfig(
         seed=a.seed,
         max_examples=a.max_examples,
@@ -88,29 +104,40 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         workers=a.workers,
         timeout_s=a.timeout,
         invalid=a.invalid,
+        corpus=corpus,
+        minimize_budget_s=a.minimize_budget,
     )
     if not 0.0 <= a.invalid <= 1.0:
         raise UsageError(f"--invalid={a.invalid} must be a probability between 0 and 1")
     if a.workers < 0:
         raise UsageError(f"--workers={a.workers} must be >= 0 (0 runs in this process)")
     s = fuzz(cfg)
-    new = [b for b in s["buckets"] if not b["suppressed_by"]]
+    failing = [b for b in s["buckets"] if not b["suppressed_by"]]
+    new = [b for b in failing if b.get("new", True)]
+    still = [b for b in failing if not b.get("new", True)]
     known = [b for b in s["buckets"] if b["suppressed_by"]]
     print(
         f"\nshardfuzz: {s['programs_run']} programs on jax {s['jax_version']} (seed {s['seed']}, "
         f"modes {','.join(s['modes'])}) in {s['elapsed_s']:.0f}s: "
-        f"{s['divergences']} divergences in {len(new)} new buckets, {s['suppressed']} suppressed in {len(known)} known"
+        f"{s['divergences']} divergences in {len(new)} new buckets (+{len(still)} still failing from the corpus), "
+        f"{s['suppressed']} suppressed in {len(known)} known, {len(s['fixed'])} fixed"
     )
-    for b in new:
-        print(f"  NEW   {b['signature']}  x{b['count']}  {b['case']}")
+    for b in new + still:
+        tag = "NEW  " if b in new else "STILL"
+        mini = f"  minimized: {b['minimized_case']} {b['minimized_size']}" if b.get("minimized_case") else ""
+        print(f"  {tag} {b['signature']}  x{b['count']}  {b['case']}{mini}")
+    for fx in s["fixed"]:
+        print(f"  FIXED {', '.join(fx['signatures'])}  {fx['case']}")
     for b in known:
         print(f"  known {b['signature']}  x{b['count']}  ({b['suppressed_by']})")
     if s["accidentally_invalid"]:
         print(f"  note: {s['accidentally_invalid']} drawn programs were invalid by accident (strategy bug)")
-    print(f"  summary: {report / 'summary.json'}")
-    if new:
-        print(f"  next: shardfuzz replay {new[0]['case']}   |   shardfuzz explain {new[0]['case']}")
-    return 1 if new else 0
+    if s["unseen_suppressions"]:
+        print(f"  known divergences not seen in this run: {', '.join(s['unseen_suppressions'])}")
+    print(f"  reports: {report / 'summary.json'}, {report / 'junit.xml'}, {report / 'index.html'}")
+    if failing:
+        print(f"  next: shardfuzz replay {failing[0]['case']}   |   shardfuzz explain {failing[0]['case']}")
+    return 1 if failing else 0
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
@@ -135,6 +162,41 @@ def cmd_replay(a: argparse.Namespace) -> int:
     if not res.divergences:
         print(f"{a.case}: PASS (oracle and jax {jv} agree in {len(res.observations)} modes)")
     return 1 if new else 0
+
+
+def cmd_minimize(a: argparse.Namespace) -> int:
+    from harness.fuzz import atomic_write, case_document
+    from harness.minimize import minimize_case, size
+    from harness.modes import DEFAULT_MODES
+    from harness.pool import Pool
+    from programs.emit import to_python
+
+    p = _load_case(a.case)
+    sig = a.signature
+    if sig is None:
+        doc = json.loads(Path(a.case).read_text())
+        sigs = [d["signature"] for d in doc.get("divergences", [])]
+        if not sigs:
+            raise UsageError(f"{a.case}: the case records no divergence; pass --signature KIND|MODE|WHERE")
+        sig = sigs[0]
+    if sig.count("|") != 2:
+        raise UsageError(f"--signature {sig!r}: expected KIND|MODE|WHERE, e.g. value|jit|psum")
+    pool = Pool(1, timeout_s=a.timeout)
+    try:
+        check_modes = DEFAULT_MODES
+        print(f"minimizing {a.case} for {sig}: start {size(p)} (ops, args+outputs, mesh, elements, spec axes)")
+        best, n = minimize_case(pool, p, sig, check_modes, a.budget, log=print)
+    finally:
+        pool.close()
+    base = Path(a.case).with_suffix("")
+    out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
+    from harness.compat import jax_version
+    from harness.compare import Divergence, DivergenceKind  # noqa: F401
+
+    atomic_write(out_json, case_document(best, (), jax_version(), {"minimized_from": a.case, "signature": sig}))
+    atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer for {sig} (minimized from {a.case})"))
+    print(f"done after {n} checks: {size(p)} -> {size(best)}\n  {out_json}\n  {out_py}\n\n{best!r}")
+    return 0
 
 
 def cmd_emit(a: argparse.Namespace) -> int:
@@ -172,10 +234,18 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
     f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {','.join(MODES)}")
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+    f.add_argument("--corpus", default=None, help="persistent corpus directory: replayed first, failing cases added")
+    f.add_argument("--minimize-budget", type=float, default=30.0, help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")
     f.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes (0: in-process)")
     f.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in a worker, seconds")
     f.set_defaults(fn=cmd_fuzz)
+    m = sub.add_parser("minimize", help="shrink a case while it keeps its divergence signature")
+    m.add_argument("case", help="a JSON case file")
+    m.add_argument("--signature", default=None, help="KIND|MODE|WHERE to keep (default: the case's first)")
+    m.add_argument("--budget", type=float, default=120.0, help="seconds to spend")
+    m.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in the worker")
+    m.set_defaults(fn=cmd_minimize)
     for name, fn, hlp in (
         ("replay", cmd_replay, "re-run one case and print the verdict"),
         ("emit", cmd_emit, "print a standalone reproducer script"),
@@ -189,13 +259,16 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "explain":
             s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")
         s.set_defaults(fn=fn)
+    from harness import qualify
+
+    qualify.register(sub)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
-        if a.cmd in ("fuzz", "replay", "explain"):
+        if a.cmd in ("fuzz", "replay", "explain", "minimize"):
             from harness.compat import force_host_devices
 
             force_host_devices()

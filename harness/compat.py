@@ -1,16 +1,37 @@
 """The one place that knows how jax versions differ (and the only `jax._src` user).
 
-Everything else in the harness calls these functions. jax 0.7+ exposes
+Everything else in the harness calls these functions. jax 0.6.1+ exposes
 `jax.shard_map(..., check_vma=)`; older jax has `jax.experimental.shard_map.shard_map(...,
 check_rep=)`. Devices are forced before jax initialises its backend.
+
+`unsupported_features(program, mode)` names what a program uses that the installed jax
+lacks, or defines differently from the semantics the oracle follows (jax 0.10.2); a mode
+reports such a program as "unsupported", never as a pass or a failure. What each feature
+is, and how it is detected (by probing jax, not by comparing version numbers):
+
+| feature | missing in | probe |
+|---|---|---|
+| Mesh axis_types (explicit axes) | jax < 0.5 | `jax.sharding.AxisType` |
+| all_gather(to=...) | jax < 0.9 | `to` in the signature of `jax.lax.all_gather` |
+| eager partial-manual shard_map (axis_names) | jax < 0.7 | a tiny eager call raises NotImplementedError |
+| check_vma typing (out_specs replication, collective operand vma) | jax < 0.6.1 (check_rep) | `jax.shard_map` |
+| psum / pmean / psum_scatter of an operand varying over only some named axes being an error | jax < 0.9 (implicit pvary) | `jax.lax.pcast` |
+
+Found by running the same programs on jax 0.4.35, 0.6.2, 0.8.1 and 0.10.2 (`shardfuzz
+qualify`). `jax.lax.pshuffle(x, axis_name, perm)` has one signature in all of them, and
+`jax.typeof` (missing before 0.6) only feeds the vma observations (None when missing).
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from programs.model import Program
 
 N_DEVICES = 8
 
@@ -48,7 +69,70 @@ def has(feature: str) -> bool:
         return "to" in inspect.signature(jax.lax.all_gather).parameters
     if feature == "typeof":
         return hasattr(jax, "typeof")
+    if feature == "axis_types":
+        return hasattr(jax.sharding, "AxisType")
+    if feature == "eager_partial_manual":
+        return _eager_partial_manual()
     return hasattr(jax.lax, feature) or hasattr(jax, feature)
+
+
+@functools.cache
+def _eager_partial_manual() -> bool:
+    """Whether a shard_map that leaves some mesh axes automatic runs outside jit (older
+    jax raises a bare NotImplementedError from `_shard_map_impl`). Probed once, on a
+    1x1 mesh."""
+    import jax
+
+    mesh = make_mesh(("a", "b"), (1, 1), ("auto", "auto"))
+    P = jax.sharding.PartitionSpec
+    f = shard_map(lambda x: (x,), mesh, (P(),), (P(),), frozenset({"a"}), True)
+    try:
+        jax.block_until_ready(f(np.zeros(1, np.float32)))
+    except NotImplementedError:
+        return False
+    except Exception:  # anything else: the feature is there, the program will say more
+        return True
+    return True
+
+
+def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
+    """What `p` uses that this jax lacks, one short phrase each naming the feature
+    (and the jax version); [] when this jax can run `p` as the oracle predicts.
+
+    `mode`: the mode about to run it (some features are missing in one mode only)."""
+    out = [f for f in _program_features(p) if f]
+    if mode == "eager" and p.axis_names is not None and set(p.axis_names) != set(p.mesh.names):
+        if not has("eager_partial_manual"):
+            out.append(f"eager partial-manual shard_map (axis_names={sorted(p.axis_names)}): "
+                       f"jax {jax_version()} runs it only under jit")
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def _program_features(p: Program) -> tuple[str, ...]:
+    v = jax_version()
+    out: list[str] = []
+    if any(t != "auto" for t in p.mesh.axis_types) and not has("axis_types"):
+        out.append(f"Mesh axis_types={p.mesh.axis_types}: jax {v} has no jax.sharding.AxisType")
+    if any(op.kind == "all_gather" and op.p("to") is not None for op in p.body) and not has("all_gather_to"):
+        out.append(f"all_gather(to=...): jax {v} has no 'to' parameter")
+    if p.check_vma and not (has("shard_map") and has("pcast")):
+        # The oracle types values as jax 0.10.2 does (check_vma). Older jax decides
+        # replication with other rules: check_rep (no jax.shard_map) accepts
+        # out_specs the vma rules reject, and before lax.pcast psum/psum_scatter pvary an
+        # operand varying over only some of the named axes instead of rejecting it.
+        # Programs whose predicted verdict is one of those checks are not comparable.
+        from oracles.interpreter import trace
+        from oracles.prediction import ErrorKind
+
+        _, err = trace(p, with_values=False)
+        kind = "" if err is None else err.kind.value
+        if not has("shard_map") and kind in (ErrorKind.OUT_SPEC_REPLICATION.value, ErrorKind.COLLECTIVE_VMA.value):
+            out.append(f"check_vma typing ({kind}): jax {v} checks replication with check_rep")
+        elif not has("pcast") and kind == ErrorKind.COLLECTIVE_VMA.value:
+            out.append(f"psum of an operand varying over only some named axes is an error only "
+                       f"from jax with lax.pcast; jax {v} pvarys it implicitly")
+    return tuple(out)
 
 
 def shard_map(

@@ -8,6 +8,7 @@ shrink inside the run (a failing example must not stop it: every bucket is wante
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -21,14 +22,16 @@ from hypothesis import HealthCheck, Phase, event, given, seed, settings
 from hypothesis.statistics import collector
 
 from harness import compat
-from harness.check import CheckResult, evaluate
-from harness.modes import DEFAULT_MODES, MODES
-from harness.pool import Pool
+from harness.check import CheckResult, check_program, evaluate, localise_values, needs_probe
+from harness.modes import DEFAULT_MODES
+from harness.pool import Completed, Pool
 from harness.reports import write_reports
 from harness.compare import Divergence
 from harness.suppressions import Suppression, find
 from programs.model import Program
-from programs.serialize import program_id, program_to_dict
+from harness.minimize import minimize_case, size
+from programs.emit import to_python
+from programs.serialize import ProgramFormatError, program_from_dict, program_id, program_to_dict
 from strategies import programs
 
 SUMMARY_SCHEMA = 1
@@ -50,6 +53,9 @@ class Bucket:
     message: str = ""
     suppressed_by: str | None = None
     programs: list[str] = field(default_factory=list)
+    minimized_case: str | None = None
+    minimized_size: list[int] | None = None
+    new: bool = True  # False when the first program in the bucket came from the corpus
 
 
 @dataclass
@@ -66,6 +72,8 @@ class RunConfig:
     python: str | None = None  # interpreter for the workers (default: this one)
     worker_env: dict[str, str] = field(default_factory=dict)
     invalid: float = 0.25  # share of programs with one deliberate defect
+    corpus: Path | None = None  # persistent failing cases: replayed first, added to
+    minimize_budget_s: float = 30.0  # per new bucket, after the run; 0 disables
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -126,10 +134,6 @@ def coverage_keys(res: CheckResult) -> set[tuple[str, int, str, str, str]]:
     return keys
 
 
-def _safe(sig: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in sig)[:80]
-
-
 class Run:
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
@@ -141,11 +145,21 @@ class Run:
         self.jax_version = compat.jax_version()
         self.coverage: Counter[tuple[str, int, str, str, str]] = Counter()
         self.accidents = 0
+        self.fixed: list[dict[str, Any]] = []
+        self.corpus_replayed = 0
+        self.generated_ids: list[str] = []  # in generation order: the run's determinism check
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
 
-    def record(self, res: CheckResult) -> None:
+    def save_case(self, res: CheckResult) -> Path:
+        """The failing program goes to disk first, named by its program id (so a later
+        re-labelling overwrites it), atomically."""
+        path = self.cfg.report_dir / "cases" / f"{program_id(res.program)}.json"
+        atomic_write(path, case_document(res.program, res.divergences, self.jax_version))
+        return path
+
+    def record(self, res: CheckResult, from_corpus: bool = False) -> None:
         self.n += 1
         p = res.program
         if res.prediction.error is not None and p.defect is None:
@@ -156,20 +170,21 @@ class Run:
         if not res.divergences:
             return
         self.n_failing_programs += 1
-        # first thing: the failing program goes to disk
-        h = program_id(p)
-        path = self.cfg.report_dir / "cases" / f"{_safe(res.divergences[0].signature)}-{h}.json"
-        atomic_write(path, case_document(p, res.divergences, self.jax_version))
+        path = self.save_case(res)  # (again, if a probe run re-labelled it)
+        if self.cfg.corpus is not None and not from_corpus:
+            atomic_write(self.cfg.corpus / path.name, path.read_text())
         for d in res.divergences:
             sup = find(self.cfg.suppressions, d.signature, self.jax_version, p)
             key = (d.signature, sup.id if sup else None)
             b = self.buckets.get(key)
             if b is None:
                 b = Bucket(d.signature, d.kind.value, d.mode, case=str(path), message=d.message,
-                           suppressed_by=sup.id if sup else None)
+                           suppressed_by=sup.id if sup else None, new=not from_corpus)
                 self.buckets[key] = b
-                tag = f"known ({sup.id})" if sup else "NEW"
-                print(f"\n[{tag}] {d.signature}: {d.message[:300]}\n  saved {path}", file=self.cfg.progress)
+                if sup:
+                    print(f"[known: {sup.id}] {d.signature}", file=self.cfg.progress)
+                else:
+                    print(f"\n[NEW] {d.signature}: {d.message[:300]}\n  saved {path}", file=self.cfg.progress)
             b.count += 1
             if len(b.programs) < 5:
                 b.programs.append(str(path))
@@ -198,11 +213,25 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
     if pool is not None and pool.info.get("jax_version"):
         run.jax_version = pool.info["jax_version"]
 
+    def handle(c: Completed) -> None:
+        """A finished job: a program's modes (maybe followed by a probe run that puts a
+        value divergence on the op that first goes wrong), or that probe run."""
+        assert pool is not None
+        if isinstance(c.tag, CheckResult):
+            run.record(localise_values(c.tag, c.observations[0]))
+            return
+        res = evaluate(c.program, c.observations)
+        if needs_probe(res):
+            run.save_case(res)  # on disk before the probe run, in case anything dies
+            pool.submit(c.program, ("probe",), tag=res)
+        else:
+            run.record(res)
+
     def wait_for_free_worker() -> None:
         assert pool is not None
         while pool.free() == 0:
             for c in pool.wait(1.0):
-                run.record(evaluate(c.program, c.observations))
+                handle(c)
                 run.progress()
 
     @settings(
@@ -219,25 +248,109 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
     def one(p: Program) -> None:
         if cfg.budget_s is not None and run.elapsed() > cfg.budget_s:
             raise _BudgetSpent
+        run.generated_ids.append(program_id(p))
         if pool is None:
-            run.record(evaluate(p, [MODES[m].run(p) for m in cfg.modes]))
+            run.record(check_program(p, cfg.modes))
         else:
             wait_for_free_worker()
             pool.submit(p, cfg.modes)
         run.progress()
 
     try:
+        if cfg.corpus is not None:
+            replay_corpus(run, pool)
         with collector.with_value(stats.append):
             one()
     except _BudgetSpent:
         pass
     finally:
         if pool is not None:
-            for c in pool.drain():
-                run.record(evaluate(c.program, c.observations))
-            pool.close()
+            while pool.busy():
+                for c in pool.drain():
+                    handle(c)
     run.progress(force=True)
+    try:
+        if cfg.minimize_budget_s > 0:
+            minimize_buckets(run, pool)
+    finally:
+        if pool is not None:
+            pool.close()
     return summarise(run, stats)
+
+
+def check_sync(run: Run, pool: Pool | None, p: Program) -> CheckResult:
+    """One program, start to finish (probe included), outside the pipelined loop."""
+    if pool is None:
+        return check_program(p, run.cfg.modes)
+    pool.submit(p, run.cfg.modes)
+    (c,) = pool.drain()
+    res = evaluate(c.program, c.observations)
+    if needs_probe(res):
+        pool.submit(p, ("probe",))
+        res = localise_values(res, pool.drain()[0].observations[0])
+    return res
+
+
+def load_corpus(corpus: Path) -> list[tuple[Path, Program, set[str]]]:
+    """Every case file in the corpus (recursively): its program and the signatures it
+    showed when it was saved. A malformed file raises ProgramFormatError naming it."""
+    out = []
+    for f in sorted(corpus.rglob("*.json")):
+        try:
+            doc = json.loads(f.read_text())
+        except json.JSONDecodeError as e:
+            raise ProgramFormatError(f"{f}: line {e.lineno}: not valid JSON ({e.msg})") from None
+        if not isinstance(doc, dict) or "program" not in doc:
+            continue  # not a case file (e.g. a summary)
+        try:
+            p = program_from_dict(doc["program"])
+        except ProgramFormatError as e:
+            raise ProgramFormatError(f"{f}: {e}") from None
+        out.append((f, p, {d["signature"] for d in doc.get("divergences", []) if "signature" in d}))
+    return out
+
+
+def replay_corpus(run: Run, pool: Pool | None) -> None:
+    """Yesterday's failures first: each corpus case is re-checked; one whose recorded
+    signatures no longer appear is reported as fixed."""
+    assert run.cfg.corpus is not None
+    cases = load_corpus(run.cfg.corpus)
+    print(f"replaying {len(cases)} corpus cases from {run.cfg.corpus}", file=run.cfg.progress, flush=True)
+    for f, p, old in cases:
+        res = check_sync(run, pool, p)
+        now = {d.signature for d in res.divergences}
+        if old and not (old & now):
+            run.fixed.append({"case": str(f), "signatures": sorted(old)})
+            print(f"  fixed: {f.name} ({', '.join(sorted(old))})", file=run.cfg.progress)
+        run.corpus_replayed += 1
+        run.record(res, from_corpus=True)
+        run.progress()
+
+
+def minimize_buckets(run: Run, pool: Pool | None) -> None:
+    """Shrink each new bucket's program while it keeps the bucket's signature; the
+    minimized case and its standalone reproducer are saved beside the original."""
+    if pool is None:
+        return
+    todo = [b for b in run.buckets.values() if not b.suppressed_by]
+    for i, b in enumerate(todo):
+        case = Path(b.case)
+        try:
+            p = program_from_dict(json.loads(case.read_text())["program"])
+        except (OSError, ValueError, KeyError):
+            continue
+        print(f"minimizing [{i + 1}/{len(todo)}] {b.signature} ...", file=run.cfg.progress, flush=True)
+        best, n = minimize_case(pool, p, b.signature, run.cfg.modes, run.cfg.minimize_budget_s)
+        base = case.with_suffix("")
+        out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
+        sig_div = [d for d in check_sync(run, pool, best).divergences if d.signature == b.signature]
+        atomic_write(out_json, case_document(best, tuple(sig_div), run.jax_version, {"minimized_from": str(case)}))
+        atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer: {b.signature}", mode="eager" if b.mode == "eager" else "jit"))
+        b.minimized_case = str(out_json)
+        b.minimized_size = list(size(best))
+        print(f"  {size(p)} -> {size(best)} in {n} checks: {out_py}", file=run.cfg.progress, flush=True)
+        if run.cfg.corpus is not None:
+            atomic_write(run.cfg.corpus / out_json.name, out_json.read_text())
 
 
 def _events(stats: list[dict[str, Any]]) -> dict[str, float]:
@@ -280,9 +393,15 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
                 "case": b.case,
                 "suppressed_by": b.suppressed_by,
                 "message": b.message,
+                "new": b.new,
+                "minimized_case": b.minimized_case,
+                "minimized_size": b.minimized_size,
             }
             for b in buckets
         ],
+        "fixed": run.fixed,
+        "corpus_replayed": run.corpus_replayed,
+        "programs_digest": hashlib.sha256(" ".join(run.generated_ids).encode()).hexdigest()[:16],
         "unseen_suppressions": sorted(s.id for s in cfg.suppressions if s.id not in seen),
         "statistics": _events(stats),
         "coverage": [

@@ -80,6 +80,9 @@ class Mode:
         return _inputs(p)
 
     def run(self, p: Program) -> Observation:
+        missing = compat.unsupported_features(p, self.name)
+        if missing:
+            return Observation(self.name, status="unsupported", error_message="; ".join(missing))
         types: dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]] = {}
 
         def record(i: int, v: Any) -> None:
@@ -206,6 +209,39 @@ class Vmap(Mode):
         return ObservedOutput(tuple(o.shape), str(o.dtype), np.asarray(o), None)
 
 
+def probe_program(p: Program) -> Program:
+    """`p` with every rank >= 1 body value as an output, each split over all manual axes
+    on dimension 0 and check_vma=False, so each device's block of each value comes back
+    as it is. Used to find the first op whose values go wrong."""
+    from dataclasses import replace as _replace
+
+    from oracles import trace
+    from programs.model import Spec
+
+    st, _ = trace(p, with_values=False)
+    n_in = len(p.inputs)
+    vals = tuple(v for v in range(n_in, len(st.types)) if len(st.types[v].shape) >= 1)
+    axes = p.manual_axes
+    spec = Spec((axes,) if axes else ())
+    return _replace(p, outputs=vals, out_specs=(spec,) * len(vals), check_vma=False)
+
+
+class Probe(Mode):
+    """jit of `probe_program(p)`: per-device blocks of every body value (localisation)."""
+
+    name = "probe"
+
+    def run(self, p: Program) -> Observation:
+        q = probe_program(p)
+        if not q.outputs:
+            return Observation(self.name, status="unsupported", error_message="probe: no rank >= 1 body value")
+        obs = Jit.run(self, q)  # type: ignore[arg-type]
+        return replace(obs, mode=self.name, facts={"values": list(q.outputs)})
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        return Jit.execute(self, f, args)  # type: ignore[arg-type]
+
+
 class Grad(Mode):
     """Reverse and forward mode through the shard_map, under jit: for float arguments and
     float outputs, the directional derivative <u, J v> by jax.jvp and by jax.vjp (so both
@@ -308,7 +344,7 @@ class Lowering(Mode):
         return replace(obs, facts=self._facts)
 
 
-MODES: dict[str, Mode] = {m.name: m for m in (Abstract(), Eager(), Jit(), Vmap(), Grad(), Lowering())}
+MODES: dict[str, Mode] = {m.name: m for m in (Abstract(), Eager(), Jit(), Vmap(), Grad(), Lowering(), Probe())}
 DEFAULT_MODES = ("abstract", "jit", "eager", "vmap", "grad", "lowering")
 
 

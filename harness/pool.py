@@ -111,6 +111,7 @@ class Pool:
         self.crashes = 0
         self.timeouts = 0
         self.info: dict[str, Any] = {}
+        self._pending: list[Completed] = []  # completions seen while waiting to submit
         for _ in range(self.n):
             self._spawn()
         self._await_ready()
@@ -145,6 +146,13 @@ class Pool:
         return sum(1 for w in self.workers if w.job is not None)
 
     def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None) -> None:
+        """Give a program to a free worker, waiting for one (a replacement worker may still
+        be starting); completions seen meanwhile are kept for the next wait/drain."""
+        t0 = time.monotonic()
+        while self.free() == 0:
+            if time.monotonic() - t0 > 300:
+                raise WorkerStartError(f"{self.python}: no worker became free within 300s")
+            self._pending.extend(self._poll(0.5))
         w = next(w for w in self.workers if w.ready and w.job is None)
         job = Job(self.next_id, program, modes, tag)
         self.next_id += 1
@@ -162,13 +170,13 @@ class Pool:
     def wait(self, timeout: float = 1.0) -> list[Completed]:
         """Wait until at least one job completes (or `timeout`); return completed jobs."""
         t0 = time.monotonic()
-        done: list[Completed] = []
+        done, self._pending = self._pending, []
         while not done and time.monotonic() - t0 < timeout:
             done.extend(self._poll(min(0.5, timeout)))
         return done
 
     def drain(self) -> list[Completed]:
-        out: list[Completed] = []
+        out, self._pending = self._pending, []
         while self.busy():
             out.extend(self._poll(0.5))
         return out
