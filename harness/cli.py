@@ -63,8 +63,25 @@ def _suppressions(path: str | None):  # type: ignore[no-untyped-def]
         raise UsageError(str(e)) from None
 
 
+FUZZ_DEFAULTS: dict[str, object] = {"max_examples": 200, "budget": None, "minimize_budget": 30.0}
+
+# Presets for `fuzz --profile` (the same names as the pytest Hypothesis profiles).
+PROFILES = {
+    "dev": {"max_examples": 200},
+    "ci": {"max_examples": 100, "minimize_budget": 0.0},
+    "nightly": {"max_examples": 10**9, "budget": 8 * 3600.0},
+}
+
+
 def cmd_fuzz(a: argparse.Namespace) -> int:
     from harness.fuzz import RunConfig, fuzz
+
+    if a.profile is not None:
+        if a.profile not in PROFILES:
+            raise UsageError(f"--profile {a.profile!r}: unknown profile; choose from {', '.join(PROFILES)}")
+        for k, v in PROFILES[a.profile].items():
+            if getattr(a, k) == FUZZ_DEFAULTS[k]:
+                setattr(a, k, v)
 
     if a.max_examples < 1:
         raise UsageError(f"--max-examples={a.max_examples} must be >= 1")
@@ -229,13 +246,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     f = sub.add_parser("fuzz", help="draw programs and check them against the oracle")
     f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--max-examples", type=int, default=200)
-    f.add_argument("--budget", type=float, default=None, help="stop after this many seconds")
+    f.add_argument("--max-examples", type=int, default=FUZZ_DEFAULTS["max_examples"])
+    f.add_argument("--budget", type=float, default=FUZZ_DEFAULTS["budget"], help="stop after this many seconds")
+    f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win)")
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
     f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {','.join(MODES)}")
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
     f.add_argument("--corpus", default=None, help="persistent corpus directory: replayed first, failing cases added")
-    f.add_argument("--minimize-budget", type=float, default=30.0, help="seconds to minimize each new bucket (0: off)")
+    f.add_argument("--minimize-budget", type=float, default=FUZZ_DEFAULTS["minimize_budget"], help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")
     f.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes (0: in-process)")
     f.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in a worker, seconds")

@@ -190,19 +190,24 @@ class Run:
                 b.programs.append(str(path))
 
     def progress(self, force: bool = False) -> None:
+        """A live line on a terminal (redrawn twice a second), plain lines every 5 s
+        otherwise (CI logs, files)."""
+        live = getattr(self.cfg.progress, "isatty", lambda: False)()
         now = self.elapsed()
-        if not force and now - self.last_progress < 5.0:
+        if not force and now - self.last_progress < (0.5 if live else 5.0):
             return
         self.last_progress = now
         rate = self.n / now if now > 0 else 0.0
         budget = f"/{self.cfg.budget_s:.0f}s" if self.cfg.budget_s else "s"
         new = sum(1 for b in self.buckets.values() if not b.suppressed_by)
-        print(
+        line = (
             f"[{self.n:>5}/{self.cfg.max_examples}] {rate:5.1f} programs/s, "
-            f"{new} new / {len(self.buckets) - new} known buckets, {now:.0f}{budget}",
-            file=self.cfg.progress,
-            flush=True,
+            f"{new} new / {len(self.buckets) - new} known buckets, {now:.0f}{budget}"
         )
+        if live:
+            print(f"\r{line}\x1b[K", end="\n" if force else "", file=self.cfg.progress, flush=True)
+        else:
+            print(line, file=self.cfg.progress, flush=True)
 
 
 def fuzz(cfg: RunConfig) -> dict[str, Any]:

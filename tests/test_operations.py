@@ -1,0 +1,93 @@
+"""Fuzzing as an operation: determinism, nothing lost on kill -9, corpus replay, fixed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FAST = ["--modes", "abstract,jit", "--workers", "1", "--minimize-budget", "0"]
+
+
+def sf(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, **(env or {})}, timeout=900,
+    )
+
+
+def test_same_seed_same_programs(tmp_path: Path) -> None:
+    digests = []
+    for i in range(2):
+        r = sf("fuzz", "--seed", "7", "--max-examples", "15", "--report", str(tmp_path / f"r{i}"), "--modes", "abstract", "--workers", "1", "--minimize-budget", "0")
+        assert r.returncode in (0, 1), r.stderr[-1500:]
+        digests.append(json.loads((tmp_path / f"r{i}" / "summary.json").read_text())["programs_digest"])
+    assert digests[0] == digests[1]
+    r = sf("fuzz", "--seed", "8", "--max-examples", "15", "--report", str(tmp_path / "r2"), "--modes", "abstract", "--workers", "1", "--minimize-budget", "0")
+    assert json.loads((tmp_path / "r2" / "summary.json").read_text())["programs_digest"] != digests[0]
+
+
+def test_kill_9_loses_no_found_program(tmp_path: Path) -> None:
+    rep, corpus = tmp_path / "rep", tmp_path / "corpus"
+    env = {**os.environ, "SHARDFUZZ_FAULTS": "psum_counts_device0_twice"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "fuzz", "--seed", "21", "--max-examples", "100000", "--report", str(rep),
+         "--corpus", str(corpus), "--invalid", "0", *FAST],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not list((rep / "cases").glob("*.json")):
+            time.sleep(0.5)
+        time.sleep(1.0)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    cases = list((rep / "cases").glob("*.json"))
+    assert cases, "no divergence found before the kill"
+    for c in cases:
+        doc = json.loads(c.read_text())  # complete, parseable: written atomically
+        assert doc["divergences"] and doc["program"]["schema"] == 1
+    assert {c.name for c in corpus.glob("*.json")} >= {c.name for c in cases if not c.name.startswith(".")} - set()
+
+
+def test_corpus_replay_reports_fixed(tmp_path: Path) -> None:
+    rep1, rep2, corpus = tmp_path / "a", tmp_path / "b", tmp_path / "corpus"
+    r = sf("fuzz", "--seed", "21", "--max-examples", "25", "--invalid", "0", "--report", str(rep1), "--corpus", str(corpus), *FAST,
+           env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
+    assert r.returncode == 1, r.stdout[-1500:] + r.stderr[-1500:]
+    assert list(corpus.glob("*.json"))
+    # the "bug" is fixed: the same corpus replayed without the fault
+    r = sf("fuzz", "--seed", "22", "--max-examples", "3", "--invalid", "0", "--report", str(rep2), "--corpus", str(corpus), *FAST)
+    s = json.loads((rep2 / "summary.json").read_text())
+    assert s["corpus_replayed"] >= 1
+    assert s["fixed"] and all("value|jit|psum" in f["signatures"] for f in s["fixed"])
+    assert "FIXED" in r.stdout
+
+
+def test_bad_corpus_and_suppressions_are_exit_2(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "broken.json").write_text('{"program": {"schema": 1}\n')
+    r = sf("fuzz", "--max-examples", "1", "--corpus", str(corpus), "--report", str(tmp_path / "r"))
+    assert r.returncode == 2 and "broken.json" in r.stderr and "line" in r.stderr, r.stderr
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = sf("fuzz", "--max-examples", "1", "--corpus", str(blocker / "sub"), "--report", str(tmp_path / "r"))
+    assert r.returncode == 2 and "cannot write" in r.stderr, r.stderr
+    sup = tmp_path / "s.toml"
+    sup.write_text("[[divergence]\nid = 'x'\n")
+    r = sf("fuzz", "--max-examples", "1", "--suppressions", str(sup), "--report", str(tmp_path / "r"))
+    assert r.returncode == 2 and "s.toml" in r.stderr and "line" in r.stderr, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1
+
+
+def test_unknown_profile_is_exit_2(tmp_path: Path) -> None:
+    r = sf("fuzz", "--profile", "weekly", "--report", str(tmp_path / "r"))
+    assert r.returncode == 2 and "weekly" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
