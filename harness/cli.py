@@ -123,7 +123,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         invalid=a.invalid,
         corpus=corpus,
         minimize_budget_s=a.minimize_budget,
+        value_share=a.value_share,
     )
+    if not 0.0 <= a.value_share <= 1.0:
+        raise UsageError(f"--value-share={a.value_share} must be between 0 and 1")
     if not 0.0 <= a.invalid <= 1.0:
         raise UsageError(f"--invalid={a.invalid} must be a probability between 0 and 1")
     if a.workers < 0:
@@ -252,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
     f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {','.join(MODES)}")
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+    f.add_argument("--value-share", type=float, default=0.25, help="share of programs run in every mode; the rest only in the abstract tier")
     f.add_argument("--corpus", default=None, help="persistent corpus directory: replayed first, failing cases added")
     f.add_argument("--minimize-budget", type=float, default=FUZZ_DEFAULTS["minimize_budget"], help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")

@@ -157,9 +157,11 @@ def shard_map(
     return old(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check_vma, **kw)
 
 
+@functools.lru_cache(maxsize=256)
 def make_mesh(names: tuple[str, ...], sizes: tuple[int, ...], axis_types: tuple[str, ...]) -> Any:
     """A mesh over devices 0..n-1 in row-major order (not jax.make_mesh, which may
-    reorder devices): device id == the row-major index of its mesh coordinate."""
+    reorder devices): device id == the row-major index of its mesh coordinate. Cached:
+    meshes are immutable and programs reuse a handful of shapes."""
     import jax
 
     n = int(np.prod(sizes))

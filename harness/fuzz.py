@@ -73,6 +73,7 @@ class RunConfig:
     worker_env: dict[str, str] = field(default_factory=dict)
     invalid: float = 0.25  # share of programs with one deliberate defect
     corpus: Path | None = None  # persistent failing cases: replayed first, added to
+    value_share: float = 1.0  # share of programs that go on from the abstract tier to every mode
     minimize_budget_s: float = 30.0  # per new bucket, after the run; 0 disables
 
 
@@ -255,10 +256,10 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
             raise _BudgetSpent
         run.generated_ids.append(program_id(p))
         if pool is None:
-            run.record(check_program(p, cfg.modes))
+            run.record(check_program(p, tier_modes(p, cfg)))
         else:
             wait_for_free_worker()
-            pool.submit(p, cfg.modes)
+            pool.submit(p, tier_modes(p, cfg))
         run.progress()
 
     try:
@@ -281,6 +282,16 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         if pool is not None:
             pool.close()
     return summarise(run, stats)
+
+
+def tier_modes(p: Program, cfg: RunConfig) -> tuple[str, ...]:
+    """Tiers: every program is checked abstractly (errors, shapes, dtypes, varying axes:
+    no compile); a share chosen by program id (so repeatable) also runs every value mode."""
+    if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
+        return cfg.modes
+    if int(program_id(p), 16) % 10000 < cfg.value_share * 10000:
+        return cfg.modes
+    return ("abstract",)
 
 
 def check_sync(run: Run, pool: Pool | None, p: Program) -> CheckResult:

@@ -261,9 +261,13 @@ def axis_out_of_range(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Pro
         return _append(p, [Op.make("all_gather", (j,), axes=ax, axis=r, tiled=True)])
     if r == 0:
         return None
+    n = p.mesh.group_size(ax)
     if kind == "psum_scatter":
         return _append(p, [Op.make("psum_scatter", (j,), axes=ax, scatter_dimension=r, tiled=True)])
-    return _append(p, [Op.make("all_to_all", (j,), axes=ax, split_axis=0, concat_axis=r, tiled=True)])
+    splits = [d for d in range(r) if vals[j].shape[d] % n == 0]  # only the concat axis is wrong
+    if not splits:
+        return None
+    return _append(p, [Op.make("all_to_all", (j,), axes=ax, split_axis=splits[0], concat_axis=r, tiled=True)])
 
 
 def bad_permutation(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
