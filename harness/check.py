@@ -52,13 +52,13 @@ def _localise(divs: list[Divergence]) -> list[Divergence]:
 
 def needs_probe(res: CheckResult) -> bool:
     """Value divergences are put on the op that first goes wrong: that needs a probe run."""
-    return any(d.kind == DivergenceKind.VALUE and d.mode in ("jit", "eager") for d in res.divergences)
+    return any(d.kind == DivergenceKind.VALUE and d.mode == "jit" for d in res.divergences)
 
 
 def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
-    """Re-label value divergences with the kind of the first body op whose per-device
-    values (from the probe run) differ from the oracle's; the output's producer is only
-    where the damage shows."""
+    """Re-label jit value divergences with the kind of the first body op whose per-device
+    values (from the probe run, itself under jit) differ from the oracle's; the output's
+    producer is only where the damage shows."""
     from oracles import trace
 
     p = res.program
@@ -89,7 +89,7 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     if culprit is None:
         return res
     divs = tuple(
-        replace(d, where=culprit) if d.kind == DivergenceKind.VALUE and d.mode in ("jit", "eager") else d
+        replace(d, where=culprit) if d.kind == DivergenceKind.VALUE and d.mode == "jit" else d
         for d in res.divergences
     )
     return replace(res, divergences=divs)

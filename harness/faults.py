@@ -71,7 +71,66 @@ def _faults() -> dict[str, Callable[[], None]]:
             return pswapaxes
         _patch("pswapaxes", make)
 
+    def psum_transpose_doubles() -> None:
+        # the transpose rule of psum scales the cotangent by 2: only reverse mode sees it
+        from harness.compat import internals
+
+        i = internals()
+        orig = i["transposes"][i["psum_invariant_p"]]
+
+        def transpose(cts: Any, *args: Any, **kw: Any) -> Any:
+            return [None if c is None else 2 * c for c in orig(cts, *args, **kw)]
+
+        i["transposes"][i["psum_invariant_p"]] = transpose
+
+    def all_gather_batching_doubles() -> None:
+        # the batching rule of all_gather doubles its result: only vmap sees it
+        from harness.compat import internals
+
+        i = internals()
+        orig = i["batchers"][i["all_gather_p"]]
+
+        def batcher(*args: Any, **kw: Any) -> Any:
+            out, dim = orig(*args, **kw)
+            return out * 2, dim
+
+        i["batchers"][i["all_gather_p"]] = batcher
+
+    def eager_psum_off_by_one() -> None:
+        # eager shard_map runs each primitive through _prim_applier: make psum add one
+        # there, so only the eager path (never jit) computes it wrong
+        from harness.compat import internals
+
+        sm = internals()["shard_map"]
+        orig = sm._prim_applier
+
+        def applier(prim: Any, *args: Any, **kw: Any) -> Any:
+            outs = orig(prim, *args, **kw)
+            if prim.name == "psum_invariant":
+                return jax.tree_util.tree_map(lambda o: o + 1, outs)
+            return outs
+
+        sm._prim_applier = applier
+
+    # --- removed checks: each deletes one of the checks shard_map makes ---------------
+
+    def _noop(module_key: str, fn: str) -> Callable[[], None]:
+        def install() -> None:
+            from harness.compat import internals
+
+            setattr(internals()[module_key], fn, lambda *a, **k: None)
+
+        return install
+
     return {
+        "no_check_specs": _noop("shard_map", "_check_specs"),  # spec types, unknown axes
+        "no_check_specs_vs_args": _noop("shard_map", "_check_specs_vs_args"),  # rank, divisibility
+        "no_check_out_rank": _noop("shard_map", "_check_names"),  # out_spec rank
+        "no_check_replication": _noop("shard_map", "_check_mats"),  # out_specs vs vma
+        "no_check_axis_names": _noop("parallel", "_check_axis_names"),  # unbound axes
+        "psum_transpose_doubles": psum_transpose_doubles,
+        "all_gather_batching_doubles": all_gather_batching_doubles,
+        "eager_psum_off_by_one": eager_psum_off_by_one,
         "psum_counts_device0_twice": psum_counts_device0_twice,
         "all_gather_reversed": all_gather_reversed,
         "ppermute_drops_last_pair": ppermute_drops_last_pair,
@@ -81,7 +140,11 @@ def _faults() -> dict[str, Callable[[], None]]:
     }
 
 
-FAULT_NAMES = (
+CHECK_REMOVALS = ("no_check_specs", "no_check_specs_vs_args", "no_check_out_rank", "no_check_replication", "no_check_axis_names")
+FAULT_NAMES = CHECK_REMOVALS + (
+    "psum_transpose_doubles",
+    "all_gather_batching_doubles",
+    "eager_psum_off_by_one",
     "psum_counts_device0_twice",
     "all_gather_reversed",
     "ppermute_drops_last_pair",

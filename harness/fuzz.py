@@ -56,6 +56,7 @@ class Bucket:
     minimized_case: str | None = None
     minimized_size: list[int] | None = None
     new: bool = True  # False when the first program in the bucket came from the corpus
+    first_seen_at: int = 0  # programs checked when the bucket was first seen
 
 
 @dataclass
@@ -180,7 +181,7 @@ class Run:
             b = self.buckets.get(key)
             if b is None:
                 b = Bucket(d.signature, d.kind.value, d.mode, case=str(path), message=d.message,
-                           suppressed_by=sup.id if sup else None, new=not from_corpus)
+                           suppressed_by=sup.id if sup else None, new=not from_corpus, first_seen_at=self.n)
                 self.buckets[key] = b
                 if sup:
                     print(f"[known: {sup.id}] {d.signature}", file=self.cfg.progress)
@@ -410,6 +411,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
                 "suppressed_by": b.suppressed_by,
                 "message": b.message,
                 "new": b.new,
+                "first_seen_at": b.first_seen_at,
                 "minimized_case": b.minimized_case,
                 "minimized_size": b.minimized_size,
             }

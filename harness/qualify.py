@@ -67,10 +67,12 @@ class Cell:
     unsupported: list[str] = field(default_factory=list)  # why a mode did not run it
     message: str = ""  # the first unexplained divergence, in words
     case_file: str = ""  # REPORT/cases/... for a failing cell
+    statuses: dict[str, str] = field(default_factory=dict)  # mode -> ok/error/crash/timeout/unsupported
 
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
+            "statuses": self.statuses,
             "signatures": self.signatures,
             "known": self.known,
             "unsupported": self.unsupported,
@@ -98,7 +100,15 @@ class Column:
 
 
 def _usage(msg: str) -> Exception:
-    from harness.cli import UsageError  # here: harness.cli imports this module
+    """harness.cli's UsageError (printed as one line, exit 2). Imported here: harness.cli
+    imports this module. Under `python -m harness.cli` the running CLI is `__main__`,
+    whose UsageError is a different class from harness.cli's: use the one it catches."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    cls = getattr(main, "UsageError", None)
+    if spec is not None and spec.name == "harness.cli" and isinstance(cls, type) and issubclass(cls, Exception):
+        return cls(msg)
+    from harness.cli import UsageError
 
     return UsageError(msg)
 
@@ -202,14 +212,15 @@ def verdict(res: Any, sups: list[Any], jax_version: str) -> Cell:
         elif s.id not in known:
             known.append(s.id)
     unsupported = [f"{o.mode}: {o.error_message}" for o in res.observations if o.status == "unsupported"]
+    statuses = {o.mode: o.status for o in res.observations}
     if unexplained:
         sigs = list(dict.fromkeys(d.signature for d in unexplained))
-        return Cell("fail", sigs, known, unsupported, unexplained[0].message)
+        return Cell("fail", sigs, known, unsupported, unexplained[0].message, statuses=statuses)
     if known:
-        return Cell("known", [], known, unsupported)
+        return Cell("known", [], known, unsupported, statuses=statuses)
     if unsupported:
-        return Cell("unsupported", [], [], unsupported)
-    return Cell("pass")
+        return Cell("unsupported", [], [], unsupported, statuses=statuses)
+    return Cell("pass", statuses=statuses)
 
 
 def _safe(text: str) -> str:

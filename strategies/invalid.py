@@ -9,6 +9,7 @@ the error (or, for the `*_unchecked` variants, that the program runs).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -335,8 +336,12 @@ DEFECTS: dict[str, Defect] = {
 
 def apply_defect(draw: st.DrawFn, p: Program, vals: list[ValueView], names: tuple[str, ...]) -> Program | None:
     """Try defects (in a drawn order) until one applies; record its name."""
-    for _ in range(6):
-        name = draw(st.sampled_from(names), label="defect")
+    # sampled_from, small integers and st.randoms all favour the first names strongly
+    # (Hypothesis leans to "simple" choices); the drawn program's hash spreads the
+    # defects evenly and is still a function of what was drawn
+    h = int(hashlib.sha256(repr(p).encode() + repr(p.inputs).encode()).hexdigest(), 16)
+    for attempt in range(6):
+        name = names[(h >> (8 * attempt)) % len(names)]
         q = DEFECTS[name](draw, p, vals)
         if q is not None:
             return replace(q, defect=name)
