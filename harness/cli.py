@@ -124,7 +124,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         corpus=corpus,
         minimize_budget_s=a.minimize_budget,
         value_share=a.value_share,
+        batch=a.batch,
     )
+    if a.batch < 1:
+        raise UsageError(f"--batch={a.batch} must be >= 1 (1: no batching)")
     if not 0.0 <= a.value_share <= 1.0:
         raise UsageError(f"--value-share={a.value_share} must be between 0 and 1")
     if not 0.0 <= a.invalid <= 1.0:
@@ -256,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {','.join(MODES)}")
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
     f.add_argument("--value-share", type=float, default=0.25, help="share of programs run in every mode; the rest only in the abstract tier")
+    f.add_argument("--batch", type=int, default=8, help="value-tier programs compiled together as one jit")
     f.add_argument("--corpus", default=None, help="persistent corpus directory: replayed first, failing cases added")
     f.add_argument("--minimize-budget", type=float, default=FUZZ_DEFAULTS["minimize_budget"], help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")

@@ -23,7 +23,8 @@ from hypothesis.statistics import collector
 
 from harness import compat
 from harness.check import CheckResult, check_program, evaluate, localise_values, needs_probe
-from harness.modes import DEFAULT_MODES
+from harness.modes import DEFAULT_MODES, Observation
+from oracles import predict
 from harness.pool import Completed, Pool
 from harness.reports import write_reports
 from harness.compare import Divergence
@@ -75,6 +76,7 @@ class RunConfig:
     invalid: float = 0.25  # share of programs with one deliberate defect
     corpus: Path | None = None  # persistent failing cases: replayed first, added to
     value_share: float = 1.0  # share of programs that go on from the abstract tier to every mode
+    batch: int = 1  # programs per combined jit in the value tier (1: no batching)
     minimize_budget_s: float = 30.0  # per new bucket, after the run; 0 disables
 
 
@@ -149,6 +151,7 @@ class Run:
         self.accidents = 0
         self.fixed: list[dict[str, Any]] = []
         self.corpus_replayed = 0
+        self.batch_reconfirmed = 0
         self.generated_ids: list[str] = []  # in generation order: the run's determinism check
 
     def elapsed(self) -> float:
@@ -220,19 +223,48 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
     if pool is not None and pool.info.get("jax_version"):
         run.jax_version = pool.info["jax_version"]
 
+    # Batching: a value-tier program the oracle expects to run has its jit mode compiled
+    # together with others (same device count); its other modes run as a normal job and
+    # the two parts are joined. A batched result that diverges is re-run alone first.
+    parts: dict[str, tuple[int, list[Observation]]] = {}  # program id -> (parts left, observations)
+    queues: dict[int, list[Program]] = {}  # device count -> programs waiting for a batch
+
+    def finish(p: Program, observations: list[Observation]) -> None:
+        assert pool is not None
+        res = evaluate(p, observations)
+        if needs_probe(res):
+            run.save_case(res)  # on disk before the probe run, in case anything dies
+            pool.submit(p, ("probe",), tag=res)
+        else:
+            run.record(res)
+
+    def join(p: Program, obs: list[Observation]) -> None:
+        pid = program_id(p)
+        left, have = parts[pid]
+        have = have + obs
+        if left == 1:
+            del parts[pid]
+            finish(p, have)
+        else:
+            parts[pid] = (left - 1, have)
+
     def handle(c: Completed) -> None:
-        """A finished job: a program's modes (maybe followed by a probe run that puts a
-        value divergence on the op that first goes wrong), or that probe run."""
+        """A finished job: a program's modes, a part of a split program, a batched jit
+        result, a re-confirmation alone, or a probe run (which puts a value divergence on
+        the op that first goes wrong)."""
         assert pool is not None
         if isinstance(c.tag, CheckResult):
             run.record(localise_values(c.tag, c.observations[0]))
-            return
-        res = evaluate(c.program, c.observations)
-        if needs_probe(res):
-            run.save_case(res)  # on disk before the probe run, in case anything dies
-            pool.submit(c.program, ("probe",), tag=res)
+        elif c.tag == "batch":
+            if evaluate(c.program, c.observations).divergences:
+                run.batch_reconfirmed += 1
+                pool.submit(c.program, ("jit",), tag="part")  # never report a batch-only result
+            else:
+                join(c.program, c.observations)
+        elif c.tag == "part":
+            join(c.program, c.observations)
         else:
-            run.record(res)
+            finish(c.program, c.observations)
 
     def wait_for_free_worker() -> None:
         assert pool is not None
@@ -240,6 +272,29 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
             for c in pool.wait(1.0):
                 handle(c)
                 run.progress()
+
+    def flush(size: int) -> None:
+        assert pool is not None
+        batch, queues[size] = queues.get(size, []), []
+        if batch:
+            wait_for_free_worker()
+            pool.submit_batch(batch, tag="batch")
+
+    def submit(p: Program) -> None:
+        assert pool is not None
+        modes = tier_modes(p, cfg)
+        if cfg.batch > 1 and "jit" in modes and predict(p).error is None:
+            rest = tuple(m for m in modes if m != "jit")
+            parts[program_id(p)] = (1 + bool(rest), [])
+            if rest:
+                wait_for_free_worker()
+                pool.submit(p, rest, tag="part")
+            queues.setdefault(p.mesh.size, []).append(p)
+            if len(queues[p.mesh.size]) >= cfg.batch:
+                flush(p.mesh.size)
+        else:
+            wait_for_free_worker()
+            pool.submit(p, modes)
 
     @settings(
         max_examples=cfg.max_examples,
@@ -259,8 +314,7 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         if pool is None:
             run.record(check_program(p, tier_modes(p, cfg)))
         else:
-            wait_for_free_worker()
-            pool.submit(p, tier_modes(p, cfg))
+            submit(p)
         run.progress()
 
     try:
@@ -272,9 +326,13 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         pass
     finally:
         if pool is not None:
-            while pool.busy():
+            for size_ in list(queues):
+                flush(size_)
+            while pool.busy() or parts:
                 for c in pool.drain():
                     handle(c)
+                if parts and not pool.busy():
+                    break  # a part was lost (cannot happen unless a worker misbehaved)
     run.progress(force=True)
     try:
         if cfg.minimize_budget_s > 0:
@@ -418,6 +476,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
             for b in buckets
         ],
         "fixed": run.fixed,
+        "batch_reconfirmed": run.batch_reconfirmed,
         "corpus_replayed": run.corpus_replayed,
         "programs_digest": hashlib.sha256(" ".join(run.generated_ids).encode()).hexdigest()[:16],
         "unseen_suppressions": sorted(s.id for s in cfg.suppressions if s.id not in seen),

@@ -39,6 +39,8 @@ class Job:
     observations: list[Observation] = field(default_factory=list)
     current_mode: str | None = None
     mode_started: float = 0.0
+    batch: list[Program] | None = None  # a batch job: these programs, one jit
+    batch_obs: dict[int, Observation] = field(default_factory=dict)
 
 
 @dataclass
@@ -167,6 +169,27 @@ class Pool:
         except BrokenPipeError:
             pass  # noticed as a crash by the next poll
 
+    def submit_batch(self, programs: list[Program], tag: Any = None) -> None:
+        """Several programs (meshes over the same devices) for one combined jit; each
+        comes back as its own Completed with a jit observation."""
+        t0 = time.monotonic()
+        while self.free() == 0:
+            if time.monotonic() - t0 > 300:
+                raise WorkerStartError(f"{self.python}: no worker became free within 300s")
+            self._pending.extend(self._poll(0.5))
+        w = next(w for w in self.workers if w.ready and w.job is None)
+        job = Job(self.next_id, programs[0], ("jit",), tag, batch=list(programs))
+        self.next_id += 1
+        w.job = job
+        job.mode_started = time.monotonic()
+        msg = {"id": job.id, "batch": [program_to_dict(p) for p in programs], "modes": ["jit"]}
+        assert w.proc.stdin is not None
+        try:
+            w.proc.stdin.write(json.dumps(msg) + "\n")
+            w.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+
     def wait(self, timeout: float = 1.0) -> list[Completed]:
         """Wait until at least one job completes (or `timeout`); return completed jobs."""
         t0 = time.monotonic()
@@ -217,12 +240,18 @@ class Pool:
             w.job.current_mode = msg["mode"]
             w.job.mode_started = time.monotonic()
         elif w.job is not None and ev == "obs":
-            w.job.observations.append(observation_from_dict(msg["observation"]))
-            w.job.current_mode = None
+            o = observation_from_dict(msg["observation"])
+            if w.job.batch is not None:
+                w.job.batch_obs[int(msg["index"])] = o
+            else:
+                w.job.observations.append(o)
+                w.job.current_mode = None
         elif w.job is not None and ev == "done":
             j = w.job
             w.job = None
             w.jobs_done += 1
+            if j.batch is not None:
+                return [Completed(p, [j.batch_obs[i]], j.tag) for i, p in enumerate(j.batch) if i in j.batch_obs]
             return [Completed(j.program, j.observations, j.tag)]
         return []
 
@@ -249,9 +278,10 @@ class Pool:
             return []
         mode = job.current_mode or (job.modes[len(job.observations)] if len(job.observations) < len(job.modes) else "?")
         what = f"timed out after {self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{_signame(rc)})"
-        job.observations.append(
-            Observation(mode, error_type=None, error_message=f"{what}; stderr tail: {tail[-600:]}", status=status)
-        )
+        dead = Observation(mode, error_type=None, error_message=f"{what}; stderr tail: {tail[-600:]}", status=status)
+        if job.batch is not None:  # every program of the batch: the parent re-runs them alone
+            return [Completed(p, [job.batch_obs.get(i, dead)], job.tag) for i, p in enumerate(job.batch)]
+        job.observations.append(dead)
         return [Completed(job.program, job.observations, job.tag)]
 
     def close(self) -> None:

@@ -41,6 +41,15 @@ def main() -> int:
             continue
         job = json.loads(line)
         jid = job["id"]
+        if "batch" in job:  # several programs, one jit (harness/batch.py)
+            from harness.batch import run_batch
+
+            send({"id": jid, "event": "start", "mode": "jit"})
+            progs = [program_from_dict(d) for d in job["batch"]]
+            for i, o in enumerate(run_batch(progs)):
+                send({"id": jid, "event": "obs", "index": i, "observation": observation_to_dict(o)})
+            send({"id": jid, "event": "done"})
+            continue
         p = program_from_dict(job["program"])
         for m in job["modes"]:
             send({"id": jid, "event": "start", "mode": m})
