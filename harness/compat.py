@@ -1,25 +1,27 @@
 """The one place that knows how jax versions differ (and the only `jax._src` user).
 
-Everything else in the harness calls these functions. jax 0.6.1+ exposes
-`jax.shard_map(..., check_vma=)`; older jax has `jax.experimental.shard_map.shard_map(...,
-check_rep=)`. Devices are forced before jax initialises its backend.
+Everything else in the harness calls these functions. Newer jax exposes
+`jax.shard_map(..., check_vma=)` (0.6.2 has it); older jax (0.4.35) only has
+`jax.experimental.shard_map.shard_map(..., check_rep=, auto=)`. Devices are forced before
+jax initialises its backend.
 
 `unsupported_features(program, mode)` names what a program uses that the installed jax
 lacks, or defines differently from the semantics the oracle follows (jax 0.10.2); a mode
-reports such a program as "unsupported", never as a pass or a failure. What each feature
-is, and how it is detected (by probing jax, not by comparing version numbers):
+reports such a program as "unsupported", never as a pass or a failure. Each feature is
+detected by probing jax, not by comparing version numbers; the versions are where it was
+observed missing / present (`shardfuzz qualify` on 0.4.35, 0.6.2, 0.8.1, 0.10.2):
 
-| feature | missing in | probe |
-|---|---|---|
-| Mesh axis_types (explicit axes) | jax < 0.5 | `jax.sharding.AxisType` |
-| all_gather(to=...) | jax < 0.9 | `to` in the signature of `jax.lax.all_gather` |
-| eager partial-manual shard_map (axis_names) | jax < 0.7 | a tiny eager call raises NotImplementedError |
-| check_vma typing (out_specs replication, collective operand vma) | jax < 0.6.1 (check_rep) | `jax.shard_map` |
-| psum / pmean / psum_scatter of an operand varying over only some named axes being an error | jax < 0.9 (implicit pvary) | `jax.lax.pcast` |
+| feature | missing in | present in | probe |
+|---|---|---|---|
+| Mesh axis_types (explicit axes) | 0.4.35 | 0.6.2 | `jax.sharding.AxisType` |
+| all_gather(to=...) | 0.4.35, 0.6.2, 0.8.1 | 0.10.2 | `to` in the signature of `jax.lax.all_gather` |
+| eager partial-manual shard_map (axis_names) | 0.4.35, 0.6.2 | 0.8.1 | a tiny eager call raises NotImplementedError |
+| check_vma typing (out_specs replication, collective operand vma) | 0.4.35 (check_rep) | 0.6.2 | `jax.shard_map` |
+| psum / pmean / psum_scatter of an operand varying over only some named axes is an error | 0.4.35, 0.6.2, 0.8.1 (implicit pvary) | 0.10.2 | `jax.lax.pcast` |
 
-Found by running the same programs on jax 0.4.35, 0.6.2, 0.8.1 and 0.10.2 (`shardfuzz
-qualify`). `jax.lax.pshuffle(x, axis_name, perm)` has one signature in all of them, and
-`jax.typeof` (missing before 0.6) only feeds the vma observations (None when missing).
+`jax.lax.pshuffle(x, axis_name, perm)` has one signature in all four, `jax_num_cpu_devices`
+(missing in 0.4.35) is backed by XLA_FLAGS, and `jax.typeof` (missing in 0.4.35) only
+feeds the vma observations (None when missing).
 """
 
 from __future__ import annotations

@@ -1,0 +1,295 @@
+"""Write the curated regression corpus: reports/corpus/curated/*.json.
+
+    python scripts/build_curated_corpus.py [--out reports/corpus/curated] [--check]
+
+Small hand-built programs that together cover every op kind in `programs.ops.SYNTAX`,
+every `oracles.prediction.ErrorKind` (invalid programs built the way
+`strategies/invalid.py` builds each defect) and the mesh shapes that matter (size-1 axes,
+non-powers of two, three axes, partial-manual `axis_names`, check_vma=False). Every case
+runs in the abstract, jit and eager modes under `shardfuzz qualify`. Each carries a
+one-line reason in `Program.notes` as ("reason", "...") and, for an invalid program, the
+error kind the oracle must predict as ("expect", "<ErrorKind value>") (or "ok").
+
+The script checks each case against the oracle before writing it (the predicted error
+kind must be the one the case is for), removes stale files, and writes one JSON file per
+case. `--check` writes nothing and exits 1 when the files on disk differ from what it
+would write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from oracles import ErrorKind, predict  # noqa: E402
+from programs.model import Input, Mesh, Op, Program, Spec  # noqa: E402
+from programs.serialize import to_json  # noqa: E402
+
+OUT = ROOT / "reports" / "corpus" / "curated"
+
+
+def P(*entries: object) -> Spec:
+    """P('x', None, ('x', 'y')) as a program Spec."""
+    return Spec(tuple(None if e is None else (e,) if isinstance(e, str) else tuple(e) for e in entries))  # type: ignore[arg-type]
+
+
+def op(kind: str, *operands: int, **params: object) -> Op:
+    return Op.make(kind, tuple(operands), **params)  # type: ignore[arg-type]
+
+
+def iota(*shape: int, dtype: str = "int32") -> Input:
+    return Input(tuple(shape), dtype, "iota")
+
+
+def small(*shape: int, dtype: str = "float32", seed: int = 0) -> Input:
+    return Input(tuple(shape), dtype, "small", seed)
+
+
+def prog(
+    mesh: Mesh,
+    inputs: list[Input],
+    in_specs: list[Spec],
+    body: list[Op],
+    outputs: list[int],
+    out_specs: list[Spec],
+    *,
+    check_vma: bool = True,
+    axis_names: tuple[str, ...] | None = None,
+    defect: str | None = None,
+) -> Program:
+    return Program(mesh, tuple(inputs), tuple(in_specs), tuple(body), tuple(outputs), tuple(out_specs),
+                   axis_names, check_vma, defect)
+
+
+X2 = Mesh(("x",), (2,))
+X3 = Mesh(("x",), (3,))
+X4 = Mesh(("x",), (4,))
+XY = Mesh(("x", "y"), (2, 4))
+XY22 = Mesh(("x", "y"), (2, 2))
+X1Y2 = Mesh(("x", "y"), (1, 2))
+XYZ = Mesh(("x", "y", "z"), (2, 2, 2))
+
+
+def cases() -> dict[str, tuple[Program, str, ErrorKind | None]]:
+    """name -> (program, reason, the error kind the oracle must predict or None)."""
+    c: dict[str, tuple[Program, str, ErrorKind | None]] = {}
+
+    def add(name: str, p: Program, reason: str, expect: ErrorKind | None = None) -> None:
+        assert name not in c, name
+        c[name] = (p, reason, expect)
+
+    # ------------------------------------------------------------------ local ops
+    add("local_binary_mixed_dtypes",
+        prog(X2, [iota(4, 3), small(4, 3)], [P("x"), P("x")],
+             [op("add", 0, 1), op("sub", 2, 0), op("mul", 3, 1), op("max", 4, 0), op("min", 5, 2)],
+             [6], [P("x")]),
+        "add/sub/mul/max/min of an int32 and a float32 block: float32 results, exact values")
+    add("local_const_neg_cast",
+        prog(X2, [small(2, 2, dtype="int32", seed=3)], [P(None, "x")],
+             [op("const", shape=(), dtype="int32", value=3), op("mul", 0, 1), op("neg", 2),
+              op("cast", 3, dtype="float32"), op("cast", 4, dtype="int32")],
+             [5, 4], [P(None, "x"), P(None, "x")]),
+        "a scalar const broadcast into a block, neg, and casts int32 -> float32 -> int32")
+    add("local_transpose_reduce_sum",
+        prog(X2, [iota(4, 3, 2, dtype="float32")], [P("x")],
+             [op("transpose", 0, perm=(2, 0, 1)), op("reduce_sum", 1, axis=-1)],
+             [2], [P(None, "x")]),
+        "transpose moves the split dimension; reduce_sum with a negative axis on the block")
+    add("local_rank0_replicated",
+        prog(X2, [small(dtype="float32", seed=5)], [P()],
+             [op("const", shape=(), dtype="float32", value=2), op("mul", 0, 1)],
+             [2], [P()]),
+        "a rank-0 replicated argument and a scalar const: nothing varies, out_specs P()")
+    # ------------------------------------------------------------------ reductions
+    add("psum_one_of_two_axes",
+        prog(XY, [iota(8, 4)], [P("x", "y")], [op("psum", 0, axes=("y",))], [1], [P("x")]),
+        "psum over the minor axis of a 2x4 mesh: varies over x only, out_spec names x")
+    add("psum_invariant_operand",
+        prog(X4, [iota(3)], [P()], [op("psum", 0, axes=("x",))], [1], [P()]),
+        "psum of a replicated operand: implicitly pvary'd, so 4 times the value")
+    add("pmean_two_axes_int",
+        prog(XY, [iota(8, 4)], [P("y", "x")], [op("pmean", 0, axes=("x", "y"))], [1], [P()]),
+        "pmean over both axes of an int32 block gives float32; axes named minor-major in the spec")
+    add("pmax_pmin",
+        prog(XY, [small(4, 8, dtype="int32", seed=7)], [P("x", "y")],
+             [op("pmax", 0, axes=("x",)), op("pmin", 0, axes=("y",)), op("sub", 1, 2)],
+             [3], [P("x", "y")]),
+        "pmax over x and pmin over y of the same block, combined")
+    add("pmax_groups_unchecked",
+        prog(X4, [iota(4, 2)], [P("x")], [op("pmax", 0, axes=("x",), groups=((0, 1), (2, 3)))],
+             [1], [P("x")], check_vma=False),
+        "pmax with axis_index_groups (two groups of two) under check_vma=False")
+    add("psum_groups_unchecked",
+        prog(X4, [iota(4)], [P("x")], [op("psum", 0, axes=("x",), groups=((0, 2), (1, 3)))],
+             [1], [P("x")], check_vma=False),
+        "psum with interleaved axis_index_groups under check_vma=False")
+    # ------------------------------------------------------------------ all_gather
+    add("all_gather_tiled",
+        prog(XY, [iota(4, 4)], [P("x", "y")], [op("all_gather", 0, axes=("y",), axis=1, tiled=True)],
+             [1], [P("x", "y")]),
+        "tiled all_gather along dimension 1 over y: every device of a row holds the row")
+    add("all_gather_untiled_negative_axis",
+        prog(X3, [iota(6, 2)], [P("x")], [op("all_gather", 0, axes=("x",), axis=-1, tiled=False)],
+             [1], [P("x")]),
+        "untiled all_gather with axis=-1 on a size-3 axis inserts a new last dimension")
+    add("all_gather_to_invarying",
+        prog(X2, [iota(4)], [P("x")], [op("all_gather", 0, axes=("x",), axis=0, tiled=True, to="invarying")],
+             [1], [P()]),
+        "all_gather(to='invarying') is invariant over x, so out_specs P() is accepted (jax >= 0.9)")
+    # ------------------------------------------------------------------ psum_scatter
+    add("psum_scatter_tiled",
+        prog(XY, [iota(4, 8)], [P(None, "y")], [op("psum_scatter", 0, axes=("y",), scatter_dimension=0, tiled=True)],
+             [1], [P("y", None)]),
+        "tiled psum_scatter: sum over y, device k keeps row block k")
+    add("psum_scatter_untiled",
+        prog(X2, [iota(4, 3)], [P("x")], [op("psum_scatter", 0, axes=("x",), scatter_dimension=0, tiled=False)],
+             [1], [P("x")]),
+        "untiled psum_scatter removes the scattered dimension (its size equals the group size)")
+    # ------------------------------------------------------------------ all_to_all / pswapaxes
+    add("all_to_all_tiled",
+        prog(X2, [iota(4, 4)], [P("x")], [op("all_to_all", 0, axes=("x",), split_axis=1, concat_axis=0, tiled=True)],
+             [1], [P(None, "x")]),
+        "tiled all_to_all: split dimension 1, concatenate along 0 (a distributed transpose)")
+    add("all_to_all_untiled",
+        prog(X4, [iota(4, 4, dtype="float32")], [P("x")],
+             [op("all_to_all", 0, axes=("x",), split_axis=1, concat_axis=0, tiled=False)],
+             [1], [P("x")]),
+        "untiled all_to_all on a size-4 axis: the split dimension is removed, a new one inserted")
+    add("pswapaxes",
+        prog(X2, [iota(2, 2, 3)], [P("x")], [op("pswapaxes", 0, axes=("x",), axis=1)], [1], [P("x")]),
+        "pswapaxes swaps block dimension 1 (size 2) with the mesh axis")
+    # ------------------------------------------------------------------ permutations
+    add("ppermute_cycle",
+        prog(X4, [iota(8)], [P("x")], [op("ppermute", 0, axes=("x",), perm=((0, 1), (1, 2), (2, 3), (3, 0)))],
+             [1], [P("x")]),
+        "ppermute by one step around a 4-cycle")
+    add("ppermute_partial_zeros",
+        prog(X3, [iota(3, 2, dtype="float32")], [P("x")], [op("ppermute", 0, axes=("x",), perm=((2, 0),))],
+             [1], [P("x")]),
+        "a partial ppermute: devices that are no destination get zeros")
+    add("pshuffle",
+        prog(X4, [iota(4)], [P("x")], [op("pshuffle", 0, axes=("x",), perm=(2, 0, 3, 1))], [1], [P("x")]),
+        "pshuffle: device i receives the block of device perm[i]")
+    # ------------------------------------------------------------------ axis_index and meshes
+    add("axis_index_two_axes",
+        prog(XY, [iota(2, 4)], [P("x", "y")], [op("axis_index", axes=("x", "y")), op("add", 0, 1)],
+             [2], [P("x", "y")]),
+        "axis_index over (x, y) is the row-major device index, added to each block")
+    add("size1_axis_collectives",
+        prog(X1Y2, [iota(2, 2)], [P("x", "y")],
+             [op("psum", 0, axes=("x",)), op("all_gather", 1, axes=("x",), axis=0, tiled=True),
+              op("ppermute", 2, axes=("y",), perm=((0, 1), (1, 0)))],
+             [3], [P("x", "y")]),
+        "collectives over a size-1 axis are identities; the ppermute over y swaps")
+    add("three_axes_multi_axis_spec",
+        prog(XYZ, [iota(8, 2)], [P(("x", "z"), "y")], [op("psum", 0, axes=("x", "z")), op("neg", 1)],
+             [2], [P(None, "y")]),
+        "a 2x2x2 mesh; one dimension split over (x, z), psum over the same two axes")
+    add("partial_manual_axis_names",
+        prog(XY22, [iota(4, 2)], [P("x")], [op("psum", 0, axes=("x",))], [1], [P()],
+             axis_names=("x",)),
+        "axis_names=('x',): y stays automatic; the eager mode of this is missing before jax 0.7")
+    add("unchecked_replication",
+        prog(X2, [iota(4)], [P("x")], [op("neg", 0)], [1], [P()], check_vma=False),
+        "check_vma=False and out_specs P() of a varying value: jax returns device 0's block")
+    # ------------------------------------------------------------------ invalid programs, one ErrorKind each
+    base = prog(X2, [iota(4, 2)], [P("x")], [op("neg", 0)], [1], [P("x")])
+    add("err_spec_type",
+        replace(base, in_specs=(Spec((("x",),), "str"),), defect="in_spec_str"),
+        "in_specs=('x',): a bare string where a PartitionSpec is needed", ErrorKind.SPEC_TYPE)
+    add("err_in_specs_structure",
+        replace(base, in_specs=(P("x"), P()), defect="in_specs_extra"),
+        "two in_specs for a one-argument function", ErrorKind.IN_SPECS_STRUCTURE)
+    add("err_out_specs_structure",
+        replace(base, out_specs=(), defect="out_specs_missing"),
+        "no out_spec for the one output", ErrorKind.OUT_SPECS_STRUCTURE)
+    add("err_spec_unknown_axis",
+        replace(base, in_specs=(P("absent"),), defect="in_spec_unknown_axis"),
+        "an in_spec names 'absent', which is not a mesh axis", ErrorKind.SPEC_UNKNOWN_AXIS)
+    add("err_spec_duplicate_axis",
+        prog(X2, [iota(4, 2)], [P("x")], [op("neg", 0)], [1], [P("x", "x")], defect="out_spec_duplicate_axis"),
+        "an out_spec maps mesh axis x to two dimensions", ErrorKind.SPEC_DUPLICATE_AXIS)
+    add("err_in_spec_rank",
+        replace(base, in_specs=(P("x", None, None),), defect="in_spec_too_long"),
+        "an in_spec with three entries for a rank-2 argument", ErrorKind.IN_SPEC_RANK)
+    add("err_in_spec_divisibility",
+        replace(base, inputs=(iota(3, 2),), defect="in_spec_indivisible"),
+        "a dimension of size 3 split over an axis of size 2", ErrorKind.IN_SPEC_DIVISIBILITY)
+    add("err_unbound_axis",
+        prog(X2, [iota(4)], [P("x")], [op("all_gather", 0, axes=("absent",), axis=0, tiled=False)],
+             [1], [P("x")], defect="collective_unknown_axis"),
+        "all_gather over 'absent', an axis no mesh binds", ErrorKind.UNBOUND_AXIS)
+    add("err_collective_vma",
+        prog(XY22, [iota(4)], [P("x")], [op("psum", 0, axes=("x", "y"))], [1], [P()],
+             defect="collective_mixed_vma"),
+        "psum over (x, y) of a value varying over x only (an error from jax 0.9; older jax pvarys)",
+        ErrorKind.COLLECTIVE_VMA)
+    add("err_collective_shape",
+        prog(X2, [iota(2, 3)], [P("x")], [op("psum_scatter", 0, axes=("x",), scatter_dimension=1, tiled=True)],
+             [1], [P("x")], defect="psum_scatter_bad_size"),
+        "tiled psum_scatter of a dimension of size 3 over an axis of size 2", ErrorKind.COLLECTIVE_SHAPE)
+    add("err_collective_param",
+        prog(X2, [iota(4, 2)], [P("x")], [op("all_gather", 0, axes=("x",), axis=3, tiled=False)],
+             [1], [P("x")], defect="axis_out_of_range"),
+        "untiled all_gather with axis=3 for a rank-2 block", ErrorKind.COLLECTIVE_PARAM)
+    add("err_unsupported_groups_checked",
+        prog(X4, [iota(4)], [P("x")], [op("psum", 0, axes=("x",), groups=((0, 1), (2, 3)))],
+             [1], [P("x")]),
+        "psum with axis_index_groups under check_vma=True is not implemented", ErrorKind.UNSUPPORTED)
+    add("err_local_shape",
+        prog(X2, [iota(4), iota(3)], [P(), P()], [op("add", 0, 1)], [2], [P()]),
+        "add of blocks of shapes (4,) and (3,), which do not broadcast", ErrorKind.LOCAL_SHAPE)
+    add("err_out_spec_rank",
+        prog(X2, [iota(4)], [P("x")], [op("neg", 0)], [1], [P("x", None)], defect="out_spec_too_long"),
+        "an out_spec with two entries for a rank-1 output", ErrorKind.OUT_SPEC_RANK)
+    add("err_out_spec_replication",
+        replace(base, out_specs=(P(),), defect="out_spec_drops_varying_axis"),
+        "out_specs P() for an output that varies over x, with check_vma=True",
+        ErrorKind.OUT_SPEC_REPLICATION)
+    return c
+
+
+def build() -> dict[str, str]:
+    """file name -> JSON text; checks every case against the oracle."""
+    out: dict[str, str] = {}
+    problems = []
+    for name, (p, reason, expect) in cases().items():
+        pred = predict(p)
+        got = None if pred.error is None else pred.error.kind
+        if got != expect:
+            problems.append(f"{name}: oracle predicts {got}, the case is for {expect}: {pred.error}")
+        notes = (("expect", expect.value if expect else "ok"), ("reason", reason))
+        out[f"{name}.json"] = to_json(replace(p, notes=notes)) + "\n"
+    if problems:
+        raise SystemExit("\n".join(problems))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--check", action="store_true", help="compare with the files on disk, write nothing")
+    a = ap.parse_args(argv)
+    files = build()
+    on_disk = {f.name: f.read_text() for f in a.out.glob("*.json")} if a.out.exists() else {}
+    if a.check:
+        stale = sorted(set(on_disk) ^ set(files) | {n for n in files if on_disk.get(n) not in (None, files[n])})
+        for n in stale:
+            print(f"{a.out / n}: differs from what {Path(__file__).name} writes", file=sys.stderr)
+        return 1 if stale else 0
+    a.out.mkdir(parents=True, exist_ok=True)
+    for n in set(on_disk) - set(files):
+        (a.out / n).unlink()
+    for n, text in files.items():
+        (a.out / n).write_text(text)
+    print(f"{len(files)} cases in {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Release qualification: the committed corpus, its coverage, and `shardfuzz qualify`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from harness.qualify import (
+    Case,
+    Cell,
+    Column,
+    changes,
+    draw_programs,
+    html_page,
+    junit_xml,
+    load_corpus,
+)
+from oracles import ErrorKind, predict
+from programs.model import Input, Mesh, Op, Program, Spec
+from programs.ops import SYNTAX
+from programs.serialize import program_id
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "reports" / "corpus"
+
+
+def sf(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def test_corpus_loads_and_every_prediction_computes() -> None:
+    cases = load_corpus(CORPUS)
+    assert {c.name.split("/")[0] for c in cases} >= {"known", "curated", "regressions"}
+    for c in cases:
+        predict(c.program)  # raises if the oracle cannot handle a committed case
+        if not c.name.startswith("known/"):
+            assert c.reason, f"{c.name}: needs a one-line ('reason', ...) note"
+            assert "\n" not in c.reason
+
+
+def test_curated_corpus_covers_every_op_kind_and_error_kind() -> None:
+    curated = load_corpus(CORPUS / "curated")
+    kinds = {op.kind for c in curated for op in c.program.body}
+    assert kinds == set(SYNTAX), f"op kinds with no curated case: {sorted(set(SYNTAX) - kinds)}"
+    predicted = set()
+    for c in curated:
+        pred = predict(c.program)
+        expect = dict(c.program.notes)["expect"]
+        got = "ok" if pred.error is None else pred.error.kind.value
+        assert got == expect, f"{c.name}: oracle predicts {got}, the case says {expect}"
+        if pred.error is not None:
+            predicted.add(pred.error.kind)
+    assert predicted == set(ErrorKind), f"ErrorKinds with no curated case: {sorted(k.value for k in set(ErrorKind) - predicted)}"
+
+
+def test_curated_files_are_what_the_script_writes() -> None:
+    r = subprocess.run([sys.executable, "scripts/build_curated_corpus.py", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def test_regressions_name_the_versions_they_affect() -> None:
+    for c in load_corpus(CORPUS / "regressions"):
+        notes = dict(c.program.notes)
+        assert notes.get("affected") and notes.get("fixed_in") and notes.get("upstream"), c.name
+        assert "jax 0." in c.reason, c.name
+
+
+def test_fuzz_programs_are_the_same_for_the_same_seed() -> None:
+    a = [program_id(p) for p in draw_programs(5, 6)]
+    b = [program_id(p) for p in draw_programs(5, 6)]
+    assert a == b and len(a) == 6
+
+
+def _col(label: str, verdicts: dict[str, str]) -> Column:
+    col = Column(label, f"/envs/{label}/bin/python", label.removeprefix("jax "))
+    col.cells = {n: Cell(v, ["value|jit|psum"] if v == "fail" else [], message="m" if v == "fail" else "") for n, v in verdicts.items()}
+    return col
+
+
+def test_changes_exit_code_and_reports_order_regressions_before_fixes() -> None:
+    p = Program(Mesh(("x",), (2,)), (Input((2,), "int32", "iota"),), (Spec((("x",),)),), (Op.make("neg", (0,)),), (1,), (Spec((("x",),)),))
+    cases = [Case(n, p, f"why {n}") for n in ("a", "b", "c", "d")]
+    first = _col("jax 0.4.35", {"a": "pass", "b": "fail", "c": "unsupported", "d": "pass"})
+    last = _col("jax 0.10.2", {"a": "fail", "b": "pass", "c": "pass", "d": "pass"})
+    ch = changes(cases, first, last)
+    assert [r["case"] for r in ch["regressions"]] == ["a"]
+    assert [r["case"] for r in ch["fixes"]] == ["b"]
+    assert [r["case"] for r in ch["other"]] == ["c"]
+    doc = {
+        "schema": 1, "modes": ["abstract", "jit", "eager"], "corpus": "x", "fuzz": None,
+        "versions": [{"label": c.label, "python": c.python, "jax_version": c.jax_version, "counts": c.counts(), "elapsed_s": 1.0} for c in (first, last)],
+        "first": first.label, "last": last.label,
+        "cases": [{"case": c.name, "source": "corpus", "reason": c.reason,
+                   "verdicts": {col.label: col.cells[c.name].to_json() for col in (first, last)}} for c in cases],
+        "changes": ch, "exit_code": 1,
+    }
+    page = html_page(doc)
+    assert page.index("Regressions") < page.index("<b class='mono'>a</b>") < page.index("Fixes") < page.index("<b class='mono'>b</b>")
+    root = ET.fromstring(junit_xml(doc))
+    assert len(root.findall(".//testcase")) == 8
+    assert len(root.findall(".//failure")) == 2 and len(root.findall(".//skipped")) == 1
+
+
+def test_qualify_on_this_jax_exits_0(tmp_path: Path) -> None:
+    """The whole committed corpus plus a few drawn programs, on this interpreter, twice
+    (two 'versions'): known divergences are known, nothing fails, nothing regresses."""
+    rep = tmp_path / "q"
+    r = sf("qualify", "--corpus", "reports/corpus", "--python", sys.executable, "--python", sys.executable,
+           "--report", str(rep), "--workers", "2", "--fuzz-seed", "3", "--fuzz-examples", "4")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    doc = json.loads((rep / "qualify.json").read_text())
+    labels = [v["label"] for v in doc["versions"]]
+    assert labels == [f"jax {version('jax')}", f"jax {version('jax')} #2"]
+    n_corpus = len(load_corpus(CORPUS))
+    assert n_corpus < len(doc["cases"]) <= n_corpus + 4
+    for v in doc["versions"]:
+        assert v["counts"]["known"] > 0 and sum(v["counts"].values()) == len(doc["cases"])
+    for c in doc["cases"]:
+        for cell in c["verdicts"].values():
+            assert set(cell["statuses"]) == {"abstract", "jit", "eager"}, c["case"]
+        verdicts = {cell["verdict"] for cell in c["verdicts"].values()}
+        if c["case"].startswith(("curated/", "regressions/")):
+            assert verdicts == {"pass"}, c
+        elif not c["case"].startswith("fuzz/"):  # drawn programs may find something new
+            assert "fail" not in verdicts, c
+    assert doc["changes"] == {"regressions": [], "fixes": [], "other": []}
+    root = ET.parse(rep / "qualify.junit.xml").getroot()
+    assert len(root.findall("testsuite")) == 2 and len(root.findall(".//testcase")) == 2 * len(doc["cases"])
+    page = (rep / "qualify.html").read_text()
+    assert "curated/pshuffle" in page and "http" not in page.split("</style>")[1]
+    assert "no regression" in r.stdout or "0 regressions" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args, phrase",
+    [
+        (["--corpus", "/nonexistent-corpus", "--python", sys.executable], "no such directory"),
+        (["--corpus", "reports/corpus", "--python", "/nonexistent/bin/python"], "/nonexistent/bin/python: no such interpreter"),
+        (["--corpus", "reports/corpus", "--python", "{nojax}"], "cannot import jax"),
+        (["--corpus", "reports/corpus"], "--python"),
+        (["--corpus", "{tmp}/bad", "--python", sys.executable], "bad.json"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], phrase: str) -> None:
+    nojax = tmp_path / "nojax"
+    if "{nojax}" in args:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(nojax)], check=True, timeout=120)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "bad.json").write_text("{nope")
+    args = [a.replace("{nojax}", str(nojax / "bin" / "python")).replace("{tmp}", str(tmp_path)) for a in args]
+    r = sf("qualify", *args, "--report", str(tmp_path / "rep"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
+    assert len(lines) == 1 and phrase in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
