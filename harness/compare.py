@@ -278,12 +278,17 @@ def _compare_lowering(p: Program, pred: Prediction, obs: Observation) -> list[Di
             DivergenceKind.LOWERING, mode, f"(mode={mode}) {what}={got}, but oracle predicts {want}", where
         )
 
-    if f.get("regions") != want_regions:
-        return [div("region_count", "sdy.manual_computation regions", f.get("regions"), want_regions)]
+    # regions over exactly the newly manual axes; jax may nest helper regions over the
+    # remaining automatic axes (axis_index under partial manual computes the index there)
+    manual = sorted(pred.manual_axes)
+    ours = [r for r in f.get("region_manual_axes", []) if r == manual] if want_regions else f.get("region_manual_axes", [])
+    others = [r for r in f.get("region_manual_axes", []) if r != manual and not set(r).isdisjoint(manual)]
+    if len(ours) != want_regions or (want_regions and others):
+        return [div("region_count", "sdy.manual_computation regions (manual axes)", f.get("region_manual_axes"), [manual] * want_regions)]
     if not want_regions:
         return []
     out = []
-    manual = tuple(pred.manual_axes)
+    manual = tuple(pred.manual_axes)  # type: ignore[assignment]
     if f.get("manual_axes") != sorted(manual):
         out.append(div("manual_axes", "manual_axes", f.get("manual_axes"), sorted(manual)))
     n_in = len(p.inputs)

@@ -179,9 +179,12 @@ def lowering_facts(text: str) -> dict[str, Any]:
     manual axes, in/out shardings (axes per dimension) and per-device block shapes."""
     regions = [m for m in _REGION.finditer(text)]
     facts: dict[str, Any] = {"regions": len(regions)}
+    facts["region_manual_axes"] = [
+        sorted(a.strip().strip('"') for a in m["manual"].split(",") if a.strip()) for m in regions
+    ]
     if regions:
-        m = regions[0]
-        facts["manual_axes"] = sorted(a.strip().strip('"') for a in m["manual"].split(",") if a.strip())
+        m = regions[0]  # the outermost: nested helper regions (axis_index) come later
+        facts["manual_axes"] = facts["region_manual_axes"][0]
         facts["in_shardings"] = [_dims(s) for s in _SHARDING.findall(m["ins"])]
         facts["out_shardings"] = [_dims(s) for s in _SHARDING.findall(m["outs"])]
         facts["block_shapes"] = [[int(n) for n in t.split("x") if n] for t in _TENSOR.findall(m["block"])]

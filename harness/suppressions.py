@@ -63,6 +63,7 @@ PROGRAM_FEATURES = {
     "in_spec_none": lambda p: any(s.kind == "none" for s in p.in_specs),
     "in_spec_duplicate_axis": _in_spec_duplicate_axis,
     "collective_axis_not_in_mesh": _collective_axis_not_in_mesh,
+    "partial_manual": lambda p: p.axis_names is not None and set(p.axis_names) != set(p.mesh.names),
 }
 
 

@@ -389,6 +389,11 @@ def programs(
         raise InvalidArgument(f"kinds contains unknown op kinds {sorted(unknown)}; known: {ALL_KINDS}")
     mesh = draw(meshes(max_devices=max_devices, max_axes=max_axes), label="mesh")
     manual = mesh.names
+    if len(mesh.names) >= 2 and draw(st.integers(0, 3), label="partial_manual") == 0:
+        # partial manual: axis_names a strict subset; the other axes stay automatic
+        k = draw(st.integers(1, len(mesh.names) - 1), label="n_manual")
+        manual = tuple(sorted(draw(st.permutations(list(mesh.names)), label="manual_axes")[:k], key=mesh.names.index))
+        event("partial manual (axis_names a strict subset)")
     vma_flag = draw(st.sampled_from([True, True, True, False]), label="check_vma") if check_vma is None else check_vma
     event(f"check_vma: {vma_flag}")
     n_args = draw(st.integers(1, max_args), label="n_args")
@@ -437,7 +442,7 @@ def programs(
         body=tuple(body.ops),
         outputs=tuple(outputs),
         out_specs=tuple(out_specs),
-        axis_names=None,
+        axis_names=None if manual == mesh.names else manual,
         check_vma=vma_flag,
     )
     if invalid > 0 and draw(st.integers(0, 9999), label="make_invalid") < invalid * 10000:
