@@ -26,28 +26,16 @@ from harness import compat  # noqa: E402
 
 compat.force_host_devices()
 
-from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-
 from harness.check import evaluate  # noqa: E402
-from harness.fuzz import RunConfig, tier_modes  # noqa: E402
+from harness.fuzz import RunConfig, seeded_programs, tier_modes  # noqa: E402
 from harness.modes import DEFAULT_MODES, MODES  # noqa: E402
 from harness.pool import Pool  # noqa: E402
 from oracles import predict  # noqa: E402
 from programs.model import Program  # noqa: E402
-from strategies import programs  # noqa: E402
 
 
 def draw_programs(n: int, s: int) -> list[Program]:
-    out: list[Program] = []
-
-    @settings(max_examples=n, phases=[Phase.generate], database=None, deadline=None, suppress_health_check=list(HealthCheck))
-    @seed(s)
-    @given(programs(invalid=0.25))
-    def collect(p: Program) -> None:
-        out.append(p)
-
-    collect()
-    return out
+    return seeded_programs(n, s)
 
 
 class Timer:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def _patch(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:

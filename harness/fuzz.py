@@ -23,19 +23,44 @@ from hypothesis.statistics import collector
 
 from harness import compat
 from harness.check import CheckResult, check_program, evaluate, localise_values, needs_probe
+from harness.compare import Divergence
+from harness.minimize import minimize_case, size
 from harness.modes import DEFAULT_MODES, Observation
-from oracles import predict
 from harness.pool import Completed, Pool
 from harness.reports import write_reports
-from harness.compare import Divergence
 from harness.suppressions import Suppression, find
-from programs.model import Program
-from harness.minimize import minimize_case, size
+from oracles import predict
 from programs.emit import to_python
+from programs.model import Program
 from programs.serialize import ProgramFormatError, program_from_dict, program_id, program_to_dict
 from strategies import programs
 
 SUMMARY_SCHEMA = 1
+
+# How a run drives Hypothesis: generation only (a failing example must not stop the run,
+# so nothing is shrunk inside it; minimization comes after), no deadline, no database.
+GENERATION = settings(
+    deadline=None,
+    database=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+    derandomize=False,
+    print_blob=False,
+)
+
+
+def seeded_programs(n: int, s: int, invalid: float = 0.25) -> list[Program]:
+    """The first `n` programs a run with seed `s` would draw (same order, same ids)."""
+    out: list[Program] = []
+
+    @settings(GENERATION, max_examples=n)
+    @seed(s)
+    @given(programs(invalid=invalid))
+    def collect(p: Program) -> None:
+        out.append(p)
+
+    collect()
+    return out
 
 
 class _BudgetSpent(Exception):
@@ -296,15 +321,7 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
             wait_for_free_worker()
             pool.submit(p, modes)
 
-    @settings(
-        max_examples=cfg.max_examples,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-        derandomize=False,
-        print_blob=False,
-    )
+    @settings(GENERATION, max_examples=cfg.max_examples)
     @seed(cfg.seed)
     @given(programs(invalid=cfg.invalid))
     def one(p: Program) -> None:

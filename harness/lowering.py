@@ -7,7 +7,8 @@ oracle's op table (`oracles.ops.OPS`) cover exactly the same kinds.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from programs.model import Op, ParamValue, Program, Spec
 

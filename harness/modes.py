@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -90,32 +91,28 @@ class Mode:
                 types[i] = (tuple(v.shape), str(v.dtype), compat.vma_of(v))
 
         t0 = time.perf_counter()
+
+        def raised(e: Exception, phase: str = "") -> Observation:  # the observation IS the exception
+            return Observation(
+                self.name,
+                type(e).__name__,
+                str(e),
+                traceback.format_exc(limit=-8),
+                value_types=types,
+                elapsed_s=time.perf_counter() - t0,
+                status="error",
+                phase=phase,
+            )
+
         try:
             f = self.build(p, record)
             outs = self.execute(f, self.inputs(p))
-        except Exception as e:  # the observation IS the exception
-            return Observation(
-                self.name,
-                type(e).__name__,
-                str(e),
-                traceback.format_exc(limit=-8),
-                value_types=types,
-                elapsed_s=time.perf_counter() - t0,
-                status="error",
-            )
+        except Exception as e:
+            return raised(e)
         try:
             observed = tuple(self.observe(o, p) for o in outs)
         except Exception as e:  # jax produced outputs that cannot be read back
-            return Observation(
-                self.name,
-                type(e).__name__,
-                str(e),
-                traceback.format_exc(limit=-8),
-                value_types=types,
-                elapsed_s=time.perf_counter() - t0,
-                status="error",
-                phase="read_output",
-            )
+            return raised(e, "read_output")
         return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0)
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:

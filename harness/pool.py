@@ -147,21 +147,20 @@ class Pool:
     def busy(self) -> int:
         return sum(1 for w in self.workers if w.job is not None)
 
-    def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None) -> None:
-        """Give a program to a free worker, waiting for one (a replacement worker may still
-        be starting); completions seen meanwhile are kept for the next wait/drain."""
+    def _free_worker(self) -> _Worker:
+        """A ready, idle worker, waiting for one (a replacement may still be starting);
+        completions seen meanwhile are kept for the next wait/drain."""
         t0 = time.monotonic()
         while self.free() == 0:
             if time.monotonic() - t0 > 300:
                 raise WorkerStartError(f"{self.python}: no worker became free within 300s")
             self._pending.extend(self._poll(0.5))
-        w = next(w for w in self.workers if w.ready and w.job is None)
-        job = Job(self.next_id, program, modes, tag)
+        return next(w for w in self.workers if w.ready and w.job is None)
+
+    def _send(self, w: _Worker, job: Job, msg: dict[str, Any]) -> None:
         self.next_id += 1
         w.job = job
         job.mode_started = time.monotonic()
-        clear = self.clear_caches_every > 0 and (w.jobs_done + 1) % self.clear_caches_every == 0
-        msg = {"id": job.id, "program": program_to_dict(program), "modes": list(modes), "clear_caches": clear}
         assert w.proc.stdin is not None
         try:
             w.proc.stdin.write(json.dumps(msg) + "\n")
@@ -169,26 +168,19 @@ class Pool:
         except BrokenPipeError:
             pass  # noticed as a crash by the next poll
 
+    def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None) -> None:
+        """Give a program to a free worker, to run in each of `modes`."""
+        w = self._free_worker()
+        job = Job(self.next_id, program, modes, tag)
+        clear = self.clear_caches_every > 0 and (w.jobs_done + 1) % self.clear_caches_every == 0
+        self._send(w, job, {"id": job.id, "program": program_to_dict(program), "modes": list(modes), "clear_caches": clear})
+
     def submit_batch(self, programs: list[Program], tag: Any = None) -> None:
         """Several programs (meshes over the same devices) for one combined jit; each
         comes back as its own Completed with a jit observation."""
-        t0 = time.monotonic()
-        while self.free() == 0:
-            if time.monotonic() - t0 > 300:
-                raise WorkerStartError(f"{self.python}: no worker became free within 300s")
-            self._pending.extend(self._poll(0.5))
-        w = next(w for w in self.workers if w.ready and w.job is None)
+        w = self._free_worker()
         job = Job(self.next_id, programs[0], ("jit",), tag, batch=list(programs))
-        self.next_id += 1
-        w.job = job
-        job.mode_started = time.monotonic()
-        msg = {"id": job.id, "batch": [program_to_dict(p) for p in programs], "modes": ["jit"]}
-        assert w.proc.stdin is not None
-        try:
-            w.proc.stdin.write(json.dumps(msg) + "\n")
-            w.proc.stdin.flush()
-        except BrokenPipeError:
-            pass
+        self._send(w, job, {"id": job.id, "batch": [program_to_dict(p) for p in programs], "modes": ["jit"]})
 
     def wait(self, timeout: float = 1.0) -> list[Completed]:
         """Wait until at least one job completes (or `timeout`); return completed jobs."""

@@ -137,32 +137,11 @@ def load_corpus(root: Path) -> list[Case]:
 
 
 def draw_programs(seed: int, n: int, invalid: float = 0.25) -> list[Program]:
-    """N programs from `strategies.programs`, the same ones for the same seed (and
-    Hypothesis version): drawn in a seeded @given test, as a fuzz run draws them, and
-    collected first so every jax version runs exactly the same list."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
+    """N programs, the same ones for the same seed (and Hypothesis version), collected
+    first so every jax version runs exactly the same list."""
+    from harness.fuzz import seeded_programs
 
-    from strategies import programs
-
-    out: list[Program] = []
-
-    @settings(
-        max_examples=n,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-        derandomize=False,
-        print_blob=False,
-    )
-    @hseed(seed)
-    @given(programs(invalid=invalid))
-    def collect(p: Program) -> None:
-        out.append(p)
-
-    collect()
-    return out
+    return seeded_programs(n, seed, invalid)
 
 
 def fuzz_cases(seed: int, n: int) -> list[Case]:

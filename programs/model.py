@@ -14,14 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Union
 
 import numpy as np
 
 # A spec entry: None (dimension not split) or a tuple of mesh axis names (major first).
-SpecEntry = Union[tuple[str, ...], None]
+SpecEntry = tuple[str, ...] | None
 # Op parameters are restricted to JSON-friendly, hashable scalars and nested tuples.
-ParamValue = Union[int, str, bool, None, float, tuple["ParamValue", ...]]
+ParamValue = int | str | bool | None | float | tuple["ParamValue", ...]
 
 DTYPES = ("float32", "int32")
 AXIS_TYPES = ("auto", "explicit")

@@ -10,8 +10,8 @@ the error (or, for the `*_unchecked` variants, that the program runs).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from hypothesis import strategies as st
 

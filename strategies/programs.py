@@ -16,13 +16,15 @@ jax would have to raise it, and the run's statistics would show it as an acciden
 from __future__ import annotations
 
 import math
+
 from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from programs.model import Input, Mesh, Op, Program, Spec
 from programs.ops import BINARY_OPS, COLLECTIVES
-from strategies.invalid import DEFECTS, ValueView as _V, apply_defect
+from strategies.invalid import DEFECTS, apply_defect
+from strategies.invalid import ValueView as _V
 
 AXIS_NAMES = ("data", "model", "pipe")  # distinctive, so error messages can be checked for them
 AXIS_SIZES = (1, 2, 3, 4, 6, 8)

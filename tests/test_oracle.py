@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from oracles import ErrorKind, predict
 from oracles.devices import assemble_global, split_global
-from programs.model import Input, Mesh
+from programs.model import Mesh
 
 X4 = Mesh(("i",), (4,))
 XY = Mesh(("x", "y"), (2, 4))
