@@ -65,6 +65,7 @@ PROGRAM_FEATURES = {
     "in_spec_duplicate_axis": _in_spec_duplicate_axis,
     "collective_axis_not_in_mesh": _collective_axis_not_in_mesh,
     "partial_manual": lambda p: p.axis_names is not None and set(p.axis_names) != set(p.mesh.names),
+    "check_vma==False": lambda p: not p.check_vma,
 }
 
 
