@@ -101,7 +101,7 @@ def batched(progs: list[Program], workers: int, size: int) -> tuple[float, float
                 for c in pool.wait(1.0):
                     take(c)
             if kind == "batch":
-                pool.submit_batch(ps, tag="batch")
+                pool.submit_batch(ps, ["batch"] * len(ps))
             else:
                 pool.submit(ps[0], ("jit",))
         for c in pool.drain():

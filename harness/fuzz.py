@@ -251,8 +251,11 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
     # Batching: a value-tier program the oracle expects to run has its jit mode compiled
     # together with others (same device count); its other modes run as a normal job and
     # the two parts are joined. A batched result that diverges is re-run alone first.
-    parts: dict[str, tuple[int, list[Observation]]] = {}  # program id -> (parts left, observations)
-    queues: dict[int, list[Program]] = {}  # device count -> programs waiting for a batch
+    # submission token -> (parts left, observations); a token, not the program id, as
+    # Hypothesis may draw the same program twice
+    parts: dict[int, tuple[int, list[Observation]]] = {}
+    queues: dict[int, list[tuple[Program, int]]] = {}  # device count -> (program, token) waiting
+    tokens = iter(range(1 << 62))
 
     def finish(p: Program, observations: list[Observation]) -> None:
         assert pool is not None
@@ -263,15 +266,14 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         else:
             run.record(res)
 
-    def join(p: Program, obs: list[Observation]) -> None:
-        pid = program_id(p)
-        left, have = parts[pid]
+    def join(p: Program, token: int, obs: list[Observation]) -> None:
+        left, have = parts[token]
         have = have + obs
         if left == 1:
-            del parts[pid]
+            del parts[token]
             finish(p, have)
         else:
-            parts[pid] = (left - 1, have)
+            parts[token] = (left - 1, have)
 
     def handle(c: Completed) -> None:
         """A finished job: a program's modes, a part of a split program, a batched jit
@@ -280,14 +282,14 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         assert pool is not None
         if isinstance(c.tag, CheckResult):
             run.record(localise_values(c.tag, c.observations[0]))
-        elif c.tag == "batch":
+        elif isinstance(c.tag, tuple) and c.tag[0] == "batch":
             if evaluate(c.program, c.observations).divergences:
                 run.batch_reconfirmed += 1
-                pool.submit(c.program, ("jit",), tag="part")  # never report a batch-only result
+                pool.submit(c.program, ("jit",), tag=("part", c.tag[1]))  # never report a batch-only result
             else:
-                join(c.program, c.observations)
-        elif c.tag == "part":
-            join(c.program, c.observations)
+                join(c.program, c.tag[1], c.observations)
+        elif isinstance(c.tag, tuple) and c.tag[0] == "part":
+            join(c.program, c.tag[1], c.observations)
         else:
             finish(c.program, c.observations)
 
@@ -303,18 +305,19 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         batch, queues[size] = queues.get(size, []), []
         if batch:
             wait_for_free_worker()
-            pool.submit_batch(batch, tag="batch")
+            pool.submit_batch([p for p, _ in batch], [("batch", t) for _, t in batch])
 
     def submit(p: Program) -> None:
         assert pool is not None
         modes = tier_modes(p, cfg)
         if cfg.batch > 1 and "jit" in modes and predict(p).error is None:
             rest = tuple(m for m in modes if m != "jit")
-            parts[program_id(p)] = (1 + bool(rest), [])
+            token = next(tokens)
+            parts[token] = (1 + bool(rest), [])
             if rest:
                 wait_for_free_worker()
-                pool.submit(p, rest, tag="part")
-            queues.setdefault(p.mesh.size, []).append(p)
+                pool.submit(p, rest, tag=("part", token))
+            queues.setdefault(p.mesh.size, []).append((p, token))
             if len(queues[p.mesh.size]) >= cfg.batch:
                 flush(p.mesh.size)
         else:

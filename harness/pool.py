@@ -175,11 +175,11 @@ class Pool:
         clear = self.clear_caches_every > 0 and (w.jobs_done + 1) % self.clear_caches_every == 0
         self._send(w, job, {"id": job.id, "program": program_to_dict(program), "modes": list(modes), "clear_caches": clear})
 
-    def submit_batch(self, programs: list[Program], tag: Any = None) -> None:
+    def submit_batch(self, programs: list[Program], tags: list[Any]) -> None:
         """Several programs (meshes over the same devices) for one combined jit; each
-        comes back as its own Completed with a jit observation."""
+        comes back as its own Completed, with its own tag and a jit observation."""
         w = self._free_worker()
-        job = Job(self.next_id, programs[0], ("jit",), tag, batch=list(programs))
+        job = Job(self.next_id, programs[0], ("jit",), list(tags), batch=list(programs))
         self._send(w, job, {"id": job.id, "batch": [program_to_dict(p) for p in programs], "modes": ["jit"]})
 
     def wait(self, timeout: float = 1.0) -> list[Completed]:
@@ -243,7 +243,7 @@ class Pool:
             w.job = None
             w.jobs_done += 1
             if j.batch is not None:
-                return [Completed(p, [j.batch_obs[i]], j.tag) for i, p in enumerate(j.batch) if i in j.batch_obs]
+                return [Completed(p, [j.batch_obs[i]], j.tag[i]) for i, p in enumerate(j.batch) if i in j.batch_obs]
             return [Completed(j.program, j.observations, j.tag)]
         return []
 
@@ -272,7 +272,7 @@ class Pool:
         what = f"timed out after {self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{_signame(rc)})"
         dead = Observation(mode, error_type=None, error_message=f"{what}; stderr tail: {tail[-600:]}", status=status)
         if job.batch is not None:  # every program of the batch: the parent re-runs them alone
-            return [Completed(p, [job.batch_obs.get(i, dead)], job.tag) for i, p in enumerate(job.batch)]
+            return [Completed(p, [job.batch_obs.get(i, dead)], job.tag[i]) for i, p in enumerate(job.batch)]
         job.observations.append(dead)
         return [Completed(job.program, job.observations, job.tag)]
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FAST = ["--modes", "abstract,jit", "--workers", "1", "--minimize-budget", "0"]
+FAST = ["--modes", "abstract,jit", "--workers", "1", "--minimize-budget", "0", "--value-share", "1"]
 
 
 def sf(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -58,7 +58,7 @@ def test_kill_9_loses_no_found_program(tmp_path: Path) -> None:
 
 def test_corpus_replay_reports_fixed(tmp_path: Path) -> None:
     rep1, rep2, corpus = tmp_path / "a", tmp_path / "b", tmp_path / "corpus"
-    r = sf("fuzz", "--seed", "21", "--max-examples", "25", "--invalid", "0", "--report", str(rep1), "--corpus", str(corpus), *FAST,
+    r = sf("fuzz", "--seed", "21", "--max-examples", "100", "--invalid", "0", "--report", str(rep1), "--corpus", str(corpus), *FAST,
            env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
     assert r.returncode == 1, r.stdout[-1500:] + r.stderr[-1500:]
     assert list(corpus.glob("*.json"))
@@ -66,7 +66,8 @@ def test_corpus_replay_reports_fixed(tmp_path: Path) -> None:
     r = sf("fuzz", "--seed", "22", "--max-examples", "3", "--invalid", "0", "--report", str(rep2), "--corpus", str(corpus), *FAST)
     s = json.loads((rep2 / "summary.json").read_text())
     assert s["corpus_replayed"] >= 1
-    assert s["fixed"] and all("value|jit|psum" in f["signatures"] for f in s["fixed"])
+    assert s["fixed"] and all(sig.startswith("value|jit|") for f in s["fixed"] for sig in f["signatures"])
+    assert s["divergences"] == 0
     assert "FIXED" in r.stdout
 
 
