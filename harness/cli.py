@@ -305,6 +305,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; cases found so far are on disk", file=sys.stderr)
         return 130
+    except Exception as e:  # a shardfuzz bug: say so, keep the traceback, lose nothing
+        import tempfile
+        import traceback
+
+        log = Path(tempfile.gettempdir()) / "shardfuzz-internal-error.txt"
+        log.write_text(traceback.format_exc())
+        print(
+            f"shardfuzz internal error: {type(e).__name__}: {e} (a shardfuzz bug, not a jax one; "
+            f"traceback in {log}; every case found so far is already saved)",
+            file=sys.stderr,
+        )
+        return 3
     except json.JSONDecodeError as e:  # pragma: no cover - from_json wraps these
         print(f"error: {e}", file=sys.stderr)
         return 2
