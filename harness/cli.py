@@ -213,7 +213,6 @@ def cmd_minimize(a: argparse.Namespace) -> int:
         pool.close()
     base = Path(a.case).with_suffix("")
     out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
-    from harness.compare import Divergence, DivergenceKind  # noqa: F401
     from harness.compat import jax_version
 
     atomic_write(out_json, case_document(best, (), jax_version(), {"minimized_from": a.case, "signature": sig}))

@@ -253,8 +253,6 @@ class Grad(Mode):
     name = "grad"
 
     def applicable(self, p: Program) -> str:
-        from programs.points import tangents  # noqa: F401
-
         if not p.check_vma:
             return "check_vma=False"
         if not any(x.dtype == "float32" for x in p.inputs):
