@@ -98,12 +98,23 @@ def _eager_partial_manual() -> bool:
     return True
 
 
+VALUE_MODES = ("jit", "eager", "vmap", "grad", "probe")
+
+
+def _backend() -> str:
+    import jax
+
+    return str(jax.default_backend())
+
+
 def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
     """What `p` uses that this jax lacks, one short phrase each naming the feature
     (and the jax version); [] when this jax can run `p` as the oracle predicts.
 
     `mode`: the mode about to run it (some features are missing in one mode only)."""
     out = [f for f in _program_features(p) if f]
+    if mode in VALUE_MODES and any(op.kind == "ragged_all_to_all" for op in p.body) and _backend() == "cpu":
+        out.append("ragged_all_to_all values: XLA:CPU cannot run it (shapes, types and errors are checked by abstract and lowering)")
     if mode == "eager" and p.axis_names is not None and set(p.axis_names) != set(p.mesh.names):
         if not has("eager_partial_manual"):
             out.append(f"eager partial-manual shard_map (axis_names={sorted(p.axis_names)}): "

@@ -607,12 +607,55 @@ class AxisIndex(Collective):
         return group_index(ctx.mesh, self.axes(ctx)).astype(np.int32)
 
 
+class RaggedAllToAll(Collective):
+    """ragged_all_to_all(operand, output, input_offsets, send_sizes, output_offsets,
+    recv_sizes): sender j writes operand_j[input_offsets_j[i] : + send_sizes_j[i]] into
+    device i's copy of `output` at output_offsets_j[i] (parallel.py docstring). The
+    result has the output's shape and dtype; it holds data received from every device of
+    the group, so it varies over the named axes (jax 0.10.2 types it as the output
+    buffer alone; see known_divergences.toml). Values: one offset/size per peer."""
+
+    kind = "ragged_all_to_all"
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        for name, t in zip(("input_offsets", "send_sizes", "output_offsets", "recv_sizes"), ins[2:]):
+            if t.dtype != "int32":
+                raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"ragged_all_to_all: {name} must be integer type", name)
+            if len(t.shape) != 1 or t.shape[0] < 1:
+                raise ctx.fail(
+                    ErrorKind.COLLECTIVE_PARAM, f"ragged_all_to_all: {name} must be rank 1 with positive size, got {t.shape}", name
+                )
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return ins[1].shape
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return ins[1].dtype
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        return _vma(ins[:2]) | frozenset(self.axes(ctx))
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        operand, output, in_off, send, out_off, _recv = (self.grouped(x, ctx) for x in xs)
+        n = operand.shape[0]
+        if in_off.shape[-1] != n:
+            raise NotImplementedError("ragged_all_to_all values: one offset/size per peer only")
+        result = output.copy()
+        rest = operand.shape[1 : self.lo(ctx)]
+        for r in np.ndindex(*rest):
+            for j in range(n):  # sender
+                for i in range(n):  # receiver
+                    a, s, b = int(in_off[(j, *r, i)]), int(send[(j, *r, i)]), int(out_off[(j, *r, i)])
+                    result[(i, *r)][b : b + s] = operand[(j, *r)][a : a + s]
+        return self.ungrouped(result, ctx)
+
+
 OPS: dict[str, OpDef] = {
     cls.kind: cls()
     for cls in (
         Const, Add, Sub, Mul, Max, Min, Neg, ReduceSum, Transpose, Cast,
         Psum, Pmean, Pmax, Pmin, AllGather, PsumScatter, AllToAll, Pswapaxes,
-        Ppermute, Pshuffle, AxisIndex,
+        Ppermute, Pshuffle, AxisIndex, RaggedAllToAll,
     )
 }  # fmt: skip
 

@@ -74,6 +74,9 @@ def op_source(op: Op, names: list[str]) -> str:
         return f"jax.lax.pswapaxes({a}, {ax}, {p('axis')})"
     if k == "axis_index":
         return f"jax.lax.axis_index({ax})"
+    if k == "ragged_all_to_all":
+        args = ", ".join(names[v] for v in op.operands)
+        return f"jax.lax.ragged_all_to_all({args}, axis_name={ax})"
     raise ValueError(f"no source form for op kind {k!r}")
 
 

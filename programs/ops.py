@@ -42,6 +42,8 @@ _SYNTAX = [
     OpSyntax("pshuffle", 1, ("axes", "perm")),
     OpSyntax("pswapaxes", 1, ("axes", "axis")),
     OpSyntax("axis_index", 0, ("axes",)),
+    # operand, output, input_offsets, send_sizes, output_offsets, recv_sizes
+    OpSyntax("ragged_all_to_all", 6, ("axes",)),
 ]
 
 SYNTAX: dict[str, OpSyntax] = {s.kind: s for s in _SYNTAX}

@@ -31,7 +31,7 @@ AXIS_SIZES = (1, 2, 3, 4, 6, 8)
 ALL_KINDS = (
     "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast", "const",
     "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-    "ppermute", "pshuffle", "pswapaxes", "axis_index",
+    "ppermute", "pshuffle", "pswapaxes", "axis_index", "ragged_all_to_all",
 )  # fmt: skip
 
 
@@ -322,6 +322,24 @@ class _Body:
                 # use it: add it to a value (scalar broadcasts)
                 dt = "int32" if x.dtype == "int32" else "float32"
                 self.add(Op.make("add", (idx, i)), _V(x.shape, dt, x.vma | av))
+            return True
+        if kind == "ragged_all_to_all":
+            # every sender j sends its first row to each peer, written at row j there:
+            # input_offsets 0, sizes 1, output_offsets = the sender's index
+            if r == 0 or x.shape[0] < 1:
+                return False
+            base = len(self.vals)
+            vec = (n,)
+            self.add(Op.make("const", (), shape=vec, dtype="int32", value=0), _V(vec, "int32", frozenset()))
+            self.add(Op.make("const", (), shape=vec, dtype="int32", value=1), _V(vec, "int32", frozenset()))
+            self.add(Op.make("axis_index", (), axes=axes), _V((), "int32", av))
+            self.add(Op.make("add", (base, base + 2)), _V(vec, "int32", av))
+            out_shape = (n,) + x.shape[1:]
+            self.add(Op.make("const", (), shape=out_shape, dtype=x.dtype, value=0), _V(out_shape, x.dtype, frozenset()))
+            self.add(
+                Op.make("ragged_all_to_all", (idx, base + 4, base, base + 1, base + 3, base + 1), axes=axes),
+                _V(out_shape, x.dtype, x.vma | av),
+            )
             return True
         raise AssertionError(f"unknown kind {kind}")  # pragma: no cover
 

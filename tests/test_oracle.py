@@ -201,3 +201,29 @@ def test_reductions_remove_the_axis_from_vma(kind: str) -> None:
     p = prog(XY, [iota(4, 8)], [P("x", "y")], [op(kind, 0, axes=("y",))], [1], [P("x")])
     (o,) = run1(p)
     assert o.vma == frozenset({"x"})
+
+
+def test_ragged_all_to_all_doc_example() -> None:
+    # [parallel.py] ragged_all_to_all docstring, axis of size 2 -> [1 3 0 0] and [2 2 4 0]
+    from oracles.ops import OPS, Ctx
+    from oracles.prediction import ValueType
+    from programs.model import Op
+
+    mesh = Mesh(("x",), (2,))
+    arrays = [
+        np.array([[1, 2, 2], [3, 4, 0]], np.int32),  # operand
+        np.zeros((2, 4), np.int32),  # output
+        np.array([[0, 1], [0, 1]], np.int32),  # input_offsets
+        np.array([[1, 2], [1, 1]], np.int32),  # send_sizes
+        np.array([[0, 0], [1, 2]], np.int32),  # output_offsets
+        np.array([[1, 1], [2, 1]], np.int32),  # recv_sizes
+    ]
+    o = Op.make("ragged_all_to_all", (0, 1, 2, 3, 4, 5), axes=("x",))
+    ctx = Ctx(mesh, ("x",), True, 0, o)
+    ts = [ValueType((3,), "int32", frozenset({"x"})), ValueType((4,), "int32", frozenset())] + [
+        ValueType((2,), "int32", frozenset())
+    ] * 4
+    d = OPS["ragged_all_to_all"]
+    d.check(ts, ctx)
+    assert d.value(arrays, ts, ctx).tolist() == [[1, 3, 0, 0], [2, 2, 4, 0]]
+    assert d.shape(ts, ctx) == (4,) and d.vma(ts, ctx) == frozenset({"x"})
