@@ -29,6 +29,11 @@ def evaluate(p: Program, observations: list[Observation], pred: Prediction | Non
         divs.extend(compare(p, pred, o))
     divs = _localise(divs)
     divs.extend(compare_modes(p, observations))
+    # say which modes agree with the oracle, so a one-transformation bug stands out
+    wrong = {m for d in divs for m in d.mode.split(",")}
+    agree = sorted(o.mode for o in observations if o.status in ("ok", "error") and o.mode not in wrong)
+    if agree and divs:
+        divs = [replace(d, message=f"{d.message} [modes agreeing with the oracle: {', '.join(agree)}]") for d in divs]
     return CheckResult(p, pred, tuple(observations), tuple(divs))
 
 

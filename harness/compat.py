@@ -66,6 +66,8 @@ def has(feature: str) -> bool:
 
     if feature == "shard_map":
         return hasattr(jax, "shard_map")
+    if feature == "gspmd":
+        return hasattr(jax.config, "jax_use_shardy_partitioner")
     if feature == "all_gather_to":
         import inspect
 
@@ -98,7 +100,7 @@ def _eager_partial_manual() -> bool:
     return True
 
 
-VALUE_MODES = ("jit", "eager", "vmap", "grad", "probe")
+VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "grad", "probe")
 
 
 def _backend() -> str:
@@ -113,6 +115,8 @@ def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
 
     `mode`: the mode about to run it (some features are missing in one mode only)."""
     out = [f for f in _program_features(p) if f]
+    if mode == "gspmd" and not has("gspmd"):
+        out.append(f"the GSPMD partitioner: jax {jax_version()} has no jax_use_shardy_partitioner flag")
     if mode in VALUE_MODES and any(op.kind == "ragged_all_to_all" for op in p.body) and _backend() == "cpu":
         out.append("ragged_all_to_all values: XLA:CPU cannot run it (shapes, types and errors are checked by abstract and lowering)")
     if mode == "eager" and p.axis_names is not None and set(p.axis_names) != set(p.mesh.names):

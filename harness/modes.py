@@ -188,6 +188,23 @@ def lowering_facts(text: str) -> dict[str, Any]:
     return facts
 
 
+class Gspmd(Jit):
+    """jit with the GSPMD partitioner (jax_use_shardy_partitioner=False) where the
+    installed jax still has it; Shardy is the default and is what `jit` runs."""
+
+    name = "gspmd"
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        prev = jax.config.jax_use_shardy_partitioner
+        jax.config.update("jax_use_shardy_partitioner", False)
+        try:
+            return super().execute(f, args)
+        finally:
+            jax.config.update("jax_use_shardy_partitioner", prev)
+
+
 class Vmap(Mode):
     """jax.vmap of the shard_map over a new leading batch axis of every argument
     (in_specs describe the unbatched arguments), under jit. The oracle is the forward
@@ -342,8 +359,8 @@ class Lowering(Mode):
         return replace(obs, facts=self._facts)
 
 
-MODES: dict[str, Mode] = {m.name: m for m in (Abstract(), Eager(), Jit(), Vmap(), Grad(), Lowering(), Probe())}
-DEFAULT_MODES = ("abstract", "jit", "eager", "vmap", "grad", "lowering")
+MODES: dict[str, Mode] = {m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), Grad(), Lowering(), Probe())}
+DEFAULT_MODES = ("abstract", "jit", "gspmd", "eager", "vmap", "grad", "lowering")
 
 
 # ------------------------------------------------------------------ wire format
