@@ -175,6 +175,15 @@ def cases() -> dict[str, tuple[Program, str, ErrorKind | None]]:
     add("pshuffle",
         prog(X4, [iota(4)], [P("x")], [op("pshuffle", 0, axes=("x",), perm=(2, 0, 3, 1))], [1], [P("x")]),
         "pshuffle: device i receives the block of device perm[i]")
+    add("ragged_all_to_all_rows",
+        prog(X4, [iota(8, 3)], [P("x")],
+             [op("const", shape=(4,), dtype="int32", value=0), op("const", shape=(4,), dtype="int32", value=1),
+              op("axis_index", axes=("x",)), op("add", 1, 3), op("const", shape=(4, 3), dtype="int32", value=0),
+              op("ragged_all_to_all", 0, 5, 1, 2, 4, 2, axes=("x",))],
+             [6], [P("x")], check_vma=False),
+        "ragged_all_to_all: each device sends its first row to every peer, written at the sender's index "
+        "(values need a GPU; on CPU abstract and lowering check shapes; check_vma=False because jax 0.10.2 "
+        "types the result as its output buffer, see known/ragged_vma.json)")
     # ------------------------------------------------------------------ axis_index and meshes
     add("axis_index_two_axes",
         prog(XY, [iota(2, 4)], [P("x", "y")], [op("axis_index", axes=("x", "y")), op("add", 0, 1)],
