@@ -125,7 +125,12 @@ def test_qualify_on_this_jax_exits_0(tmp_path: Path) -> None:
         for cell in c["verdicts"].values():
             assert set(cell["statuses"]) == {"abstract", "jit", "eager"}, c["case"]
         verdicts = {cell["verdict"] for cell in c["verdicts"].values()}
-        if c["case"].startswith(("curated/", "regressions/")):
+        if c["case"] == "curated/ragged_all_to_all_rows":
+            # XLA:CPU cannot run ragged_all_to_all: jit and eager must say unsupported, and
+            # abstract (which can) must have run it without a divergence
+            for cell in c["verdicts"].values():
+                assert cell["verdict"] == "unsupported" and cell["statuses"]["abstract"] == "ok", c
+        elif c["case"].startswith(("curated/", "regressions/")):
             assert verdicts == {"pass"}, c
         elif not c["case"].startswith("fuzz/"):  # drawn programs may find something new
             assert "fail" not in verdicts, c
