@@ -164,15 +164,29 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
-    from harness.check import check_program
+    from harness.check import evaluate, localise_values, needs_probe
     from harness.compat import jax_version
+    from harness.pool import Pool
     from harness.suppressions import find
 
     p = _load_case(a.case)
     sups = _suppressions(a.suppressions)
-    res = check_program(p, _modes(a.modes))
+    modes = _modes(a.modes)
+    pool = Pool(1, timeout_s=a.timeout)  # a case may crash jax: never in this process
+    try:
+        pool.submit(p, modes)
+        (c,) = pool.drain()
+        res = evaluate(p, c.observations)
+        if needs_probe(res):
+            pool.submit(p, ("probe",))
+            res = localise_values(res, pool.drain()[0].observations[0])
+    finally:
+        pool.close()
     jv = jax_version()
     for o in res.observations:
+        if o.status in ("crash", "timeout", "unsupported"):
+            print(f"  {o.mode:>8}: {o.status}: {o.error_message[:200]}")
+            continue
         what = f"raised {o.error_type}" if o.raised else f"ran, {len(o.outputs)} outputs"
         print(f"  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
     pred = res.prediction
@@ -281,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "replay":
             s.add_argument("--modes", default=",".join(DEFAULT_MODES))
             s.add_argument("--suppressions", default=None)
+            s.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in the worker")
         if name == "explain":
             s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")
         s.set_defaults(fn=fn)
