@@ -65,6 +65,19 @@ def _suppressions(path: str | None):  # type: ignore[no-untyped-def]
 
 FUZZ_DEFAULTS: dict[str, object] = {"max_examples": 200, "budget": None, "minimize_budget": 30.0}
 
+def _writable_dir(path: str, option: str) -> Path:
+    """The directory (created if needed), or a UsageError naming the option."""
+    d = Path(path)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write there ({e.strerror}); pass a writable directory") from None
+    return d
+
+
 # Presets for `fuzz --profile` (the same names as the pytest Hypothesis profiles).
 PROFILES = {
     "dev": {"max_examples": 200},
@@ -87,24 +100,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         raise UsageError(f"--max-examples={a.max_examples} must be >= 1")
     if a.budget is not None and a.budget <= 0:
         raise UsageError(f"--budget={a.budget} must be a positive number of seconds")
-    report = Path(a.report)
-    try:
-        report.mkdir(parents=True, exist_ok=True)
-        probe = report / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise UsageError(f"--report {a.report}: cannot write there ({e.strerror})") from None
+    report = _writable_dir(a.report, "--report")
     corpus = None
     if a.corpus:
-        corpus = Path(a.corpus)
-        try:
-            corpus.mkdir(parents=True, exist_ok=True)
-            probe = corpus / ".write-test"
-            probe.write_text("")
-            probe.unlink()
-        except OSError as e:
-            raise UsageError(f"--corpus {a.corpus}: cannot write there ({e.strerror}); pass a writable directory") from None
+        corpus = _writable_dir(a.corpus, "--corpus")
         from harness.fuzz import load_corpus
 
         try:

@@ -161,6 +161,15 @@ class _Body:
     def n(self, axes: tuple[str, ...]) -> int:
         return self.mesh.group_size(axes)
 
+    def fitting_dims(self, draw: st.DrawFn, x: _V, n: int, label: str) -> tuple[bool, int] | None:
+        """(tiled, dim) for psum_scatter / all_to_all: tiled needs a dim divisible by the
+        group size n, untiled one equal to it; None when the value has no such dim."""
+        tiled = draw(st.booleans(), label="tiled")
+        dims = [d for d in range(len(x.shape)) if (x.shape[d] % n == 0 if tiled else x.shape[d] == n)]
+        if not dims:
+            return None
+        return tiled, draw(st.sampled_from(dims), label=label)
+
     def try_op(self, draw: st.DrawFn, kind: str) -> bool:
         """Append one op of `kind` if the current values allow it; False otherwise."""
         idx = draw(st.integers(0, len(self.vals) - 1), label="operand")
@@ -257,11 +266,10 @@ class _Body:
             self.add(Op.make("all_gather", (idx,), axes=axes, axis=axis, tiled=tiled, to=to), _V(tuple(s), x.dtype, vma))
             return True
         if kind == "psum_scatter":
-            tiled = draw(st.booleans(), label="tiled")
-            dims = [d for d in range(r) if (x.shape[d] % n == 0 if tiled else x.shape[d] == n)]
-            if not dims:
+            fit = self.fitting_dims(draw, x, n, "scatter_dimension")
+            if fit is None:
                 return False
-            d = draw(st.sampled_from(dims), label="scatter_dimension")
+            tiled, d = fit
             s = list(x.shape)
             if tiled:
                 s[d] //= n
@@ -276,11 +284,10 @@ class _Body:
             )
             return True
         if kind == "all_to_all":
-            tiled = draw(st.booleans(), label="tiled")
-            dims = [d for d in range(r) if (x.shape[d] % n == 0 if tiled else x.shape[d] == n)]
-            if not dims:
+            fit = self.fitting_dims(draw, x, n, "split_axis")
+            if fit is None:
                 return False
-            sd = draw(st.sampled_from(dims), label="split_axis")
+            tiled, sd = fit
             cd = draw(st.integers(0, r - 1), label="concat_axis")
             s = list(x.shape)
             neg = draw(st.integers(0, 5), label="negative_axes")  # jax #19720: negative axes
