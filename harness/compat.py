@@ -132,6 +132,8 @@ def _program_features(p: Program) -> tuple[str, ...]:
     out: list[str] = []
     if any(t != "auto" for t in p.mesh.axis_types) and not has("axis_types"):
         out.append(f"Mesh axis_types={p.mesh.axis_types}: jax {v} has no jax.sharding.AxisType")
+    if any(op.kind == "pcast" for op in p.body) and not has("pcast"):
+        out.append(f"jax.lax.pcast: jax {v} does not have it")
     if any(op.kind == "all_gather" and op.p("to") is not None for op in p.body) and not has("all_gather_to"):
         out.append(f"all_gather(to=...): jax {v} has no 'to' parameter")
     if p.check_vma and not (has("shard_map") and has("pcast")):

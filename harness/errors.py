@@ -31,7 +31,7 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
     # documented behaviour (shard_map.md, parallel.py `_check_axis_names`)
     ErrorKind.UNBOUND_AXIS: ErrorSignature(("NameError",), ("unbound axis name",)),
     ErrorKind.COLLECTIVE_VMA: ErrorSignature(
-        ("ValueError",), ("corresponds to one of varying", "must be applied to a device-varying")
+        ("ValueError",), ("corresponds to one of varying", "must be applied to a device-varying", "Unsupported pcast")
     ),
     ErrorKind.COLLECTIVE_SHAPE: ErrorSignature(
         ("ValueError", "TypeError"), ("must be divisible by", "has to be divisible by", "requires the size of the mapped axis", "must match shard count", "must equal")

@@ -61,6 +61,7 @@ def _lower_table() -> dict[str, Callable[[list[Any], Op], Any]]:
         "pshuffle": lambda a, op: lax.pshuffle(a[0], _axes(op), perm=list(op.p("perm"))),  # type: ignore[arg-type]
         "pswapaxes": lambda a, op: lax.pswapaxes(a[0], _axes(op), op.p("axis")),
         "axis_index": lambda a, op: lax.axis_index(_axes(op)),
+        "pcast": lambda a, op: lax.pcast(a[0], _axes(op), to=op.p("to")),
         "ragged_all_to_all": lambda a, op: lax.ragged_all_to_all(*a, axis_name=_axes(op)),
     }
 

@@ -607,6 +607,31 @@ class AxisIndex(Collective):
         return group_index(ctx.mesh, self.axes(ctx)).astype(np.int32)
 
 
+class Pcast(Collective):
+    """pcast(x, axes, to='varying') (the public pvary): the same values, now typed as
+    varying over `axes`. With check_vma, every named axis must be invariant in the
+    operand (parallel.py `_get_from` / `_pcast_funcs`: varying->varying is unsupported,
+    a mix is rejected); with check_vma=False it is the identity."""
+
+    kind = "pcast"
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if ctx.op.p("to") != "varying":
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"pcast: to={ctx.op.p('to')!r} is not generated", "to")
+        if ctx.check_vma:
+            axes = self.axes(ctx)
+            varying = [a for a in axes if a in (ins[0].vma or ())]
+            if varying:
+                raise ctx.fail(
+                    ErrorKind.COLLECTIVE_VMA,
+                    f"pcast(to='varying') over {axes}: the operand already varies over {varying}",
+                    *axes,
+                )
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        return xs[0]
+
+
 class RaggedAllToAll(Collective):
     """ragged_all_to_all(operand, output, input_offsets, send_sizes, output_offsets,
     recv_sizes): sender j writes operand_j[input_offsets_j[i] : + send_sizes_j[i]] into
@@ -655,7 +680,7 @@ OPS: dict[str, OpDef] = {
     for cls in (
         Const, Add, Sub, Mul, Max, Min, Neg, ReduceSum, Transpose, Cast,
         Psum, Pmean, Pmax, Pmin, AllGather, PsumScatter, AllToAll, Pswapaxes,
-        Ppermute, Pshuffle, AxisIndex, RaggedAllToAll,
+        Ppermute, Pshuffle, AxisIndex, Pcast, RaggedAllToAll,
     )
 }  # fmt: skip
 

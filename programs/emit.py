@@ -74,6 +74,8 @@ def op_source(op: Op, names: list[str]) -> str:
         return f"jax.lax.pswapaxes({a}, {ax}, {p('axis')})"
     if k == "axis_index":
         return f"jax.lax.axis_index({ax})"
+    if k == "pcast":
+        return f"jax.lax.pcast({a}, {ax}, to={p('to')!r})"
     if k == "ragged_all_to_all":
         args = ", ".join(names[v] for v in op.operands)
         return f"jax.lax.ragged_all_to_all({args}, axis_name={ax})"

@@ -42,6 +42,7 @@ _SYNTAX = [
     OpSyntax("pshuffle", 1, ("axes", "perm")),
     OpSyntax("pswapaxes", 1, ("axes", "axis")),
     OpSyntax("axis_index", 0, ("axes",)),
+    OpSyntax("pcast", 1, ("axes", "to")),
     # operand, output, input_offsets, send_sizes, output_offsets, recv_sizes
     OpSyntax("ragged_all_to_all", 6, ("axes",)),
 ]

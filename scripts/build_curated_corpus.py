@@ -175,6 +175,9 @@ def cases() -> dict[str, tuple[Program, str, ErrorKind | None]]:
     add("pshuffle",
         prog(X4, [iota(4)], [P("x")], [op("pshuffle", 0, axes=("x",), perm=(2, 0, 3, 1))], [1], [P("x")]),
         "pshuffle: device i receives the block of device perm[i]")
+    add("pcast_to_varying",
+        prog(X4, [iota(4)], [P()], [op("pcast", 0, axes=("x",), to="varying"), op("add", 1, 0)], [2], [P("x")]),
+        "pcast(to='varying'): a replicated value, typed as varying over x, may be output with P('x')")
     add("ragged_all_to_all_rows",
         prog(X4, [iota(8, 3)], [P("x")],
              [op("const", shape=(4,), dtype="int32", value=0), op("const", shape=(4,), dtype="int32", value=1),

@@ -204,14 +204,18 @@ def _drop_varying_axis(check_vma: bool) -> Defect:
 
 
 def collective_mixed_vma(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
-    """psum / psum_scatter over two axes of an operand varying over only one of them."""
+    """psum / pmean / psum_scatter over two axes of an operand varying over only one of
+    them, or pcast(to='varying') over an axis it already varies along."""
     if not p.check_vma or len(p.manual_axes) < 2:
         return None
     a, b = draw(st.permutations(list(p.manual_axes)), label="axes")[:2]
     base = len(p.inputs) + len(p.body)
-    kind = draw(st.sampled_from(["psum", "psum_scatter", "pmean"]), label="kind")
+    kind = draw(st.sampled_from(["psum", "psum_scatter", "pmean", "pcast"]), label="kind")
     ops = [Op.make("axis_index", (), axes=(a,))]
-    if kind == "psum_scatter":
+    if kind == "pcast":  # to varying, over an axis the operand already varies along
+        axes = (a,) if draw(st.booleans(), label="all_varying") else (a, b)
+        ops.append(Op.make("pcast", (base,), axes=axes, to="varying"))
+    elif kind == "psum_scatter":
         n = p.mesh.group_size((a, b))
         ops.append(Op.make("const", (), shape=(n,), dtype="int32", value=1))
         ops.append(Op.make("add", (base + 1, base)))

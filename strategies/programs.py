@@ -31,7 +31,7 @@ AXIS_SIZES = (1, 2, 3, 4, 6, 8)
 ALL_KINDS = (
     "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast", "const",
     "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-    "ppermute", "pshuffle", "pswapaxes", "axis_index", "ragged_all_to_all",
+    "ppermute", "pshuffle", "pswapaxes", "axis_index", "pcast", "ragged_all_to_all",
 )  # fmt: skip
 
 
@@ -329,6 +329,13 @@ class _Body:
                 # use it: add it to a value (scalar broadcasts)
                 dt = "int32" if x.dtype == "int32" else "float32"
                 self.add(Op.make("add", (idx, i)), _V(x.shape, dt, x.vma | av))
+            return True
+        if kind == "pcast":
+            # the public pvary: only over axes the operand does not vary along yet
+            free = [a for a in axes if a not in x.vma]
+            if not free:
+                return False
+            self.add(Op.make("pcast", (idx,), axes=tuple(free), to="varying"), _V(x.shape, x.dtype, x.vma | frozenset(free)))
             return True
         if kind == "ragged_all_to_all":
             # every sender j sends its first row to each peer, written at row j there:
