@@ -9,7 +9,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from programs import from_json, to_python
+from programs import from_json, to_python  # noqa: E402 - after the sys.path line
+
+
 def repro_grad(name):
     src = repro(name)
     return src.replace("  outs = jax.jit(f)(a0)", "  outs = jax.jit(jax.grad(lambda a: f(a)[0].sum()))(a0),")

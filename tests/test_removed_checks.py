@@ -1,7 +1,7 @@
 """Removing any one of jax's shard_map checks makes a fuzz run report a divergence.
 
 Each fault (harness/faults.py, installed in the worker) replaces one check with a no-op;
-a short seeded run with the default share of invalid programs must then fail (exit 1)
+a short seeded run of invalid programs (one defect each) must then fail (exit 1)
 with a divergence naming that check's error kind."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize("fault", CHECK_REMOVALS)
 def test_removed_check_is_caught(fault: str, tmp_path: Path) -> None:
     r = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "fuzz", "--seed", "1", "--max-examples", "150", "--modes", "abstract",
-         "--workers", "1", "--minimize-budget", "0", "--invalid", "0.5", "--report", str(tmp_path)],
+        [sys.executable, "-m", "harness.cli", "fuzz", "--seed", "1", "--max-examples", "300", "--modes", "abstract",
+         "--workers", "1", "--minimize-budget", "0", "--invalid", "1.0", "--report", str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT, env={**os.environ, "SHARDFUZZ_FAULTS": fault}, timeout=900,
     )
     assert r.returncode == 1, f"{fault}: no divergence\n{r.stdout[-1500:]}{r.stderr[-800:]}"
