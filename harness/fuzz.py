@@ -182,11 +182,16 @@ class Run:
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
 
-    def save_case(self, res: CheckResult) -> Path:
+    def save_case(self, res: CheckResult, from_corpus: bool = False) -> Path:
         """The failing program goes to disk first, named by its program id (so a later
-        re-labelling overwrites it), atomically."""
-        path = self.cfg.report_dir / "cases" / f"{program_id(res.program)}.json"
-        atomic_write(path, case_document(res.program, res.divergences, self.jax_version))
+        re-labelling overwrites it), atomically: into the corpus (when there is one)
+        and then the report, so a case in the report is always in the corpus too."""
+        name = f"{program_id(res.program)}.json"
+        doc = case_document(res.program, res.divergences, self.jax_version)
+        if self.cfg.corpus is not None and not from_corpus:
+            atomic_write(self.cfg.corpus / name, doc)
+        path = self.cfg.report_dir / "cases" / name
+        atomic_write(path, doc)
         return path
 
     def record(self, res: CheckResult, from_corpus: bool = False) -> None:
@@ -200,9 +205,7 @@ class Run:
         if not res.divergences:
             return
         self.n_failing_programs += 1
-        path = self.save_case(res)  # (again, if a probe run re-labelled it)
-        if self.cfg.corpus is not None and not from_corpus:
-            atomic_write(self.cfg.corpus / path.name, path.read_text())
+        path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
         for d in res.divergences:
             sup = find(self.cfg.suppressions, d.signature, self.jax_version, p)
             key = (d.signature, sup.id if sup else None)
