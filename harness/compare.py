@@ -129,7 +129,7 @@ def compare(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
         return out
     if mode == "vmap":
         return out + _compare_batched(p, pred, obs)
-    if mode == "grad":
+    if mode in ("grad", "grad_remat"):
         return out + _compare_grad(p, obs)
     for k, (o, e) in enumerate(zip(obs.outputs, pred.outputs)):
         out.extend(_compare_output(p, k, o, e, mode))
@@ -156,7 +156,7 @@ def _compare_grad(p: Program, obs: Observation) -> list[Divergence]:
                 Divergence(
                     DivergenceKind.VALUE,
                     obs.mode,
-                    f"(mode=grad) <u, J v> by jax.{rule} is {got:.6g}, but oracle predicts {want.value:.6g} "
+                    f"(mode={obs.mode}) <u, J v> by jax.{rule} is {got:.6g}, but oracle predicts {want.value:.6g} "
                     f"(finite differences, tolerance {want.tolerance:.2g}); collectives in the program: {where}",
                     f"{rule}:{where}",
                 )

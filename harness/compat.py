@@ -100,7 +100,7 @@ def _eager_partial_manual() -> bool:
     return True
 
 
-VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "grad", "probe")
+VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "grad", "grad_remat", "probe")
 
 
 def _backend() -> str:

@@ -61,12 +61,19 @@ class Mode:
     name: str = ""
     values: bool = True  # whether this mode produces output values
 
+    remat: bool = False  # wrap the body in jax.checkpoint
+
     def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
         mesh = compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types)
         in_specs = tuple(to_pspec(s) for s in p.in_specs)
         out_specs = tuple(to_pspec(s) for s in p.out_specs)
+        body = make_body(p, record)
+        if self.remat:
+            import jax
+
+            body = jax.checkpoint(body)
         return compat.shard_map(
-            make_body(p, record),
+            body,
             mesh,
             in_specs,
             out_specs,
@@ -336,6 +343,13 @@ class Grad(Mode):
         return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)
 
 
+class GradRemat(Grad):
+    """The grad mode with the body under jax.checkpoint: rematerialisation re-runs the
+    collectives in the backward pass, so their transposes meet recomputed primals."""
+
+    name, remat = "grad_remat", True
+
+
 class Lowering(Mode):
     """The jit lowering text (StableHLO with Shardy): one sdy.manual_computation whose
     manual axes, shardings and block shapes follow from the program; none at all when
@@ -359,8 +373,10 @@ class Lowering(Mode):
         return replace(obs, facts=self._facts)
 
 
-MODES: dict[str, Mode] = {m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), Grad(), Lowering(), Probe())}
-DEFAULT_MODES = ("abstract", "jit", "gspmd", "eager", "vmap", "grad", "lowering")
+MODES: dict[str, Mode] = {
+    m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), Grad(), GradRemat(), Lowering(), Probe())
+}
+DEFAULT_MODES = ("abstract", "jit", "gspmd", "eager", "vmap", "grad", "grad_remat", "lowering")
 
 
 # ------------------------------------------------------------------ wire format
