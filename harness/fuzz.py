@@ -29,7 +29,7 @@ from harness.modes import DEFAULT_MODES, Observation
 from harness.pool import Completed, Pool
 from harness.reports import write_reports
 from harness.suppressions import Suppression, find
-from oracles import predict
+from oracles import Prediction, predict
 from programs.emit import to_python
 from programs.model import Program
 from programs.serialize import ProgramFormatError, program_from_dict, program_id, program_to_dict
@@ -254,15 +254,15 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
     # Batching: a value-tier program the oracle expects to run has its jit mode compiled
     # together with others (same device count); its other modes run as a normal job and
     # the two parts are joined. A batched result that diverges is re-run alone first.
-    # submission token -> (parts left, observations); a token, not the program id, as
-    # Hypothesis may draw the same program twice
-    parts: dict[int, tuple[int, list[Observation]]] = {}
+    # submission token -> (parts left, observations, the oracle's prediction, computed
+    # once); a token, not the program id, as Hypothesis may draw the same program twice
+    parts: dict[int, tuple[int, list[Observation], Prediction]] = {}
     queues: dict[int, list[tuple[Program, int]]] = {}  # device count -> (program, token) waiting
     tokens = iter(range(1 << 62))
 
-    def finish(p: Program, observations: list[Observation]) -> None:
+    def finish(p: Program, observations: list[Observation], pred: Prediction | None = None) -> None:
         assert pool is not None
-        res = evaluate(p, observations)
+        res = evaluate(p, observations, pred)
         if needs_probe(res):
             run.save_case(res)  # on disk before the probe run, in case anything dies
             pool.submit(p, ("probe",), tag=res)
@@ -270,13 +270,13 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
             run.record(res)
 
     def join(p: Program, token: int, obs: list[Observation]) -> None:
-        left, have = parts[token]
+        left, have, pred = parts[token]
         have = have + obs
         if left == 1:
             del parts[token]
-            finish(p, have)
+            finish(p, have, pred)
         else:
-            parts[token] = (left - 1, have)
+            parts[token] = (left - 1, have, pred)
 
     def handle(c: Completed) -> None:
         """A finished job: a program's modes, a part of a split program, a batched jit
@@ -286,7 +286,7 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         if isinstance(c.tag, CheckResult):
             run.record(localise_values(c.tag, c.observations[0]))
         elif isinstance(c.tag, tuple) and c.tag[0] == "batch":
-            if evaluate(c.program, c.observations).divergences:
+            if evaluate(c.program, c.observations, parts[c.tag[1]][2]).divergences:
                 run.batch_reconfirmed += 1
                 pool.submit(c.program, ("jit",), tag=("part", c.tag[1]))  # never report a batch-only result
             else:
@@ -313,10 +313,11 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
     def submit(p: Program) -> None:
         assert pool is not None
         modes = tier_modes(p, cfg)
-        if cfg.batch > 1 and "jit" in modes and predict(p).error is None:
+        pred = predict(p) if cfg.batch > 1 and "jit" in modes else None
+        if pred is not None and pred.error is None:
             rest = tuple(m for m in modes if m != "jit")
             token = next(tokens)
-            parts[token] = (1 + bool(rest), [])
+            parts[token] = (1 + bool(rest), [], pred)
             if rest:
                 wait_for_free_worker()
                 pool.submit(p, rest, tag=("part", token))

@@ -61,6 +61,18 @@ def _duplicate(s: Spec) -> str | None:
     return None
 
 
+def _check_duplicates(specs: tuple[Spec, ...], which: str) -> None:
+    """No spec may name a mesh axis twice (DuplicateSpecError from NamedSharding)."""
+    for i, s in enumerate(specs):
+        a = _duplicate(s)
+        if a is not None:
+            raise _fail(
+                ErrorKind.SPEC_DUPLICATE_AXIS,
+                f"{which}[{i}]={s!r} maps mesh axis {a!r} to more than one dimension",
+                f"`{a}`",
+            )
+
+
 def check_in_specs(p: Program) -> list[tuple[int, ...]]:
     """Steps 3-5. Returns each argument's per-device shape."""
     if len(p.in_specs) != len(p.inputs):
@@ -89,14 +101,7 @@ def check_in_specs(p: Program) -> list[tuple[int, ...]]:
                     f"args[{i}]",
                     f"(of size {x.shape[d]})",
                 )
-    for i, s in enumerate(p.in_specs):
-        a = _duplicate(s)
-        if a is not None:
-            raise _fail(
-                ErrorKind.SPEC_DUPLICATE_AXIS,
-                f"in_specs[{i}]={s!r} maps mesh axis {a!r} to more than one dimension",
-                f"`{a}`",
-            )
+    _check_duplicates(p.in_specs, "in_specs")
     return [
         tuple(n // mesh.group_size(s.entries[d]) if d < len(s.entries) and s.entries[d] else n for d, n in enumerate(x.shape))
         for x, s in zip(p.inputs, p.in_specs)
@@ -119,14 +124,7 @@ def check_out_specs(p: Program, out_types: list[ValueType]) -> None:
                 + ("; a rank-0 output varying over the mesh needs a dimension to be concatenated along" if not t.shape else ""),
                 f"rank {len(t.shape)}",
             )
-    for k, s in enumerate(p.out_specs):
-        a = _duplicate(s)
-        if a is not None:
-            raise _fail(
-                ErrorKind.SPEC_DUPLICATE_AXIS,
-                f"out_specs[{k}]={s!r} maps mesh axis {a!r} to more than one dimension",
-                f"`{a}`",
-            )
+    _check_duplicates(p.out_specs, "out_specs")
     if p.check_vma:
         for k, (t, s) in enumerate(zip(out_types, p.out_specs)):
             missing = sorted((t.vma or frozenset()) - set(s.axes()))

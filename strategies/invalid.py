@@ -275,13 +275,20 @@ def axis_out_of_range(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Pro
     return _append(p, [Op.make("all_to_all", (j,), axes=ax, split_axis=splits[0], concat_axis=r, tiled=True)])
 
 
-def bad_permutation(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
+def _axis_and_operand(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> tuple[str, int, int] | None:
+    """A manual axis of size > 1 (its size) and an operand value, or None."""
     axes_opts = [a for a in p.manual_axes if p.mesh.axis_size(a) > 1]
     if not axes_opts:
         return None
     a = draw(st.sampled_from(axes_opts), label="axis")
-    n = p.mesh.axis_size(a)
-    j = draw(st.integers(0, len(vals) - 1), label="operand")
+    return a, p.mesh.axis_size(a), draw(st.integers(0, len(vals) - 1), label="operand")
+
+
+def bad_permutation(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
+    pick = _axis_and_operand(draw, p, vals)
+    if pick is None:
+        return None
+    a, n, j = pick
     how = draw(st.sampled_from(["dup_source", "dup_dest", "out_of_range", "pshuffle_repeat"]), label="how")
     if how == "dup_source":
         perm = ((0, 0), (0, 1))
@@ -295,12 +302,10 @@ def bad_permutation(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Progr
 
 
 def bad_groups(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
-    axes_opts = [a for a in p.manual_axes if p.mesh.axis_size(a) > 1]
-    if not axes_opts:
+    pick = _axis_and_operand(draw, p, vals)
+    if pick is None:
         return None
-    a = draw(st.sampled_from(axes_opts), label="axis")
-    n = p.mesh.axis_size(a)
-    j = draw(st.integers(0, len(vals) - 1), label="operand")
+    a, n, j = pick
     groups = ((0,) + tuple(range(n - 1)),) if draw(st.booleans(), label="overlap") else (tuple(range(n - 1)),)
     kind = draw(st.sampled_from(["pmax", "pmin"]), label="kind")
     return _append(p, [Op.make(kind, (j,), axes=(a,), groups=groups)])
