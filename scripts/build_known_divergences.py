@@ -16,6 +16,9 @@ def repro_grad(name):
     src = repro(name)
     return src.replace("  outs = jax.jit(f)(a0)", "  outs = jax.jit(jax.grad(lambda a: f(a)[0].sum()))(a0),")
 
+def repro_gspmd(name):
+    return repro(name).replace("import jax.numpy as jnp", "import jax.numpy as jnp\njax.config.update('jax_use_shardy_partitioner', False)  # the GSPMD partitioner")
+
 def repro_vmap(name):
     return repro(name).replace("  outs = jax.jit(f)(a0)", "  outs = jax.jit(jax.vmap(f))(np.stack([a0, a0]))")
 
@@ -136,6 +139,12 @@ entries = [
       reason="With check_vma=True, ragged_all_to_all's result takes the varying axes of its `output` buffer alone (its abstract eval is output.update(...)); the result holds rows received from every device of the axis, so it varies over the named axis, and an out_spec that leaves that axis out would be accepted and return one device's rows. Found by shardfuzz (abstract and lowering modes; XLA:CPU cannot run ragged_all_to_all, so values are checked only where a GPU is available).",
       link="jax/_src/lax/parallel.py _ragged_all_to_all_effectful_abstract_eval",
       reproducer=repro('ragged_vma')),
+ dict(id="gspmd-partial-manual-all-to-all-abort",
+      signatures=["crash|gspmd|crash"],
+      when=["partial_manual", "pswapaxes"],
+      reason="With the GSPMD partitioner (jax_use_shardy_partitioner=False), a partial-manual shard_map (axis_names a strict subset of the mesh) whose body does pswapaxes (an all_to_all) aborts the process inside XLA compilation (SIGABRT: hlo_sharding_util.cc Check failed: sharding.IsManualSubgroup()); Shardy compiles and runs it. Found by shardfuzz (gspmd mode), minimized to one op.",
+      link="",
+      reproducer=repro_gspmd('gspmd_partial_manual_all_to_all')),
  dict(id="ppermute-multi-axis-order",
       signatures=["value|*|*", "vma|*|*"],
       when=["ppermute:axes_order==unordered"],
