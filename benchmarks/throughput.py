@@ -4,19 +4,22 @@
 
 (a) naive: one jax.jit per program, one program at a time, in this process (trace,
     compile, run, compare with the oracle);
-(b) abstract tier: jax.eval_shape only (errors, shapes, dtypes, varying axes), in the
-    worker pool (all cores);
-(c) value tier: jit in the worker pool; (d) the default fuzz mix (every program abstract,
-    a share in every mode).
+(b)-(d) the real `shardfuzz fuzz` pipeline (harness.fuzz.fuzz over these programs: worker
+    pool on all cores, tiers, batching with re-confirmation alone, reports):
+(b) abstract tier: jax.eval_shape only (errors, shapes, dtypes, varying axes);
+(c) value tier: jit, one program per compile; (c') jit with batching;
+(d) the default fuzz mix (every program abstract, a share in every mode).
 Prints programs/s, the ratio to (a), the oracle's share of the time, and peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,96 +27,84 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness import compat  # noqa: E402
 
+# (a) is the naive way: jax as users run it. The workers of (b)-(d) run shardfuzz's
+# default codegen (`fast`, harness/compat.codegen_flags) unless --codegen says otherwise.
+os.environ["SHARDFUZZ_CODEGEN"] = "default"
 compat.force_host_devices()
 
+import harness.fuzz as fuzz_mod  # noqa: E402
 from harness.check import evaluate  # noqa: E402
-from harness.fuzz import RunConfig, seeded_programs, tier_modes  # noqa: E402
+from harness.fuzz import RunConfig, fuzz, seeded_programs  # noqa: E402
 from harness.modes import DEFAULT_MODES, MODES  # noqa: E402
 from harness.pool import Pool  # noqa: E402
-from oracles import predict  # noqa: E402
+from harness.suppressions import load as load_suppressions  # noqa: E402
 from programs.model import Program  # noqa: E402
+
+CODEGEN = "fast"
 
 
 def draw_programs(n: int, s: int) -> list[Program]:
     return seeded_programs(n, s)
 
 
-class Timer:
-    def __init__(self) -> None:
-        self.oracle = 0.0
+class OracleClock:
+    """Time spent in the oracle (prediction and comparison) inside a fuzz run, by
+    wrapping the two names harness.fuzz calls."""
 
-    def evaluate(self, p: Program, obs: list) -> None:  # type: ignore[type-arg]
-        t = time.perf_counter()
-        evaluate(p, obs, predict(p))
-        self.oracle += time.perf_counter() - t
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self.saved = (fuzz_mod.evaluate, fuzz_mod.predict)
+
+    def wrap(self, f):  # type: ignore[no-untyped-def]
+        def timed(*a, **k):  # type: ignore[no-untyped-def]
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                self.spent += time.perf_counter() - t
+
+        return timed
+
+    def __enter__(self) -> OracleClock:
+        fuzz_mod.evaluate, fuzz_mod.predict = (self.wrap(f) for f in self.saved)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        fuzz_mod.evaluate, fuzz_mod.predict = self.saved
 
 
 def naive(progs: list[Program]) -> tuple[float, float]:
+    """One jax.jit per program, one at a time, in this process; compared with the oracle."""
+    oracle = 0.0
     t0 = time.perf_counter()
-    tm = Timer()
     for p in progs:
-        tm.evaluate(p, [MODES["jit"].run(p)])
-    return len(progs) / (time.perf_counter() - t0), tm.oracle / (time.perf_counter() - t0)
+        obs = MODES["jit"].run(p)
+        t = time.perf_counter()
+        evaluate(p, [obs])
+        oracle += time.perf_counter() - t
+    el = time.perf_counter() - t0
+    return len(progs) / el, oracle / el
 
 
-def pooled(progs: list[Program], modes_of, workers: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    pool = Pool(workers)
-    tm = Timer()
-    t0 = time.perf_counter()
+def pipeline(progs: list[Program], workers: int, codegen: str = "", **cfg) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """The real `shardfuzz fuzz` pipeline (worker pool, tiers, batching, re-confirmation
+    alone, probes, reports) over these programs instead of freshly drawn ones."""
+    env = {"SHARDFUZZ_CODEGEN": codegen or CODEGEN}
+    pool = Pool(workers, env=env)  # started and warmed (jax imported, 8 devices up) before the clock, as (a) is
     try:
-        for p in progs:
-            while pool.free() == 0:
-                for c in pool.wait(1.0):
-                    tm.evaluate(c.program, c.observations)
-            pool.submit(p, modes_of(p))
-        for c in pool.drain():
-            tm.evaluate(c.program, c.observations)
+        for p in progs[: 2 * workers]:
+            pool.submit(p, tuple(cfg.get("modes", DEFAULT_MODES)))
+        pool.drain()
+        with tempfile.TemporaryDirectory() as d, OracleClock() as clock:
+            c = RunConfig(workers=workers, worker_env=env, report_dir=Path(d), progress=io.StringIO(), minimize_budget_s=0,
+                          suppressions=load_suppressions(), **cfg)
+            t0 = time.perf_counter()
+            summary = fuzz(c, fixed=progs, pool=pool)
+            el = time.perf_counter() - t0
     finally:
-        el = time.perf_counter() - t0
         pool.close()
-    return len(progs) / el, tm.oracle / el
-
-
-def batched(progs: list[Program], workers: int, size: int) -> tuple[float, float]:
-    """jit tier with batching: programs the oracle expects to run, grouped by device
-    count, `size` per combined jit; a batched divergence is re-run alone."""
-    pool = Pool(workers)
-    tm = Timer()
-    t0 = time.perf_counter()
-    try:
-        groups: dict[int, list[Program]] = {}
-        singles = []
-        for p in progs:
-            (groups.setdefault(p.mesh.size, []) if predict(p).error is None else singles).append(p)
-        jobs = [("batch", g[i : i + size]) for g in groups.values() for i in range(0, len(g), size)]
-        jobs += [("one", [p]) for p in singles]
-        recheck = []
-
-        def take(c) -> None:  # type: ignore[no-untyped-def]
-            t = time.perf_counter()
-            res = evaluate(c.program, c.observations, predict(c.program))
-            tm.oracle += time.perf_counter() - t
-            if res.divergences and c.tag == "batch":
-                recheck.append(c.program)
-
-        for kind, ps in jobs:
-            while pool.free() == 0:
-                for c in pool.wait(1.0):
-                    take(c)
-            if kind == "batch":
-                pool.submit_batch(ps, ["batch"] * len(ps))
-            else:
-                pool.submit(ps[0], ("jit",))
-        for c in pool.drain():
-            take(c)
-        for p in recheck:
-            pool.submit(p, ("jit",))
-            for c in pool.drain():
-                take(c)
-    finally:
-        el = time.perf_counter() - t0
-        pool.close()
-    return len(progs) / el, tm.oracle / el
+    assert summary["programs_run"] == len(progs), summary["programs_run"]
+    return len(progs) / el, clock.spent / el
 
 
 def peak_rss_mib() -> tuple[float, float]:
@@ -128,23 +119,32 @@ def main() -> int:
     ap.add_argument("--naive", type=int, default=80, help="programs for the (slow) naive baseline")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--batch", type=int, default=10, help="programs per combined jit in (c') and (d)")
+    ap.add_argument("--codegen", choices=("fast", "default"), default="fast", help="the workers' XLA codegen")
     a = ap.parse_args()
+    global CODEGEN
+    CODEGEN = a.codegen
     progs = draw_programs(a.programs, a.seed)
     for p in progs[:5]:  # warm this process's jax before timing the baseline
         MODES["jit"].run(p)
     rows = []
     base, base_or = naive(progs[: a.naive])
     rows.append(("(a) naive: one jit per program, sequential", base, base_or))
-    r, o = pooled(progs, lambda p: ("abstract",), a.workers)
-    rows.append((f"(b) abstract tier, {a.workers} workers", r, o))
-    r, o = pooled(progs[: a.programs // 2], lambda p: ("jit",), a.workers)
-    rows.append((f"(c) value tier (jit), {a.workers} workers", r, o))
-    r, o = batched(progs[: a.programs // 2], a.workers, 10)
-    rows.append((f"(c') value tier (jit), batches of 10, {a.workers} workers", r, o))
-    cfg = RunConfig(modes=DEFAULT_MODES, value_share=0.25)
-    r, o = pooled(progs, lambda p: tier_modes(p, cfg), a.workers)
+    w = a.workers
+    r, o = pipeline(progs, w, modes=("abstract",))
+    rows.append((f"(b) abstract tier, {w} workers", r, o))
+    half = progs[: a.programs // 2]
+    r, o = pipeline(half, w, modes=("jit",), batch=1)
+    rows.append((f"(c) value tier (jit), {w} workers", r, o))
+    r, o = pipeline(half, w, modes=("jit",), batch=a.batch)
+    rows.append((f"(c') value tier (jit), batches of {a.batch}, {w} workers", r, o))
+    if CODEGEN == "fast":
+        r, o = pipeline(half, w, codegen="default", modes=("jit",), batch=a.batch)
+        rows.append(("(c'') as (c') with XLA's default codegen", r, o))
+    r, o = pipeline(progs, w, modes=DEFAULT_MODES, value_share=0.25, batch=a.batch)
     rows.append((f"(d) default mix: all abstract, 25% in all {len(DEFAULT_MODES)} modes", r, o))
-    print(f"\n{len(progs)} seeded programs (seed {a.seed}), jax {compat.jax_version()}, {os.cpu_count()} cores\n")
+    print(f"\n{len(progs)} seeded programs (seed {a.seed}), jax {compat.jax_version()}, {os.cpu_count()} cores; "
+          f"(a) with XLA's default codegen, the workers with codegen={CODEGEN}\n")
     print(f"{'way':<58} {'programs/s':>11} {'vs naive':>9} {'oracle share':>13}")
     for name, rate, share in rows:
         print(f"{name:<58} {rate:>11.1f} {rate / base:>8.1f}x {100 * share:>12.1f}%")

@@ -124,6 +124,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         minimize_budget_s=a.minimize_budget,
         value_share=a.value_share,
         batch=a.batch,
+        worker_env={"SHARDFUZZ_CODEGEN": a.codegen},
     )
     if a.batch < 1:
         raise UsageError(f"--batch={a.batch} must be >= 1 (1: no batching)")
@@ -205,7 +206,7 @@ def cmd_minimize(a: argparse.Namespace) -> int:
     from harness.minimize import minimize_case, size
     from harness.modes import DEFAULT_MODES
     from harness.pool import Pool
-    from programs.emit import to_python
+    from programs.emit import reproducer_mode, to_python
 
     p = _load_case(a.case)
     sig = a.signature
@@ -229,16 +230,26 @@ def cmd_minimize(a: argparse.Namespace) -> int:
     from harness.compat import jax_version
 
     atomic_write(out_json, case_document(best, (), jax_version(), {"minimized_from": a.case, "signature": sig}))
-    atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer for {sig} (minimized from {a.case})"))
+    atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer for {sig} (minimized from {a.case})",
+                                   mode=reproducer_mode(sig.split("|")[1])))
     print(f"done after {n} checks: {size(p)} -> {size(best)}\n  {out_json}\n  {out_py}\n\n{best!r}")
     return 0
 
 
 def cmd_emit(a: argparse.Namespace) -> int:
-    from programs.emit import to_python
+    from programs.emit import REPRO_MODES, reproducer_mode, to_python
 
     p = _load_case(a.case)
-    print(to_python(p, title=f"shardfuzz reproducer for {a.case}"))
+    mode = a.mode
+    if mode is None:  # the mode of the case's first divergence
+        try:
+            divs = json.loads(Path(a.case).read_text()).get("divergences") or [{}]
+            mode = reproducer_mode(str(divs[0].get("mode", "jit")))
+        except (ValueError, AttributeError):
+            mode = "jit"
+    if mode not in REPRO_MODES:
+        raise UsageError(f"--mode {mode!r}: choose from {', '.join(REPRO_MODES)}")
+    print(to_python(p, title=f"shardfuzz reproducer for {a.case}", mode=mode))
     return 0
 
 
@@ -272,6 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
     f.add_argument("--value-share", type=float, default=0.25, help="share of programs run in every mode; the rest only in the abstract tier")
     f.add_argument("--batch", type=int, default=8, help="value-tier programs compiled together as one jit")
+    f.add_argument(
+        "--codegen",
+        choices=("fast", "default"),
+        default=os.environ.get("SHARDFUZZ_CODEGEN", "fast"),
+        help="XLA CPU backend in the workers: fast (LLVM -O0, no fusion emitters: ~1.5x faster compiles; "
+        "tracing, Shardy and the SPMD partitioner untouched) or default (as users run it)",
+    )
     f.add_argument("--corpus", default=None, help="persistent corpus directory: replayed first, failing cases added")
     f.add_argument("--minimize-budget", type=float, default=FUZZ_DEFAULTS["minimize_budget"], help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")
@@ -295,6 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
             s.add_argument("--modes", default=",".join(DEFAULT_MODES))
             s.add_argument("--suppressions", default=None)
             s.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in the worker")
+        if name == "emit":
+            s.add_argument("--mode", default=None, help="run it as this mode does (default: the mode of the case's first divergence, else jit)")
         if name == "explain":
             s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")
         s.set_defaults(fn=fn)

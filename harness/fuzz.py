@@ -14,11 +14,12 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from hypothesis import HealthCheck, Phase, event, given, seed, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.statistics import collector
 
 from harness import compat
@@ -28,9 +29,9 @@ from harness.minimize import minimize_case, size
 from harness.modes import DEFAULT_MODES, Observation
 from harness.pool import Completed, Pool
 from harness.reports import write_reports
-from harness.suppressions import Suppression, find
+from harness.suppressions import Suppression, find, known_trouble
 from oracles import Prediction, predict
-from programs.emit import to_python
+from programs.emit import reproducer_mode, to_python
 from programs.model import Program
 from programs.serialize import ProgramFormatError, program_from_dict, program_id, program_to_dict
 from strategies import programs
@@ -198,8 +199,7 @@ class Run:
         self.n += 1
         p = res.program
         if res.prediction.error is not None and p.defect is None:
-            self.accidents += 1
-            event("strategy: drew an invalid program by accident")
+            self.accidents += 1  # (results arrive after their Hypothesis test case: no event())
         for key in coverage_keys(res):
             self.coverage[key] += 1
         if not res.divergences:
@@ -243,11 +243,17 @@ class Run:
             print(line, file=self.cfg.progress, flush=True)
 
 
-def fuzz(cfg: RunConfig) -> dict[str, Any]:
+def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | None = None) -> dict[str, Any]:
+    """One fuzz run: programs drawn by Hypothesis (or the `fixed` programs, in order:
+    benchmarks), each checked in its tier's modes in the worker pool; then the new
+    buckets are minimized and the reports written. A `pool` passed in (already started:
+    benchmarks measure the steady state) is used instead of a new one and left open."""
     run = Run(cfg)
     stats: list[dict[str, Any]] = []
     cfg.report_dir.mkdir(parents=True, exist_ok=True)
-    pool = Pool(cfg.workers, cfg.python, cfg.timeout_s, cfg.worker_env) if cfg.workers > 0 else None
+    own_pool = pool is None
+    if pool is None and cfg.workers > 0:
+        pool = Pool(cfg.workers, cfg.python, cfg.timeout_s, cfg.worker_env)
     if pool is not None and pool.info.get("jax_version"):
         run.jax_version = pool.info["jax_version"]
 
@@ -260,23 +266,24 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
     queues: dict[int, list[tuple[Program, int]]] = {}  # device count -> (program, token) waiting
     tokens = iter(range(1 << 62))
 
-    def finish(p: Program, observations: list[Observation], pred: Prediction | None = None) -> None:
+    def finish(p: Program, observations: list[Observation], pred: Prediction | None = None,
+               res: CheckResult | None = None) -> None:
         assert pool is not None
-        res = evaluate(p, observations, pred)
+        res = res if res is not None else evaluate(p, observations, pred)
         if needs_probe(res):
             run.save_case(res)  # on disk before the probe run, in case anything dies
             pool.submit(p, ("probe",), tag=res)
         else:
             run.record(res)
 
-    def join(p: Program, token: int, obs: list[Observation]) -> None:
+    def join(p: Program, token: int, obs: list[Observation], res: CheckResult | None = None) -> None:
+        """`res`: these observations already evaluated (reused when they are all there is)."""
         left, have, pred = parts[token]
-        have = have + obs
         if left == 1:
             del parts[token]
-            finish(p, have, pred)
-        else:
-            parts[token] = (left - 1, have, pred)
+            finish(p, have + obs, pred, res if not have else None)
+            return
+        parts[token] = (left - 1, have + obs, pred)
 
     def handle(c: Completed) -> None:
         """A finished job: a program's modes, a part of a split program, a batched jit
@@ -286,11 +293,12 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         if isinstance(c.tag, CheckResult):
             run.record(localise_values(c.tag, c.observations[0]))
         elif isinstance(c.tag, tuple) and c.tag[0] == "batch":
-            if evaluate(c.program, c.observations, parts[c.tag[1]][2]).divergences:
+            res = evaluate(c.program, c.observations, parts[c.tag[1]][2])
+            if res.divergences:
                 run.batch_reconfirmed += 1
                 pool.submit(c.program, ("jit",), tag=("part", c.tag[1]))  # never report a batch-only result
             else:
-                join(c.program, c.tag[1], c.observations)
+                join(c.program, c.tag[1], c.observations, res)
         elif isinstance(c.tag, tuple) and c.tag[0] == "part":
             join(c.program, c.tag[1], c.observations)
         else:
@@ -314,7 +322,9 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         assert pool is not None
         modes = tier_modes(p, cfg)
         pred = predict(p) if cfg.batch > 1 and "jit" in modes else None
-        if pred is not None and pred.error is None:
+        # a program the oracle expects to fail, or one with the features of a known jax
+        # bug, would only make its batch fail and be bisected: it runs alone
+        if pred is not None and pred.error is None and not known_trouble(cfg.suppressions, p, run.jax_version, "jit"):
             rest = tuple(m for m in modes if m != "jit")
             token = next(tokens)
             parts[token] = (1 + bool(rest), [], pred)
@@ -328,10 +338,7 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
             wait_for_free_worker()
             pool.submit(p, modes)
 
-    @settings(GENERATION, max_examples=cfg.max_examples)
-    @seed(cfg.seed)
-    @given(programs(invalid=cfg.invalid))
-    def one(p: Program) -> None:
+    def check(p: Program) -> None:
         if cfg.budget_s is not None and run.elapsed() > cfg.budget_s:
             raise _BudgetSpent
         run.generated_ids.append(program_id(p))
@@ -341,11 +348,21 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
             submit(p)
         run.progress()
 
+    @settings(GENERATION, max_examples=cfg.max_examples)
+    @seed(cfg.seed)
+    @given(programs(invalid=cfg.invalid))
+    def one(p: Program) -> None:
+        check(p)
+
     try:
         if cfg.corpus is not None:
             replay_corpus(run, pool)
-        with collector.with_value(stats.append):
-            one()
+        if fixed is not None:
+            for p in fixed:
+                check(p)
+        else:
+            with collector.with_value(stats.append):
+                one()
     except _BudgetSpent:
         pass
     finally:
@@ -362,7 +379,7 @@ def fuzz(cfg: RunConfig) -> dict[str, Any]:
         if cfg.minimize_budget_s > 0:
             minimize_buckets(run, pool)
     finally:
-        if pool is not None:
+        if pool is not None and own_pool:
             pool.close()
     return summarise(run, stats)
 
@@ -444,7 +461,7 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
         sig_div = [d for d in check_sync(run, pool, best).divergences if d.signature == b.signature]
         atomic_write(out_json, case_document(best, tuple(sig_div), run.jax_version, {"minimized_from": str(case)}))
-        atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer: {b.signature}", mode="eager" if b.mode == "eager" else "jit"))
+        atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer: {b.signature}", mode=reproducer_mode(b.mode)))
         b.minimized_case = str(out_json)
         b.minimized_size = list(size(best))
         print(f"  {size(p)} -> {size(best)} in {n} checks: {out_py}", file=run.cfg.progress, flush=True)
@@ -477,6 +494,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
         "jax_version": run.jax_version,
         "seed": cfg.seed,
         "modes": list(cfg.modes),
+        "codegen": cfg.worker_env.get("SHARDFUZZ_CODEGEN", os.environ.get("SHARDFUZZ_CODEGEN", "fast")),
         "programs_run": run.n,
         "failing_programs": run.n_failing_programs,
         "divergences": unsuppressed,

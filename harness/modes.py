@@ -130,8 +130,18 @@ class Mode:
         return ObservedOutput(tuple(o.shape), str(o.dtype), np.asarray(o), blocks)
 
 
+def _shapes_only(p: Program) -> list[Any]:
+    """The arguments' shapes and dtypes (no values: nothing is run)."""
+    import jax
+
+    return [jax.ShapeDtypeStruct(x.shape, np.dtype(x.dtype)) for x in p.inputs]
+
+
 class Abstract(Mode):
     name, values = "abstract", False
+
+    def inputs(self, p: Program) -> list[Any]:
+        return _shapes_only(p)
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax
@@ -356,6 +366,9 @@ class Lowering(Mode):
     every newly manual axis has size 1."""
 
     name, values = "lowering", False
+
+    def inputs(self, p: Program) -> list[Any]:
+        return _shapes_only(p)
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax

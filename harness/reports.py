@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from programs.emit import to_python
+from programs.emit import reproducer_mode, to_python
 from programs.model import Program, Spec
 from programs.serialize import program_from_dict
 
@@ -342,7 +342,7 @@ def _case_body(
     )
     try:
         repro = to_python(
-            p, title=f"shardfuzz reproducer: {title}", mode="eager" if mode == "eager" else "jit"
+            p, title=f"shardfuzz reproducer: {title}", mode=reproducer_mode(mode)
         )
     except Exception as e:  # noqa: BLE001 - an op emit does not know must not lose the page
         repro = f"# no reproducer: {type(e).__name__}: {e}"

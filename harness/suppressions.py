@@ -144,3 +144,20 @@ def load(path: Path | None = None) -> list[Suppression]:
 
 def find(sups: list[Suppression], signature: str, jax_version: str, program: Program | None = None) -> Suppression | None:
     return next((s for s in sups if s.matches(signature, jax_version, program)), None)
+
+
+def known_trouble(sups: list[Suppression], p: Program, jax_version: str, mode: str) -> bool:
+    """Whether the program has every feature of some known divergence's `when` that
+    covers a valid program failing or going wrong in `mode` (so jax is likely to do that
+    to this program: the value tier runs it alone, not in a batch)."""
+    return any(
+        s.when
+        and fnmatch.fnmatchcase(jax_version, s.jax_versions)
+        and any(
+            pat.split("|")[0] not in ("missing_error", "wrong_error", "mode_disagreement")  # (need an invalid
+            and fnmatch.fnmatchcase(mode, pat.split("|")[1])  # program, or a second mode)
+            for pat in s.signatures
+        )
+        and all(feature_holds(p, f) for f in s.when)
+        for s in sups
+    )

@@ -93,10 +93,12 @@ def trace(
     return st, None
 
 
-def predict(p: Program, batch: int = 0) -> Prediction:
+def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
     """The oracle's full prediction for one program (for member `batch` of a vmapped
-    batch of its inputs; 0 is the plain program)."""
-    st, err = trace(p, batch=batch)
+    batch of its inputs; 0 is the plain program). `values=False` predicts errors, shapes,
+    dtypes and varying axes only (all the abstract tier compares), at a fraction of the
+    cost; its outputs' `device_values` and `global_value` are None."""
+    st, err = trace(p, with_values=values, batch=batch)
     manual = p.manual_axes
     region = any(p.mesh.axis_size(a) > 1 for a in manual)
     if err is not None:
@@ -105,6 +107,13 @@ def predict(p: Program, batch: int = 0) -> Prediction:
     n_ops = len(p.body)
     for k, (o, s) in enumerate(zip(p.outputs, p.out_specs)):
         t = st.types[o]
+        gshape = tuple(
+            n * p.mesh.group_size(s.entries[d]) if d < len(s.entries) and s.entries[d] else n
+            for d, n in enumerate(t.shape)
+        )
+        if not values:
+            outs.append(OutputPrediction(k, t.shape, gshape, t.dtype, t.vma, None, None, False, 0.0, 0.0))
+            continue
         data = st.values[o]
         m = len(p.mesh.sizes)
         named = set(s.axes())
@@ -115,10 +124,6 @@ def predict(p: Program, batch: int = 0) -> Prediction:
                 if not np.array_equal(np.broadcast_to(first, data.shape), data):
                     replicated_ok = False
         glob = assemble_global(data, p.mesh, s.entries) if replicated_ok else None
-        gshape = tuple(
-            n * p.mesh.group_size(s.entries[d]) if d < len(s.entries) and s.entries[d] else n
-            for d, n in enumerate(t.shape)
-        )
         exact = st.exact[o]
         rtol = 0.0 if exact else 1e-5 * (1 + n_ops)
         atol = 0.0 if exact else rtol * max(1.0, st.scale[o])

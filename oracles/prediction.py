@@ -65,7 +65,7 @@ class OutputPrediction:
     global_shape: tuple[int, ...]
     dtype: str
     vma: frozenset[str] | None  # None when check_vma=False (nothing is tracked)
-    device_values: np.ndarray  # mesh.sizes + local_shape: each device's block
+    device_values: np.ndarray | None  # mesh.sizes + local_shape: each device's block (None: predict(values=False))
     global_value: np.ndarray | None  # None when replicated blocks differ (check_vma=False)
     exact: bool  # True: jax must match bit for bit
     rtol: float

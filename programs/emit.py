@@ -2,7 +2,8 @@
 
 `to_python(p)` returns a script that needs only jax and numpy: it forces 8 CPU devices,
 builds the mesh, the inputs and the shard_map call exactly as the harness does, runs it
-under jit and prints each output (or the exception jax raised).
+the way one harness mode does (jit by default) and prints each output (or the exception
+jax raised).
 """
 
 from __future__ import annotations
@@ -128,14 +129,82 @@ def inputs_src(p: Program) -> list[str]:
     return lines
 
 
+REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "grad", "grad_remat")
+
+
+def reproducer_mode(mode: str) -> str:
+    """The reproducer mode for a divergence's mode field ('eager,grad' -> 'eager'; the
+    probe is a jit)."""
+    first = mode.split(",")[0]
+    return first if first in REPRO_MODES else "jit"
+
+
+def _call_lines(p: Program, mode: str, args: str) -> list[str]:
+    """The lines (inside `try:`) that run `f` the way the harness mode does."""
+    shapes = f"*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in ({args},)]"
+    if mode in ("jit", "eager", "gspmd"):
+        pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
+        return pre + [f"  outs = {'f' if mode == 'eager' else 'jax.jit(f)'}({args})", *_print_values()]
+    if mode in ("abstract", "lowering"):
+        pre = [f"  print(jax.jit(f, keep_unused=True).lower({shapes}).as_text())"] if mode == "lowering" else []
+        return pre + [
+            f"  outs = jax.eval_shape(f, {shapes})",
+            "  for i, o in enumerate(outs):",
+            '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
+        ]
+    if mode == "vmap":
+        return [
+            f"  outs = jax.jit(jax.vmap(f))(*[np.stack([a, a + 1]) for a in ({args},)])  # a batch of 2",
+            "  for i, o in enumerate(outs):",
+            '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
+            "    print(np.asarray(o))",
+        ]
+    if mode in ("grad", "grad_remat"):
+        fl = [i for i, x in enumerate(p.inputs) if x.dtype == "float32"]
+        return [
+            f"  args = [{args}]",
+            f"  fl = {fl!r}  # the float32 arguments, moved off the integers (no ties at max/min)",
+            "  primals = tuple(jnp.asarray(args[i] + 0.25) for i in fl)",
+            "",
+            "  def g(*xs):",
+            "    full = list(args)",
+            "    for i, x in zip(fl, xs):",
+            "      full[i] = x",
+            "    return tuple(o for o in f(*full) if o.dtype == jnp.float32)",
+            "",
+            "  @jax.jit",
+            "  def both(prim):",
+            "    out, jv = jax.jvp(g, prim, tuple(jnp.ones_like(x) for x in prim))",
+            "    _, pullback = jax.vjp(g, *prim)",
+            "    return jv, pullback(tuple(jnp.ones_like(o) for o in out))",
+            "",
+            "  jv, cts = both(primals)",
+            '  print("jvp along ones:", [np.asarray(t) for t in jv])',
+            '  print("vjp of ones:", [np.asarray(c) for c in cts])',
+        ]
+    raise ValueError(f"no reproducer for mode {mode!r}; one of {REPRO_MODES}")
+
+
+def _print_values() -> list[str]:
+    return [
+        "  for i, o in enumerate(outs):",
+        '    print(f"out[{i}] shape={o.shape} dtype={o.dtype} sharding={o.sharding.spec}")',
+        '    print("  device blocks:", [(s.device.id, s.data.shape) for s in o.addressable_shards])',
+        "    print(np.asarray(o))",
+    ]
+
+
 def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
-    """A standalone script (jax + numpy only) running `p` under jit, or eagerly with
-    mode="eager"; it prints each output, each device's block shape and any exception."""
+    """A standalone script (jax + numpy only) running `p` the way harness mode `mode`
+    does (one of REPRO_MODES: jit, eager, gspmd, abstract, lowering, vmap, grad,
+    grad_remat); it prints the outputs (per-device blocks where there are values) or the
+    exception jax raised, and exits 1 on an exception."""
     types = ", ".join(f"AxisType.{t.capitalize()}" for t in p.mesh.axis_types)
     comma = "," if len(p.mesh.axis_types) == 1 else ""
     args = ", ".join(f"a{i}" for i in range(len(p.inputs)))
+    body = "jax.checkpoint(body)" if mode == "grad_remat" else "body"
     lines = [
-        f'"""{title or "shardfuzz reproducer"}"""',
+        f'"""{title or "shardfuzz reproducer"} (mode: {mode})"""',
         "import os",
         'os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"',
         'os.environ.setdefault("JAX_PLATFORMS", "cpu")',
@@ -150,13 +219,9 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         "",
         body_source(p),
         "",
-        f"f = jax.shard_map(body, {shard_map_kwargs_src(p)})",
+        f"f = jax.shard_map({body}, {shard_map_kwargs_src(p)})",
         "try:",
-        f"  outs = {'jax.jit(f)' if mode == 'jit' else 'f'}({args})",
-        "  for i, o in enumerate(outs):",
-        '    print(f"out[{i}] shape={o.shape} dtype={o.dtype} sharding={o.sharding.spec}")',
-        '    print("  device blocks:", [(s.device.id, s.data.shape) for s in o.addressable_shards])',
-        "    print(np.asarray(o))",
+        *_call_lines(p, mode, args),
         "except Exception as e:",
         '  print(f"{type(e).__name__}: {e}")',
         "  raise SystemExit(1)",

@@ -15,6 +15,7 @@ jax would have to raise it, and the run's statistics would show it as an acciden
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 from hypothesis import event
@@ -89,7 +90,10 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int) -> t
     choices = _dim_choices(mesh)
     local = []
     for _ in range(rank):
-        if draw(st.integers(0, 30), label="zero_dim") == 0:
+        # Hypothesis draws the bound 0 far more often than 1 in 101: about 5% of
+        # programs get a zero-size dimension (a known jax bug family; see
+        # reports/known_divergences.toml), the rest stay free to show other bugs
+        if draw(st.integers(0, 100), label="zero_dim") == 0:
             local.append(0)
             event("input: zero-size dimension")
         else:
@@ -483,7 +487,11 @@ def programs(
         axis_names=None if manual == mesh.names else manual,
         check_vma=vma_flag,
     )
-    if invalid > 0 and draw(st.integers(0, 9999), label="make_invalid") < invalid * 10000:
+    # Hypothesis leans to small integers (a drawn st.integers(0, 9999) < 2500 came out
+    # true for 86% of programs at invalid=0.25); the drawn program's hash is uniform and
+    # still a function of what was drawn. Bits above those apply_defect uses.
+    roll = int(hashlib.sha256(repr(program).encode()).hexdigest(), 16) >> 128
+    if invalid > 0 and roll % 10000 < invalid * 10000:
         bad = apply_defect(draw, program, body.vals, defects)
         if bad is None:
             event("defect: none applicable")

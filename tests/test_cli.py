@@ -66,6 +66,20 @@ def test_replay_explain_emit(case: Path) -> None:
     assert "out[0] shape=(16, 1) dtype=int32" in run.stdout
 
 
+def test_emit_reproduces_in_the_case_mode() -> None:
+    """A grad-only divergence gets a grad reproducer (jvp and vjp under jit), and it
+    reproduces jax's failure standalone (known zero-size Shardy export bug)."""
+    case = ROOT / "reports/corpus/known/zero_grad_lowering.json"
+    r = sf("emit", str(case))
+    assert r.returncode == 0 and "jax.vjp" in r.stdout, r.stdout + r.stderr
+    run = subprocess.run([sys.executable, "-c", r.stdout], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and "GlobalToLocalShape" in run.stdout, run.stdout[-2000:]
+    r = sf("emit", str(case), "--mode", "jit")
+    run = subprocess.run([sys.executable, "-c", r.stdout], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert sf("emit", str(case), "--mode", "nope").returncode == 2
+
+
 def test_fuzz_writes_summary(tmp_path: Path) -> None:
     rep = tmp_path / "rep"
     r = sf("fuzz", "--seed", "3", "--max-examples", "12", "--report", str(rep), "--workers", "1", "--modes", "abstract,jit")

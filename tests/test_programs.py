@@ -8,8 +8,10 @@ import json
 import pytest
 from helpers import P, iota, op, prog
 from hypothesis import given
+from hypothesis import strategies as st
 
 from programs import ProgramFormatError, from_json, to_json, to_python
+from programs.emit import REPRO_MODES, reproducer_mode
 from programs.model import Mesh
 from programs.serialize import program_id
 from strategies import programs
@@ -22,10 +24,16 @@ def test_json_round_trip(p) -> None:  # type: ignore[no-untyped-def]
     assert program_id(q) == program_id(p)
 
 
-@given(programs(max_ops=4))
-def test_emitted_script_is_python(p) -> None:  # type: ignore[no-untyped-def]
-    ast.parse(to_python(p))
+@given(programs(max_ops=4), st.sampled_from(REPRO_MODES))
+def test_emitted_script_is_python(p, mode) -> None:  # type: ignore[no-untyped-def]
+    ast.parse(to_python(p, mode=mode))
     ast.parse(repr(p))
+
+
+def test_reproducer_mode_of_a_divergence() -> None:
+    assert reproducer_mode("eager,grad") == "eager"
+    assert reproducer_mode("grad_remat") == "grad_remat"
+    assert reproducer_mode("probe") == "jit"
 
 
 def _doc() -> dict:  # type: ignore[type-arg]
