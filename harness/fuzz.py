@@ -13,19 +13,22 @@ import json
 import os
 import sys
 import time
+import unittest
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 from hypothesis.statistics import collector
 
 from harness import compat
 from harness.check import CheckResult, check_program, evaluate, localise_values, needs_probe
 from harness.compare import Divergence
-from harness.minimize import minimize_case, size
+from harness.minimize import minimize_case, modes_for, pool_check, size
 from harness.modes import DEFAULT_MODES, Observation
 from harness.pool import Completed, Pool
 from harness.reports import write_reports
@@ -48,6 +51,80 @@ GENERATION = settings(
     derandomize=False,
     print_blob=False,
 )
+
+
+_HANDLERS: list[Callable[[Program], None]] = []
+
+
+def fuzz_program(p: Program) -> None:
+    """The one Hypothesis test function behind every fuzz run, database replay and
+    shrink search: one function, so they all share one key in the corpus's example
+    database (Hypothesis keys saved examples by the test function)."""
+    _HANDLERS[-1](p)
+
+
+@contextmanager
+def _handling(fn: Callable[[Program], None]) -> Iterator[None]:
+    _HANDLERS.append(fn)
+    try:
+        yield
+    finally:
+        _HANDLERS.pop()
+
+
+def example_database(corpus: Path) -> DirectoryBasedExampleDatabase:
+    """The corpus directory is also Hypothesis' example database (in `.hypothesis/`)."""
+    return DirectoryBasedExampleDatabase(str(corpus / ".hypothesis"))
+
+
+def hypothesis_test(cfg: RunConfig, phases: list[Phase], database: Any = None) -> Callable[[], None]:
+    """`fuzz_program` under Hypothesis with the run's strategy, seed and example count
+    (the same ones always draw the same programs in the same order)."""
+    wrapped = given(programs(invalid=cfg.invalid))(fuzz_program)
+    return settings(
+        GENERATION, max_examples=cfg.max_examples, phases=phases, database=database, verbosity=Verbosity.quiet
+    )(seed(cfg.seed)(wrapped))
+
+
+class _Reproduced(Exception):
+    """Raised in a shrink search when a program shows the signature: a 'failure' to
+    Hypothesis, which then shrinks it."""
+
+
+def hypothesis_shrink(
+    cfg: RunConfig, target_id: str, signature: str, check: Callable[[Program], set[str]], budget_s: float,
+    database: Any = None,
+) -> tuple[Program | None, int]:
+    """Hypothesis' own shrinker on a program the run drew: replay the run's generation
+    (same seed, strategy and example count: cheap, nothing runs) up to the program with
+    id `target_id`, then let Hypothesis shrink its choice sequence, every candidate
+    checked through real jax for `signature`. The smallest program that still shows it
+    (None when the target is not reached) and the checks spent; with a database, the
+    shrunk example is saved there, and later runs replay it first."""
+    t0 = time.monotonic()
+    state: dict[str, Any] = {"found": False, "checks": 0, "best": None}
+
+    def handle(p: Program) -> None:
+        if not state["found"]:
+            hit = state["found"] = program_id(p) == target_id
+        elif time.monotonic() - t0 > budget_s:
+            hit = False  # out of time: every candidate passes, so Hypothesis stops shrinking
+        else:
+            state["checks"] += 1
+            hit = signature in check(p)
+        if hit:
+            if state["best"] is None or size(p) <= size(state["best"]):
+                state["best"] = p
+            raise _Reproduced  # (one raise site: one failure to Hypothesis)
+
+    with _handling(handle):
+        try:
+            hypothesis_test(cfg, [Phase.generate, Phase.shrink], database)()
+        except _Reproduced:
+            pass
+        except Exception:  # noqa: BLE001 - e.g. Flaky: keep the smallest program seen to reproduce
+            pass
+    return state["best"], state["checks"]
 
 
 def seeded_programs(n: int, s: int, invalid: float = 0.25) -> list[Program]:
@@ -177,6 +254,7 @@ class Run:
         self.accidents = 0
         self.fixed: list[dict[str, Any]] = []
         self.corpus_replayed = 0
+        self.database_replayed = 0
         self.batch_reconfirmed = 0
         self.generated_ids: list[str] = []  # in generation order: the run's determinism check
 
@@ -338,31 +416,36 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
             wait_for_free_worker()
             pool.submit(p, modes)
 
-    def check(p: Program) -> None:
+    def check(p: Program, reused: bool = False) -> None:
         if cfg.budget_s is not None and run.elapsed() > cfg.budget_s:
             raise _BudgetSpent
-        run.generated_ids.append(program_id(p))
+        if reused:
+            run.database_replayed += 1
+        else:
+            run.generated_ids.append(program_id(p))
         if pool is None:
             run.record(check_program(p, tier_modes(p, cfg)))
         else:
             submit(p)
         run.progress()
 
-    @settings(GENERATION, max_examples=cfg.max_examples)
-    @seed(cfg.seed)
-    @given(programs(invalid=cfg.invalid))
-    def one(p: Program) -> None:
-        check(p)
-
     try:
         if cfg.corpus is not None:
             replay_corpus(run, pool)
+            # the shrunk examples earlier runs saved in the corpus's Hypothesis example
+            # database, replayed (read-only: a replay never deletes them) before
+            # generation, which then draws exactly what a run without a corpus would
+            with _handling(lambda p: check(p, reused=True)):
+                try:
+                    hypothesis_test(cfg, [Phase.reuse], ReadOnlyDatabase(example_database(cfg.corpus)))()
+                except unittest.SkipTest:
+                    pass  # nothing saved yet
         if fixed is not None:
             for p in fixed:
                 check(p)
         else:
-            with collector.with_value(stats.append):
-                one()
+            with collector.with_value(stats.append), _handling(check):
+                hypothesis_test(cfg, [Phase.generate])()
     except _BudgetSpent:
         pass
     finally:
@@ -456,7 +539,19 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         except (OSError, ValueError, KeyError):
             continue
         print(f"minimizing [{i + 1}/{len(todo)}] {b.signature} ...", file=run.cfg.progress, flush=True)
-        best, n = minimize_case(pool, p, b.signature, run.cfg.modes, run.cfg.minimize_budget_s)
+        t0 = time.monotonic()
+        n_hyp, original = 0, p
+        if program_id(p) in set(run.generated_ids):  # drawn by this run: Hypothesis shrinks it first
+            db = example_database(run.cfg.corpus) if run.cfg.corpus is not None else None
+            check = pool_check(pool, modes_for(b.signature, run.cfg.modes))
+            shrunk, n_hyp = hypothesis_shrink(run.cfg, program_id(p), b.signature, check,
+                                              run.cfg.minimize_budget_s / 2, db)
+            if shrunk is not None:
+                print(f"  Hypothesis shrinking: {size(p)} -> {size(shrunk)} in {n_hyp} checks", file=run.cfg.progress, flush=True)
+                p = shrunk
+        left = max(1.0, run.cfg.minimize_budget_s - (time.monotonic() - t0))
+        best, n = minimize_case(pool, p, b.signature, run.cfg.modes, left)
+        n += n_hyp
         base = case.with_suffix("")
         out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
         sig_div = [d for d in check_sync(run, pool, best).divergences if d.signature == b.signature]
@@ -464,7 +559,7 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer: {b.signature}", mode=reproducer_mode(b.mode)))
         b.minimized_case = str(out_json)
         b.minimized_size = list(size(best))
-        print(f"  {size(p)} -> {size(best)} in {n} checks: {out_py}", file=run.cfg.progress, flush=True)
+        print(f"  {size(original)} -> {size(best)} in {n} checks: {out_py}", file=run.cfg.progress, flush=True)
         if run.cfg.corpus is not None:
             atomic_write(run.cfg.corpus / out_json.name, out_json.read_text())
 
@@ -520,6 +615,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
         "fixed": run.fixed,
         "batch_reconfirmed": run.batch_reconfirmed,
         "corpus_replayed": run.corpus_replayed,
+        "database_replayed": run.database_replayed,
         "programs_digest": hashlib.sha256(" ".join(run.generated_ids).encode()).hexdigest()[:16],
         "unseen_suppressions": sorted(s.id for s in cfg.suppressions if s.id not in seen),
         "statistics": _events(stats),

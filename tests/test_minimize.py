@@ -56,3 +56,35 @@ def test_minimize_command_with_a_real_fault(tmp_path: Path) -> None:
     small = json.loads((tmp_path / "case.min.json").read_text())["program"]
     assert [o["kind"] for o in small["body"]] == ["psum"], small
     assert (tmp_path / "case.min.py").exists()
+
+
+def test_hypothesis_shrinks_a_drawn_program_first_and_saves_it() -> None:
+    """Hypothesis' shrinker on a program a run drew (found again by replaying the run's
+    generation), then the saved example is what the next run replays first."""
+    from hypothesis import Phase
+    from hypothesis.database import InMemoryExampleDatabase
+
+    from harness.fuzz import RunConfig, _handling, hypothesis_shrink, hypothesis_test, seeded_programs
+    from programs.serialize import program_id
+
+    def check(q):  # type: ignore[no-untyped-def]
+        # stands in for jax: "any psum shows the divergence"
+        return {"value|jit|psum"} if any(o.kind == "psum" for o in q.body) else set()
+
+    cfg = RunConfig(seed=5, max_examples=60, invalid=0.0)
+    drawn = seeded_programs(60, 5, invalid=0.0)
+    target = max((p for p in drawn if check(p)), key=size)  # the biggest failing one
+    db = InMemoryExampleDatabase()
+    best, n = hypothesis_shrink(cfg, program_id(target), "value|jit|psum", check, 60.0, db)
+    assert best is not None and check(best) and n > 0
+    assert size(best) < size(target)
+    assert len(best.body) <= len(target.body)
+    replayed = []
+    with _handling(replayed.append):
+        hypothesis_test(cfg, [Phase.reuse], db)()
+    # Hypothesis' own shrunk example (smallest in its order), saved under the fuzz run's key
+    assert any(check(q) and size(q) < size(target) for q in replayed), replayed
+
+    # a program this seed never draws is not reached: no result, and nothing runs
+    ghost = _big()
+    assert hypothesis_shrink(cfg, program_id(ghost), "value|jit|psum", check, 5.0)[0] is None
