@@ -127,7 +127,7 @@ def compare(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
             )
         )
         return out
-    if mode == "vmap":
+    if mode in ("vmap", "vmap_spmd"):
         return out + _compare_batched(p, pred, obs)
     if mode in ("grad", "grad_remat"):
         return out + _compare_grad(p, obs)
@@ -166,22 +166,23 @@ def _compare_grad(p: Program, obs: Observation) -> list[Divergence]:
 
 def _compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
     """vmap: each output is the batch of the per-member predictions, stacked on axis 0."""
-    from harness.modes import VMAP_BATCH
+    from harness.modes import MODES
     from oracles import predict
 
-    members = [pred] + [predict(p, batch=b) for b in range(1, VMAP_BATCH)]
+    n_batch = MODES[obs.mode].batch_size(p)  # type: ignore[attr-defined]
+    members = [pred] + [predict(p, batch=b) for b in range(1, n_batch)]
     out = []
     for k, o in enumerate(obs.outputs):
         e = pred.outputs[k]
         where = producer(p, p.outputs[k])
-        want_shape = (VMAP_BATCH,) + e.global_shape
+        want_shape = (n_batch,) + e.global_shape
         if o.global_shape != want_shape or o.dtype != e.dtype:
             kind = DivergenceKind.SHAPE if o.global_shape != want_shape else DivergenceKind.DTYPE
             out.append(
                 Divergence(
                     kind,
                     obs.mode,
-                    f"out[{k}] (mode=vmap): {o.dtype}{list(o.global_shape)}, but oracle predicts {e.dtype}{list(want_shape)}",
+                    f"out[{k}] (mode={obs.mode}): {o.dtype}{list(o.global_shape)}, but oracle predicts {e.dtype}{list(want_shape)}",
                     where,
                     output=k,
                 )
@@ -196,12 +197,12 @@ def _compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Div
         tol = max(m.outputs[k].atol for m in members)
         ok = np.array_equal(got, want) if exact else bool(np.allclose(got, want, rtol=e.rtol, atol=tol))
         if not ok:
-            bad = [b for b in range(VMAP_BATCH) if not np.allclose(got[b], want[b], rtol=e.rtol, atol=tol)]
+            bad = [b for b in range(n_batch) if not np.allclose(got[b], want[b], rtol=e.rtol, atol=tol)]
             out.append(
                 Divergence(
                     DivergenceKind.VALUE,
                     obs.mode,
-                    f"out[{k}] (mode=vmap): batch members {bad} differ; jax gives {_short(got[bad[0]] if bad else got)}, "
+                    f"out[{k}] (mode={obs.mode}): batch members {bad} differ; jax gives {_short(got[bad[0]] if bad else got)}, "
                     f"but oracle predicts {_short(want[bad[0]] if bad else want)}",
                     where,
                     output=k,

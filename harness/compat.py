@@ -135,7 +135,7 @@ def _eager_partial_manual() -> bool:
     return True
 
 
-VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "grad", "grad_remat", "probe")
+VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "probe")
 
 
 def _backend() -> str:
@@ -150,6 +150,8 @@ def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
 
     `mode`: the mode about to run it (some features are missing in one mode only)."""
     out = [f for f in _program_features(p) if f]
+    if mode == "smap" and not (has("smap") and hasattr(__import__("jax"), "set_mesh")):
+        out.append(f"jax.smap: jax {jax_version()} does not have it (or jax.set_mesh)")
     if mode == "gspmd" and not has("gspmd"):
         out.append(f"the GSPMD partitioner: jax {jax_version()} has no jax_use_shardy_partitioner flag")
     if mode in VALUE_MODES and any(op.kind == "ragged_all_to_all" for op in p.body) and _backend() == "cpu":

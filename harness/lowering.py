@@ -66,6 +66,23 @@ def _lower_table() -> dict[str, Callable[[list[Any], Op], Any]]:
     }
 
 
+def _wrapped(fn: Callable[[list[Any], Op], Any], wrap: Any) -> Callable[[list[Any], Op], Any]:
+    """The op inside lax.scan (a length-1 loop applying it to the carry) or lax.cond
+    (both branches apply it): the same meaning, through control flow (programs/ops.py)."""
+    if wrap is None:
+        return fn
+    import jax
+
+    def scanned(a: list[Any], op: Op) -> Any:
+        _, ys = jax.lax.scan(lambda c, _: (c, fn([c, *a[1:]], op)), a[0], None, length=1)
+        return ys[0]
+
+    def conded(a: list[Any], op: Op) -> Any:
+        return jax.lax.cond(True, lambda c: fn([c, *a[1:]], op), lambda c: fn([c, *a[1:]], op), a[0])
+
+    return {"scan": scanned, "cond": conded}[str(wrap)]
+
+
 _TABLE: dict[str, Callable[[list[Any], Op], Any]] | None = None
 
 
@@ -103,7 +120,7 @@ def make_body(p: Program, record: Callable[[int, Any], None] | None = None) -> C
             for i, v in enumerate(vals):
                 record(i, v)
         for i, op in enumerate(p.body):
-            v = table[op.kind]([vals[j] for j in op.operands], op)
+            v = _wrapped(table[op.kind], op.p("wrap"))([vals[j] for j in op.operands], op)
             vals.append(v)
             if record is not None:
                 record(n_in + i, v)

@@ -228,14 +228,26 @@ class Vmap(Mode):
     interpreter run once per batch member, stacked."""
 
     name = "vmap"
+    spmd = False  # vmap_spmd: spmd_axis_name=p.spmd_axis(), a batch of that axis' size
+
+    def batch_size(self, p: Program) -> int:
+        axis = p.spmd_axis() if self.spmd else None
+        return p.mesh.axis_size(axis) if axis else VMAP_BATCH
+
+    def run(self, p: Program) -> Observation:
+        self._axis = p.spmd_axis() if self.spmd else None
+        if self.spmd and (self._axis is None or p.defect is not None):
+            why = "a defect (jax's error wording differs under vmap)" if self._axis else "no free manual axis of size > 1"
+            return Observation(self.name, status="unsupported", error_message=f"vmap_spmd: {why}")
+        return super().run(p)
 
     def inputs(self, p: Program) -> list[np.ndarray]:
-        return [np.stack([x.materialize(b) for b in range(VMAP_BATCH)]) for x in p.inputs]
+        return [np.stack([x.materialize(b) for b in range(self.batch_size(p))]) for x in p.inputs]
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax
 
-        outs = jax.jit(jax.vmap(f))(*args)
+        outs = jax.jit(jax.vmap(f, spmd_axis_name=self._axis) if self._axis else jax.vmap(f))(*args)
         jax.block_until_ready(outs)
         return outs
 
@@ -258,6 +270,43 @@ def probe_program(p: Program) -> Program:
     axes = p.manual_axes
     spec = Spec((axes,) if axes else ())
     return _replace(p, outputs=vals, out_specs=(spec,) * len(vals), check_vma=False)
+
+
+class Smap(Mode):
+    """The same program written with `jax.smap(body, in_axes=, out_axes=, axis_name=)`
+    (single-axis shard_map, under `jax.set_mesh`), under jit, for programs that have
+    that form (`Program.smap_form`); the values must be the shard_map's."""
+
+    name = "smap"
+
+    def run(self, p: Program) -> Observation:
+        form = p.smap_form()
+        if isinstance(form, str):
+            return Observation(self.name, status="unsupported", error_message=f"smap: {form}")
+        self._form, self._mesh = form, compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types)
+        return super().run(p)
+
+    def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+        import jax
+
+        axis, ins, outs = self._form
+        return jax.smap(make_body(p, record), in_axes=ins, out_axes=outs, axis_name=axis)
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        with jax.set_mesh(self._mesh):
+            outs = jax.jit(f)(*args)
+            jax.block_until_ready(outs)
+        return outs
+
+
+class VmapSpmd(Vmap):
+    """vmap with spmd_axis_name: the batch (as long as the axis) is split over a free
+    manual mesh axis, which the batching rule adds to every spec; the values must be
+    those of plain vmap."""
+
+    name, spmd = "vmap_spmd", True
 
 
 class Probe(Mode):
@@ -387,9 +436,9 @@ class Lowering(Mode):
 
 
 MODES: dict[str, Mode] = {
-    m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), Grad(), GradRemat(), Lowering(), Probe())
+    m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), VmapSpmd(), Smap(), Grad(), GradRemat(), Lowering(), Probe())
 }
-DEFAULT_MODES = ("abstract", "jit", "gspmd", "eager", "vmap", "grad", "grad_remat", "lowering")
+DEFAULT_MODES = ("abstract", "jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "lowering")
 
 
 # ------------------------------------------------------------------ wire format

@@ -33,6 +33,17 @@ def _lst(v: ParamValue) -> str:
 
 def op_source(op: Op, names: list[str]) -> str:
     """The jax expression computing `op`, with operand names from `names`."""
+    wrap = op.p("wrap")
+    if wrap is not None:
+        from dataclasses import replace
+
+        inner_names = list(names)
+        inner_names[op.operands[0]] = "c"
+        inner = op_source(replace(op, params=tuple(kv for kv in op.params if kv[0] != "wrap")), inner_names)
+        x = names[op.operands[0]]
+        if wrap == "scan":
+            return f"jax.lax.scan(lambda c, _: (c, {inner}), {x}, None, length=1)[1][0]"
+        return f"jax.lax.cond(True, lambda c: {inner}, lambda c: {inner}, {x})"
     a = names[op.operands[0]] if op.operands else ""
     b = names[op.operands[1]] if len(op.operands) > 1 else ""
     k = op.kind
@@ -129,7 +140,7 @@ def inputs_src(p: Program) -> list[str]:
     return lines
 
 
-REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "grad", "grad_remat")
+REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "vmap_spmd", "smap", "grad", "grad_remat")
 
 
 def reproducer_mode(mode: str) -> str:
@@ -145,6 +156,17 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
     if mode in ("jit", "eager", "gspmd"):
         pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
         return pre + [f"  outs = {'f' if mode == 'eager' else 'jax.jit(f)'}({args})", *_print_values()]
+    if mode == "smap":
+        form = p.smap_form()
+        if isinstance(form, str):
+            return [f"  raise SystemExit('this program has no jax.smap form: {form}')"]
+        axis, ins, outs = form
+        return [
+            f"  g = jax.smap(body, in_axes={ins!r}, out_axes={outs!r}, axis_name={axis!r})",
+            "  with jax.set_mesh(mesh):",
+            f"    outs = jax.jit(g)({args})",
+            *["  " + line for line in _print_values()],
+        ]
     if mode in ("abstract", "lowering"):
         pre = [f"  print(jax.jit(f, keep_unused=True).lower({shapes}).as_text())"] if mode == "lowering" else []
         return pre + [
@@ -152,9 +174,12 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
             "  for i, o in enumerate(outs):",
             '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
         ]
-    if mode == "vmap":
+    if mode in ("vmap", "vmap_spmd"):
+        axis = p.spmd_axis() if mode == "vmap_spmd" else None
+        n = p.mesh.axis_size(axis) if axis else 2
+        vm = f"jax.vmap(f, spmd_axis_name={axis!r})" if axis else "jax.vmap(f)"
         return [
-            f"  outs = jax.jit(jax.vmap(f))(*[np.stack([a, a + 1]) for a in ({args},)])  # a batch of 2",
+            f"  outs = jax.jit({vm})(*[np.stack([a + i for i in range({n})]) for a in ({args},)])  # a batch of {n}",
             "  for i, o in enumerate(outs):",
             '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
             "    print(np.asarray(o))",

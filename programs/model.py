@@ -188,6 +188,45 @@ class Program:
         i = value - len(self.inputs)
         return self.body[i] if i >= 0 else None
 
+    def spmd_axis(self) -> str | None:
+        """A mesh axis for `jax.vmap(..., spmd_axis_name=)`: manual, of size > 1, named
+        by no spec and no op (so splitting the batch over it changes what no collective
+        means); the largest such, None when there is none."""
+        used = {a for s in self.in_specs + self.out_specs for a in s.axes()}
+        used |= {a for op in self.body for a in (op.p("axes") or ())}  # type: ignore[union-attr]
+        free = [a for a in self.manual_axes if a not in used and self.mesh.axis_size(a) > 1]
+        return max(free, key=self.mesh.axis_size) if free else None
+
+    def smap_form(self) -> tuple[str, tuple[int | None, ...], tuple[int | None, ...]] | str:
+        """The program as `jax.smap(body, in_axes=, out_axes=, axis_name=)`: (axis,
+        in_axes, out_axes); or why it has no such form (a string). It has one when one
+        manual axis is all that its specs and ops name, each spec names it on at most
+        one dimension, and (unless the other mesh axes are automatic) nothing else is
+        manual with a size > 1."""
+        if self.defect is not None or not self.check_vma:
+            return "a defect" if self.defect is not None else "check_vma=False"
+        if any(s.kind != "P" for s in self.in_specs + self.out_specs):
+            return "a spec that is not a PartitionSpec"
+        named = {a for s in self.in_specs + self.out_specs for a in s.axes()}
+        named |= {a for op in self.body for a in (op.p("axes") or ())}  # type: ignore[union-attr]
+        manual = self.manual_axes
+        if len(named) > 1 or not named <= set(manual):
+            return f"names {len(named)} axes"
+        axis = next(iter(named)) if named else manual[0]
+        if any(a != axis and self.mesh.axis_size(a) > 1 for a in manual):
+            return "other manual axes of size > 1"
+
+        def dim(s: Spec) -> int | None | str:
+            dims = [d for d, e in enumerate(s.entries) if e]
+            if not dims:
+                return None
+            return dims[0] if len(dims) == 1 and s.entries[dims[0]] == (axis,) else "bad"
+
+        ins, outs = [dim(s) for s in self.in_specs], [dim(s) for s in self.out_specs]
+        if "bad" in ins or "bad" in outs:
+            return "a spec names the axis on several dimensions"
+        return axis, tuple(ins), tuple(outs)  # type: ignore[arg-type]
+
     def collectives(self) -> tuple[str, ...]:
         from programs.ops import COLLECTIVES
 

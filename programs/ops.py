@@ -47,6 +47,16 @@ _SYNTAX = [
     OpSyntax("ragged_all_to_all", 6, ("axes",)),
 ]
 
+# Any op reading an operand may run inside a control-flow wrapper with the same meaning:
+# wrap="scan": lax.scan over a length-1 loop whose body applies the op to the carry;
+# wrap="cond": lax.cond whose two branches both apply the op. The oracle ignores it;
+# jax must give the same types and values (collectives inside scan and cond bodies,
+# through their batching, transpose and partitioning rules).
+WRAPS = ("scan", "cond")
+_SYNTAX = [
+    OpSyntax(s.kind, s.arity, s.params, s.optional + ("wrap",)) if 1 <= s.arity <= 2 else s for s in _SYNTAX
+]
+
 SYNTAX: dict[str, OpSyntax] = {s.kind: s for s in _SYNTAX}
 LOCAL_OPS = frozenset(
     ["const", "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast"]

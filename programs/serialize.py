@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec
-from programs.ops import SYNTAX
+from programs.ops import SYNTAX, WRAPS
 
 SCHEMA_VERSION = 1
 
@@ -156,6 +156,8 @@ def program_from_dict(d: Any) -> Program:
         unknown = [p for p in params if p not in syn.params and p not in syn.optional]
         if missing or unknown:
             raise ProgramFormatError(f"{w}: {kind} params missing {missing}, unknown {unknown}")
+        if params.get("wrap") not in (None, *WRAPS):
+            raise ProgramFormatError(f"{w}.params.wrap: {params['wrap']!r} is not one of {WRAPS}")
         body.append(
             Op(kind, operands, tuple(sorted((k, _param_from_json(v, f"{w}.params.{k}")) for k, v in params.items())))
         )

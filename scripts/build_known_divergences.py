@@ -12,16 +12,6 @@ sys.path.insert(0, str(ROOT))
 from programs import from_json, to_python  # noqa: E402 - after the sys.path line
 
 
-def repro_grad(name):
-    src = repro(name)
-    return src.replace("  outs = jax.jit(f)(a0)", "  outs = jax.jit(jax.grad(lambda a: f(a)[0].sum()))(a0),")
-
-def repro_gspmd(name):
-    return repro(name).replace("import jax.numpy as jnp", "import jax.numpy as jnp\njax.config.update('jax_use_shardy_partitioner', False)  # the GSPMD partitioner")
-
-def repro_vmap(name):
-    return repro(name).replace("  outs = jax.jit(f)(a0)", "  outs = jax.jit(jax.vmap(f))(np.stack([a0, a0]))")
-
 def repro(name, mode='jit'):
     return to_python(from_json((ROOT / 'reports/corpus/known' / f'{name}.json').read_text()), title=f"shardfuzz reproducer: {name}", mode=mode)
 entries = [
@@ -114,19 +104,19 @@ entries = [
       when=["pmax"],
       reason="jax.lax.pmax has no differentiation rule (NotImplementedError: Differentiation rule for 'pmax' not implemented), although max is differentiable almost everywhere and jnp.maximum / jnp.max are; the oracle predicts the derivative (finite differences, away from ties). A jax limitation, listed so the grad mode still checks every other program.",
       link="",
-      reproducer=repro_grad('pmax_grad')),
+      reproducer=repro('pmax_grad', 'grad')),
  dict(id="pmin-no-differentiation-rule",
       signatures=["unexpected_error|grad*|*->NotImplementedError", "wrong_error|grad*|*->NotImplementedError", "mode_disagreement|grad*|raise:grad*"],
       when=["pmin"],
       reason="As pmax-no-differentiation-rule, for pmin.",
       link="",
-      reproducer=repro_grad('pmax_grad')),
+      reproducer=repro('pmax_grad', 'grad')),
  dict(id="vmap-out-spec-rank-error-garbled",
       signatures=["wrong_error|vmap|out_spec_rank->ValueError", "wrong_error|vmap|out_spec_replication->ValueError"],
       when=[],
       reason="Under jax.vmap, an out_spec error (an out_spec longer than its output's rank, or one that leaves out an axis the output varies along) does not give shard_map's message ('out_specs entry which is too long ...' / 'require replication which can't be statically inferred') but an internal pytree error from the batching rule ('pytree structure error: different lengths of tuple at key path broadcast_prefix prefix_tree'), which names neither the out_spec nor the output. Found by shardfuzz (defects out_spec_too_long and out_spec_drops_varying_axis, mode vmap).",
       link="",
-      reproducer=repro_vmap('vmap_out_rank')),
+      reproducer=repro('vmap_out_rank', 'vmap')),
  dict(id="eager-partial-manual-check-vma-false",
       signatures=["unexpected_error|eager|*->ValueError", "wrong_error|eager|*->ValueError", "mode_disagreement|eager|raise:eager", "mode_disagreement|*|raise:*eager*"],
       when=["partial_manual", "check_vma==False"],
@@ -144,7 +134,19 @@ entries = [
       when=["partial_manual", "pswapaxes"],
       reason="With the GSPMD partitioner (jax_use_shardy_partitioner=False), a partial-manual shard_map (axis_names a strict subset of the mesh) whose body does pswapaxes (an all_to_all) aborts the process inside XLA compilation (SIGABRT: hlo_sharding_util.cc Check failed: sharding.IsManualSubgroup()); Shardy compiles and runs it. Found by shardfuzz (gspmd mode), minimized to one op.",
       link="",
-      reproducer=repro_gspmd('gspmd_partial_manual_all_to_all')),
+      reproducer=repro('gspmd_partial_manual_all_to_all', 'gspmd')),
+ dict(id="gspmd-partial-manual-all-gather-abort",
+      signatures=["crash|gspmd|crash"],
+      when=["partial_manual", "all_gather"],
+      reason="The same GSPMD abort (hlo_sharding_util.cc Check failed: sharding.IsManualSubgroup()) for a partial-manual shard_map whose body does an all_gather (tiled or not), e.g. all_gather over the one manual axis of a ('data', 'pipe') mesh with axis_names={'pipe'}; Shardy compiles and runs it. Found by shardfuzz (gspmd mode, 8 programs in a 2000-program all-mode run, seed 7), minimized to one op.",
+      link="",
+      reproducer=repro('gspmd_partial_manual_all_gather', 'gspmd')),
+ dict(id="all-to-all-untiled-transpose-shape",
+      signatures=["unexpected_error|grad*|lowering->ValueError", "mode_disagreement|*|raise:*grad*"],
+      when=["all_to_all:tiled==False"],
+      reason="The transpose rule of all_to_all (jax/_src/lax/parallel.py _all_to_all_transpose_rule) calls the user-level all_to_all with split_axis and concat_axis swapped and the same tiled=False; but untiled all_to_all removes the split axis and inserts a new one at concat_axis, and that reshaping is not its own inverse with the axes swapped, so the cotangent has the wrong shape whenever split_axis != concat_axis: jax.vjp raises 'Expected cotangent type float32[1,1,3,6]{V:(data,pipe)} but got float32[1,3,1,6]'. The forward pass, jvp and vmap are right. Found by shardfuzz (grad and grad_remat modes, seed 7), minimized to one op. No upstream issue found.",
+      link="jax/_src/lax/parallel.py _all_to_all_transpose_rule",
+      reproducer=repro('all_to_all_untiled_transpose', 'grad')),
  dict(id="ppermute-multi-axis-order",
       signatures=["value|*|*", "vma|*|*"],
       when=["ppermute:axes_order==unordered"],

@@ -452,6 +452,14 @@ def programs(
             kind = draw(st.sampled_from(kinds), label="op_kind")
             if body.try_op(draw, kind):
                 break
+    for i, op in enumerate(body.ops):
+        # now and then an op runs inside lax.scan or lax.cond (same meaning; see
+        # programs/ops.py WRAPS); middle values, as Hypothesis favours the bounds
+        if 1 <= len(op.operands) <= 2:
+            w = {5: "scan", 10: "cond"}.get(draw(st.integers(0, 15), label="wrap"))
+            if w is not None:
+                body.ops[i] = Op.make(op.kind, op.operands, **op.param_dict, wrap=w)
+                event(f"wrapped in {w}")
     n_out = draw(st.integers(1, max_outputs), label="n_outputs")
     outputs, out_specs = [], []
     n_in = len(inputs)

@@ -64,7 +64,13 @@ def test_hypothesis_shrinks_a_drawn_program_first_and_saves_it() -> None:
     from hypothesis import Phase
     from hypothesis.database import InMemoryExampleDatabase
 
-    from harness.fuzz import RunConfig, _handling, hypothesis_shrink, hypothesis_test, seeded_programs
+    from harness.fuzz import (
+        RunConfig,
+        _handling,
+        hypothesis_shrink,
+        hypothesis_test,
+        seeded_programs,
+    )
     from programs.serialize import program_id
 
     def check(q):  # type: ignore[no-untyped-def]

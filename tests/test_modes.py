@@ -1,0 +1,61 @@
+"""The transformation modes and program features only they reach: vmap with
+spmd_axis_name, the same program written with jax.smap, ops inside lax.scan / lax.cond.
+Each runs clean on real jax and catches an injected fault the plain path also shows."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import P, iota, op, prog
+
+from harness.check import evaluate
+from harness.compare import DivergenceKind
+from harness.pool import Pool
+from programs.model import Input, Mesh, Program
+
+XY = Mesh(("x", "y"), (2, 4))
+X4 = Mesh(("x",), (4,))
+
+
+def _run(p: Program, modes: tuple[str, ...], fault: str = "") -> list:  # type: ignore[type-arg]
+    pool = Pool(1, env={"SHARDFUZZ_FAULTS": fault} if fault else None)
+    try:
+        pool.submit(p, modes)
+        (c,) = pool.drain()
+    finally:
+        pool.close()
+    assert all(o.status in ("ok", "error") for o in c.observations), c.observations
+    return list(evaluate(c.program, c.observations).divergences)
+
+
+# spmd axis y is free (no spec, no op names it): the batch of 4 is split over it
+SPMD = prog(XY, [iota(4, 6)], [P("x")], [op("all_gather", 0, axes=("x",), axis=0, tiled=False), op("psum", 1, axes=("x",))], [2], [P()])
+# one axis, each spec naming it on one dimension: a jax.smap form exists
+SMAP = prog(X4, [iota(8, 3), Input((3,), "float32", "small", 5)], [P("x"), P()],
+            [op("psum", 0, axes=("x",)), op("all_gather", 0, axes=("x",), axis=1, tiled=True), op("cast", 2, dtype="float32"), op("add", 4, 1)],
+            [3, 5], [P(None, "x"), P()])
+SCAN = prog(XY, [Input((4, 8), "float32", "small", 3)], [P("x", "y")], [op("psum", 0, axes=("y",), wrap="scan"), op("neg", 1, wrap="cond")], [2], [P("x")])
+
+
+def test_spmd_axis_and_smap_form() -> None:
+    assert SPMD.spmd_axis() == "y"
+    assert SCAN.spmd_axis() is None  # both axes are named
+    assert SMAP.smap_form() == ("x", (0, None), (1, None))
+    assert isinstance(SPMD.smap_form(), str)  # a 2-axis mesh, both manual with size > 1
+
+
+@pytest.mark.parametrize(("p", "modes"), [(SPMD, ("vmap_spmd", "vmap")), (SMAP, ("smap", "jit")), (SCAN, ("jit", "eager", "vmap", "grad"))])
+def test_mode_runs_clean(p: Program, modes: tuple[str, ...]) -> None:
+    assert _run(p, modes) == []
+
+
+@pytest.mark.parametrize(
+    ("p", "mode", "fault"),
+    [
+        (SPMD, "vmap_spmd", "all_gather_batching_doubles"),  # the batching rule, split over y
+        (SMAP, "smap", "psum_counts_device0_twice"),
+        (SCAN, "jit", "psum_counts_device0_twice"),  # psum inside a scan body
+    ],
+)
+def test_mode_catches_fault(p: Program, mode: str, fault: str) -> None:
+    divs = _run(p, (mode,), fault)
+    assert any(d.kind == DivergenceKind.VALUE and d.mode == mode for d in divs), divs
