@@ -35,7 +35,19 @@ def _lower_table() -> dict[str, Callable[[list[Any], Op], Any]]:
             kw["to"] = op.p("to")
         return lax.all_gather(a[0], _axes(op), axis=op.p("axis"), tiled=op.p("tiled"), **kw)
 
-    return {
+    def nested(a: list[Any], op: Op) -> Any:
+        inner = Op(str(op.p("inner")), (0,), tuple(tuple(kv) for kv in op.p("inner_params")))  # type: ignore[union-attr, misc]
+        fn = table[inner.kind]
+        return jax.shard_map(  # no mesh: the one in context (the outer shard_map's)
+            lambda b: fn([b], inner),
+            in_specs=to_pspec(Spec(tuple(None if e is None else tuple(e) for e in op.p("in_spec")))),  # type: ignore[union-attr]
+            out_specs=to_pspec(Spec(tuple(None if e is None else tuple(e) for e in op.p("out_spec")))),  # type: ignore[union-attr]
+            axis_names=set(op.p("inner_axes")),  # type: ignore[arg-type]
+            check_vma=bool(op.p("check_vma")),
+        )(a[0])
+
+    table: dict[str, Callable[[list[Any], Op], Any]] = {
+        "shard_map": nested,
         "const": lambda a, op: jnp.full(tuple(op.p("shape")), op.p("value"), getattr(jnp, str(op.p("dtype")))),  # type: ignore[arg-type]
         "add": lambda a, op: a[0] + a[1],
         "sub": lambda a, op: a[0] - a[1],
@@ -64,6 +76,7 @@ def _lower_table() -> dict[str, Callable[[list[Any], Op], Any]]:
         "pcast": lambda a, op: lax.pcast(a[0], _axes(op), to=op.p("to")),
         "ragged_all_to_all": lambda a, op: lax.ragged_all_to_all(*a, axis_name=_axes(op)),
     }
+    return table
 
 
 def _wrapped(fn: Callable[[list[Any], Op], Any], wrap: Any) -> Callable[[list[Any], Op], Any]:

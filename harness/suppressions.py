@@ -80,7 +80,7 @@ def check_feature(text: str) -> None:
 def feature_holds(p: Program, text: str) -> bool:
     """A narrow, structured condition on the program (never on messages): a program-wide
     feature from PROGRAM_FEATURES, 'KIND' (the body
-    has an op of that kind), 'KIND:PARAM' (... with that parameter set), or
+    has an op of that kind), 'KIND:PARAM' (... with that parameter set; the op inside a nested shard_map counts), or
     'KIND:PARAM<N' / 'KIND:PARAM>N' / 'KIND:PARAM==V'. The pseudo-parameter
     'axes_order' is 'unordered' when the op names several mesh axes out of mesh order."""
     if text in PROGRAM_FEATURES:
@@ -88,7 +88,7 @@ def feature_holds(p: Program, text: str) -> bool:
     m = _FEATURE.match(text)
     if m is None:
         return False
-    for op in p.body:
+    for op in p.all_ops():  # (the op inside a nested shard_map counts too)
         if op.kind != m["kind"]:
             continue
         if m["param"] is None:

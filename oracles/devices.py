@@ -125,3 +125,30 @@ def assemble_global(
         blk = _block_slices(c, mesh, entries, local, local=True)
         out[blk] = data[c]
     return out
+
+
+def split_local(x: np.ndarray, mesh: Mesh, entries: tuple[tuple[str, ...] | None, ...]) -> np.ndarray:
+    """Shard each device's own block again by a spec (a nested shard_map's in_spec):
+    mesh.sizes + B -> mesh.sizes + b, device c keeping its part of its own block."""
+    m = len(mesh.sizes)
+    big = x.shape[m:]
+    local = tuple(n // mesh.group_size(entries[d]) if d < len(entries) and entries[d] else n for d, n in enumerate(big))
+    out = np.empty(tuple(mesh.sizes) + local, dtype=x.dtype)
+    for c in mesh.coords():
+        out[c] = x[c][_block_slices(c, mesh, entries, big, local=False)]
+    return out
+
+
+def assemble_local(y: np.ndarray, mesh: Mesh, entries: tuple[tuple[str, ...] | None, ...]) -> np.ndarray:
+    """Inverse of `split_local` (a nested shard_map's out_spec): device c's new block is
+    the concatenation of the blocks of the devices that differ from c only along the
+    axes the spec names (along the others, c's own block is taken)."""
+    m = len(mesh.sizes)
+    small = y.shape[m:]
+    named = {mesh.names.index(a) for e in entries if e for a in e}
+    out = np.empty(tuple(mesh.sizes) + global_shape(small, mesh, entries), dtype=y.dtype)
+    for c in mesh.coords():
+        for c2 in mesh.coords():
+            if all(c2[i] == c[i] for i in range(m) if i not in named):
+                out[c][_block_slices(c2, mesh, entries, small, local=True)] = y[c2]
+    return out

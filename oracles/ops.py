@@ -25,7 +25,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from oracles.devices import from_groups, group_index, local_offset, np_dtype, to_groups
+from oracles.devices import (
+    assemble_local,
+    from_groups,
+    group_index,
+    local_offset,
+    np_dtype,
+    split_local,
+    to_groups,
+)
 from oracles.prediction import ErrorKind, OracleError, PredictedError, ValueType
 from programs.model import Mesh, Op
 
@@ -675,12 +683,78 @@ class RaggedAllToAll(Collective):
         return self.ungrouped(result, ctx)
 
 
+class NestedShardMap(OpDef):
+    """A shard_map inside the body over `inner_axes`, axes the outer one left automatic
+    (partial manual), with the mesh from context: each device's block is split again by
+    `in_spec` over the inner axes, the inner op runs with the outer manual axes plus the
+    inner ones manual, and `out_spec` concatenates the results back; the inner axes are
+    automatic again afterwards, so the result does not vary over them (the out_spec must
+    name every inner axis the inner result varies over)."""
+
+    kind = "shard_map"
+
+    def _entries(self, ctx: Ctx, key: str) -> tuple[tuple[str, ...] | None, ...]:
+        return tuple(None if e is None else tuple(e) for e in ctx.op.p(key))  # type: ignore[union-attr]
+
+    def _inner(self, ins: list[ValueType], ctx: Ctx) -> tuple[OpDef, Ctx, ValueType]:
+        axes = tuple(ctx.op.p("inner_axes"))  # type: ignore[arg-type]
+        manual = tuple(a for a in ctx.mesh.names if a in ctx.manual or a in axes)
+        op = Op(str(ctx.op.p("inner")), (0,), tuple(tuple(kv) for kv in ctx.op.p("inner_params")))  # type: ignore[union-attr, misc]
+        ictx = Ctx(ctx.mesh, manual, ctx.check_vma, ctx.op_index, op)
+        ent = self._entries(ctx, "in_spec")
+        x = ins[0]
+        local = tuple(n // ctx.mesh.group_size(ent[d]) if d < len(ent) and ent[d] else n for d, n in enumerate(x.shape))
+        vma = None if x.vma is None else x.vma | {a for e in ent if e for a in e}
+        return OPS[op.kind], ictx, ValueType(local, x.dtype, frozenset(vma) if vma is not None else None)
+
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        axes = tuple(ctx.op.p("inner_axes"))  # type: ignore[arg-type]
+        for a in axes:
+            if a not in ctx.mesh.names or a in ctx.manual:
+                raise ctx.fail(ErrorKind.UNBOUND_AXIS, f"nested shard_map over {a!r}, which is not an automatic axis here", a)
+        ent = self._entries(ctx, "in_spec")
+        for d, e in enumerate(ent):
+            if e and (d >= len(ins[0].shape) or ins[0].shape[d] % ctx.mesh.group_size(e)):
+                raise ctx.fail(ErrorKind.IN_SPEC_DIVISIBILITY, f"nested shard_map: in_spec {ent} does not divide {ins[0].shape}")
+        d, ictx, t = self._inner(ins, ctx)
+        d.check([t], ictx)
+        if ctx.check_vma:
+            out_vma = d.vma([t], ictx)
+            named = {a for e in self._entries(ctx, "out_spec") if e for a in e}
+            missing = sorted((out_vma & set(axes)) - named)
+            if missing:
+                raise ctx.fail(ErrorKind.OUT_SPEC_REPLICATION, f"nested shard_map: the inner result varies over {missing}", *missing)
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        d, ictx, t = self._inner(ins, ctx)
+        small = d.shape([t], ictx)
+        out = self._entries(ctx, "out_spec")
+        return tuple(n * ctx.mesh.group_size(out[k]) if k < len(out) and out[k] else n for k, n in enumerate(small))
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        d, ictx, t = self._inner(ins, ctx)
+        return d.dtype([t], ictx)
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        d, ictx, t = self._inner(ins, ctx)
+        return d.vma([t], ictx) - frozenset(ctx.op.p("inner_axes"))  # type: ignore[arg-type]
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        d, ictx, t = self._inner(ins, ctx)
+        y = d.value([split_local(xs[0], ctx.mesh, self._entries(ctx, "in_spec"))], [t], ictx)
+        return assemble_local(y, ctx.mesh, self._entries(ctx, "out_spec"))
+
+    @property
+    def exact_op(self) -> bool:  # type: ignore[override]
+        return True  # its inner ops are psum, pmax, pmin, all_gather, ppermute, neg
+
+
 OPS: dict[str, OpDef] = {
     cls.kind: cls()
     for cls in (
         Const, Add, Sub, Mul, Max, Min, Neg, ReduceSum, Transpose, Cast,
         Psum, Pmean, Pmax, Pmin, AllGather, PsumScatter, AllToAll, Pswapaxes,
-        Ppermute, Pshuffle, AxisIndex, Pcast, RaggedAllToAll,
+        Ppermute, Pshuffle, AxisIndex, Pcast, RaggedAllToAll, NestedShardMap,
     )
 }  # fmt: skip
 

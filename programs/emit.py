@@ -60,6 +60,14 @@ def op_source(op: Op, names: list[str]) -> str:
         return f"jnp.transpose({a}, {tuple(p('perm'))!r})"  # type: ignore[arg-type]
     if k == "cast":
         return f"{a}.astype(jnp.{p('dtype')})"
+    if k == "shard_map":
+        inner = Op(str(p("inner")), (0,), tuple(tuple(kv) for kv in p("inner_params")))  # type: ignore[union-attr, misc]
+        src = op_source(inner, ["b"])
+        ins, outs = (Spec(tuple(None if e is None else tuple(e) for e in p(key))) for key in ("in_spec", "out_spec"))  # type: ignore[union-attr]
+        return (
+            f"jax.shard_map(lambda b: {src}, in_specs={ins!r}, out_specs={outs!r}, "
+            f"axis_names={set(p('inner_axes'))!r}, check_vma={p('check_vma')})({a})"  # type: ignore[arg-type]
+        )
     ax = axes_src(p("axes"))
     groups = p("groups")
     g = f", axis_index_groups={_lst(groups)}" if groups is not None else ""

@@ -208,7 +208,7 @@ class Program:
         if any(s.kind != "P" for s in self.in_specs + self.out_specs):
             return "a spec that is not a PartitionSpec"
         named = {a for s in self.in_specs + self.out_specs for a in s.axes()}
-        named |= {a for op in self.body for a in (op.p("axes") or ())}  # type: ignore[union-attr]
+        named |= {a for op in self.all_ops() for a in (op.p("axes") or ())}  # type: ignore[union-attr]
         manual = self.manual_axes
         if len(named) > 1 or not named <= set(manual):
             return f"names {len(named)} axes"
@@ -227,10 +227,19 @@ class Program:
             return "a spec names the axis on several dimensions"
         return axis, tuple(ins), tuple(outs)  # type: ignore[arg-type]
 
+    def all_ops(self) -> tuple[Op, ...]:
+        """The body's ops and, after each nested shard_map, the one op inside it."""
+        out: list[Op] = []
+        for op in self.body:
+            out.append(op)
+            if op.kind == "shard_map":
+                out.append(Op(str(op.p("inner")), (0,), tuple(tuple(kv) for kv in op.p("inner_params"))))  # type: ignore[union-attr, misc]
+        return tuple(out)
+
     def collectives(self) -> tuple[str, ...]:
         from programs.ops import COLLECTIVES
 
-        return tuple(sorted({op.kind for op in self.body if op.kind in COLLECTIVES}))
+        return tuple(sorted({op.kind for op in self.all_ops() if op.kind in COLLECTIVES}))
 
     def __repr__(self) -> str:
         from programs.emit import body_source

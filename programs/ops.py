@@ -45,6 +45,11 @@ _SYNTAX = [
     OpSyntax("pcast", 1, ("axes", "to")),
     # operand, output, input_offsets, send_sizes, output_offsets, recv_sizes
     OpSyntax("ragged_all_to_all", 6, ("axes",)),
+    # a nested shard_map (mesh from context) over `inner_axes`, axes the outer body left
+    # automatic: jax.shard_map(lambda b: <inner op>(b), in_specs=P(*in_spec),
+    # out_specs=P(*out_spec), axis_names=set(inner_axes), check_vma=check_vma)(x);
+    # the inner op is one op of kind `inner` with parameters `inner_params` (pairs)
+    OpSyntax("shard_map", 1, ("inner_axes", "in_spec", "out_spec", "inner", "inner_params", "check_vma")),
 ]
 
 # Any op reading an operand may run inside a control-flow wrapper with the same meaning:
@@ -61,6 +66,7 @@ SYNTAX: dict[str, OpSyntax] = {s.kind: s for s in _SYNTAX}
 LOCAL_OPS = frozenset(
     ["const", "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast"]
 )
+NESTED_INNER = ("psum", "pmax", "pmin", "all_gather", "ppermute", "neg")  # inner ops drawn
 COLLECTIVES = frozenset(SYNTAX) - LOCAL_OPS
 BINARY_OPS = ("add", "sub", "mul", "max", "min")
 REDUCTIONS = ("psum", "pmean", "pmax", "pmin")

@@ -187,6 +187,18 @@ def cases() -> dict[str, tuple[Program, str, ErrorKind | None]]:
         "ragged_all_to_all: each device sends its first row to every peer, written at the sender's index "
         "(values need a GPU; on CPU abstract and lowering check shapes; check_vma=False because jax 0.10.2 "
         "types the result as its output buffer, see known/ragged_vma.json)")
+    add("nested_shard_map_psum",
+        prog(XY, [iota(4, 8)], [P("x")],
+             [op("shard_map", 0, inner_axes=("y",), in_spec=(None, ("y",)), out_spec=(), inner="psum",
+                 inner_params=(("axes", ("y",)),), check_vma=True)],
+             [1], [P("x")], axis_names=("x",)),
+        "a nested shard_map over y, which the outer one (axis_names={'x'}) left automatic: column pairs "
+        "split over y are summed by an inner psum, out_spec P()")
+    add("scan_and_cond_wrapped_collectives",
+        prog(XY, [iota(4, 8)], [P("x", "y")],
+             [op("psum", 0, axes=("y",), wrap="scan"), op("ppermute", 1, axes=("x",), perm=((0, 1), (1, 0)), wrap="cond")],
+             [2], [P("x")]),
+        "psum inside a lax.scan body and ppermute inside both lax.cond branches: the same values as unwrapped")
     # ------------------------------------------------------------------ axis_index and meshes
     add("axis_index_two_axes",
         prog(XY, [iota(2, 4)], [P("x", "y")], [op("axis_index", axes=("x", "y")), op("add", 0, 1)],

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from programs.model import Input, Mesh, Op, Program, Spec
-from programs.ops import BINARY_OPS, COLLECTIVES
+from programs.ops import BINARY_OPS, COLLECTIVES, NESTED_INNER
 from strategies.invalid import DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
@@ -32,7 +32,7 @@ AXIS_SIZES = (1, 2, 3, 4, 6, 8)
 ALL_KINDS = (
     "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast", "const",
     "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-    "ppermute", "pshuffle", "pswapaxes", "axis_index", "pcast", "ragged_all_to_all",
+    "ppermute", "pshuffle", "pswapaxes", "axis_index", "pcast", "ragged_all_to_all", "shard_map",
 )  # fmt: skip
 
 
@@ -174,6 +174,9 @@ class _Body:
             return None
         return tiled, draw(st.sampled_from(dims), label=label)
 
+    def try_nested(self, draw: st.DrawFn, idx: int, x: _V) -> bool:
+        return _nested(self, draw, idx, x)
+
     def try_op(self, draw: st.DrawFn, kind: str) -> bool:
         """Append one op of `kind` if the current values allow it; False otherwise."""
         idx = draw(st.integers(0, len(self.vals) - 1), label="operand")
@@ -220,6 +223,8 @@ class _Body:
             perm = tuple(draw(st.permutations(list(range(r))), label="perm"))
             self.add(Op.make("transpose", (idx,), perm=perm), _V(tuple(x.shape[i] for i in perm), x.dtype, x.vma))
             return True
+        if kind == "shard_map":
+            return self.try_nested(draw, idx, x)
         # collectives
         if not self.manual:
             return False
@@ -366,6 +371,47 @@ class _Body:
         raise AssertionError(f"unknown kind {kind}")  # pragma: no cover
 
 
+def _nested(body: _Body, draw: st.DrawFn, idx: int, x: _V) -> bool:
+    """A nested shard_map over automatic axes of a partial-manual body (see
+    programs/ops.py): its in_spec puts each inner axis on a dimension it divides, one
+    inner op (NESTED_INNER) runs over all the inner axes, and its out_spec names every
+    inner axis the inner result may vary over."""
+    mesh, r = body.mesh, len(x.shape)
+    auto = [a for a in mesh.names if a not in body.manual and mesh.axis_size(a) > 1]
+    if not auto or r == 0:
+        return False
+    k = draw(st.integers(1, len(auto)), label="n_inner_axes")
+    inner_axes = tuple(sorted(draw(st.permutations(auto), label="inner_axes")[:k], key=mesh.names.index))
+    entries: list[tuple[str, ...] | None] = [None] * r
+    for a in inner_axes:
+        dims = [d for d in range(r) if entries[d] is None and x.shape[d] % mesh.axis_size(a) == 0]
+        if not dims:
+            return False
+        entries[draw(st.sampled_from(dims), label="inner_dim")] = (a,)
+    local = [n // mesh.group_size(e) if e else n for n, e in zip(x.shape, entries)]
+    inner = draw(st.sampled_from(NESTED_INNER), label="inner_kind")
+    params: dict[str, object] = {"axes": inner_axes} if inner != "neg" else {}
+    out: tuple[tuple[str, ...] | None, ...] = tuple(entries)
+    if inner in ("psum", "pmax", "pmin") and draw(st.booleans(), label="inner_out_replicated"):
+        out = ()  # the reduction is the same on every inner device: a replicated out_spec
+    if inner == "all_gather":
+        ax = draw(st.integers(0, r - 1), label="inner_gather_axis")
+        params.update(axis=ax, tiled=True)
+        local[ax] *= mesh.group_size(inner_axes)
+    if inner == "ppermute":
+        n = mesh.group_size(inner_axes)
+        shift = draw(st.integers(1, max(1, n - 1)), label="inner_shift")
+        params["perm"] = tuple((i, (i + shift) % n) for i in range(n))
+    shape = tuple(n * mesh.group_size(out[d]) if d < len(out) and out[d] else n for d, n in enumerate(local))
+    op = Op.make(
+        "shard_map", (idx,), inner_axes=inner_axes, in_spec=tuple(entries), out_spec=out, inner=inner,
+        inner_params=tuple(sorted(Op.make(inner, (0,), **params).params)), check_vma=body.check_vma,  # type: ignore[arg-type]
+    )
+    body.add(op, _V(shape, x.dtype, x.vma))
+    event(f"nested shard_map: {inner}")
+    return True
+
+
 def _out_spec(draw: st.DrawFn, v: _V, manual: tuple[str, ...], check_vma: bool) -> Spec | None:
     """An out_spec valid for `v`: names every axis `v` varies along (when checked)."""
     r = len(v.shape)
@@ -452,6 +498,8 @@ def programs(
             kind = draw(st.sampled_from(kinds), label="op_kind")
             if body.try_op(draw, kind):
                 break
+    if manual != mesh.names and "shard_map" in kinds and draw(st.integers(0, 2), label="nested") != 0:
+        body.try_op(draw, "shard_map")  # partial manual: about half get a nested shard_map
     for i, op in enumerate(body.ops):
         # now and then an op runs inside lax.scan or lax.cond (same meaning; see
         # programs/ops.py WRAPS); middle values, as Hypothesis favours the bounds

@@ -36,6 +36,19 @@ SMAP = prog(X4, [iota(8, 3), Input((3,), "float32", "small", 5)], [P("x"), P()],
 SCAN = prog(XY, [Input((4, 8), "float32", "small", 3)], [P("x", "y")], [op("psum", 0, axes=("y",), wrap="scan"), op("neg", 1, wrap="cond")], [2], [P("x")])
 
 
+def _nested(inner: str, in_spec: tuple, out_spec: tuple, **params) -> Program:  # type: ignore[no-untyped-def, type-arg]
+    from dataclasses import replace
+
+    o = op("shard_map", 0, inner_axes=("y",), in_spec=in_spec, out_spec=out_spec, inner=inner,
+           inner_params=tuple(sorted(op(inner, 0, **params).params)), check_vma=True)
+    p = prog(XY, [Input((4, 8), "float32", "small", 2)], [P("x")], [o], [1], [P("x")])
+    return replace(p, axis_names=("x",))  # y stays automatic for the outer shard_map
+
+
+NESTED = _nested("psum", (None, ("y",)), (), axes=("y",))
+NESTED_BAD = _nested("neg", (None, ("y",)), ())  # varies over y, out_spec does not say so
+
+
 def test_spmd_axis_and_smap_form() -> None:
     assert SPMD.spmd_axis() == "y"
     assert SCAN.spmd_axis() is None  # both axes are named
@@ -43,7 +56,13 @@ def test_spmd_axis_and_smap_form() -> None:
     assert isinstance(SPMD.smap_form(), str)  # a 2-axis mesh, both manual with size > 1
 
 
-@pytest.mark.parametrize(("p", "modes"), [(SPMD, ("vmap_spmd", "vmap")), (SMAP, ("smap", "jit")), (SCAN, ("jit", "eager", "vmap", "grad"))])
+@pytest.mark.parametrize(("p", "modes"), [
+        (SPMD, ("vmap_spmd", "vmap")),
+        (SMAP, ("smap", "jit")),
+        (SCAN, ("jit", "eager", "vmap", "grad")),
+        (NESTED, ("abstract", "jit", "eager", "vmap", "grad", "lowering")),
+        (NESTED_BAD, ("abstract", "jit")),  # the error jax raises is the one predicted
+    ],)
 def test_mode_runs_clean(p: Program, modes: tuple[str, ...]) -> None:
     assert _run(p, modes) == []
 
@@ -54,6 +73,8 @@ def test_mode_runs_clean(p: Program, modes: tuple[str, ...]) -> None:
         (SPMD, "vmap_spmd", "all_gather_batching_doubles"),  # the batching rule, split over y
         (SMAP, "smap", "psum_counts_device0_twice"),
         (SCAN, "jit", "psum_counts_device0_twice"),  # psum inside a scan body
+        (NESTED, "jit", "psum_counts_device0_twice"),  # psum inside a nested shard_map
+        (NESTED, "grad", "psum_transpose_doubles"),
     ],
 )
 def test_mode_catches_fault(p: Program, mode: str, fault: str) -> None:

@@ -227,3 +227,36 @@ def test_ragged_all_to_all_doc_example() -> None:
     d.check(ts, ctx)
     assert d.value(arrays, ts, ctx).tolist() == [[1, 3, 0, 0], [2, 2, 4, 0]]
     assert d.shape(ts, ctx) == (4,) and d.vma(ts, ctx) == frozenset({"x"})
+
+
+def _nested(inner: str, in_spec: tuple, out_spec: tuple, **params):  # type: ignore[no-untyped-def, type-arg]
+    from dataclasses import replace
+
+    o = op("shard_map", 0, inner_axes=("y",), in_spec=in_spec, out_spec=out_spec, inner=inner,
+           inner_params=tuple(sorted(op(inner, 0, **params).params)), check_vma=True)
+    p = prog(XY, [iota(4, 8)], [P("x")], [o], [1], [P("x")])
+    return replace(p, axis_names=("x",))  # y stays automatic for the outer shard_map
+
+
+def test_nested_shard_map_psum_by_hand() -> None:
+    # outer: x manual, each x-device holds rows [2x, 2x+2) of arange(32).reshape(4, 8);
+    # inner over y: columns split in 4 pairs, psum over y adds the pairs, out_spec P()
+    (o,) = run1(_nested("psum", (None, ("y",)), (), axes=("y",)))
+    assert o.global_shape == (4, 2) and o.vma == frozenset({"x"})
+    x = np.arange(32).reshape(4, 8)
+    want = x[:, 0:2] + x[:, 2:4] + x[:, 4:6] + x[:, 6:8]  # rows 0-1: [[12, 16], [44, 48]]
+    assert o.global_value.tolist() == want.tolist()
+    assert want[:2].tolist() == [[12, 16], [44, 48]]
+
+
+def test_nested_shard_map_ppermute_by_hand() -> None:
+    # inner ppermute shifts the column pairs right by one along y; out_spec puts them back
+    (o,) = run1(_nested("ppermute", (None, ("y",)), (None, ("y",)), axes=("y",), perm=((0, 1), (1, 2), (2, 3), (3, 0))))
+    x = np.arange(32).reshape(4, 8)
+    assert o.global_value.tolist() == np.roll(x, 2, axis=1).tolist()
+
+
+def test_nested_shard_map_must_name_what_varies() -> None:
+    # neg keeps the inner value varying over y: an out_spec without y is rejected
+    pr = predict(_nested("neg", (None, ("y",)), ()))
+    assert pr.error is not None and pr.error.kind == ErrorKind.OUT_SPEC_REPLICATION and "y" in pr.error.facts
