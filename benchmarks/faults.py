@@ -38,13 +38,19 @@ def main() -> int:
     ap.add_argument("--programs", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    print(f"{'fault':<30} {'caught':>6} {'first at':>8}  modes that caught it (buckets)")
+    print(f"{a.programs} programs per fault, seed {a.seed}, all modes\n")
+    print(f"{'fault':<30} {'caught':>6} {'first at':>8}  modes that disagree with the oracle (buckets); mode-disagreement buckets")
     for f in a.faults:
         s = run(f, a.programs, a.seed, 0.5 if f in CHECK_REMOVALS else 0.0)
         new = [b for b in s["buckets"] if not b["suppressed_by"]]
         first = min((b["first_seen_at"] for b in new), default=None)
-        modes = sorted({m for b in new for m in b["mode"].split(",")})
-        print(f"{f:<30} {'yes' if new else 'NO':>6} {first if first is not None else '-':>8}  {', '.join(modes)} ({len(new)})", flush=True)
+        # a mode caught the fault when its own observation disagrees with the oracle; a
+        # mode_disagreement bucket (modes raising differently) names every raising mode
+        oracle = [b for b in new if b["kind"] != "mode_disagreement"]
+        modes = sorted({m for b in oracle for m in b["mode"].split(",")})
+        disagree = sorted({b["mode"] for b in new if b["kind"] == "mode_disagreement"})
+        print(f"{f:<30} {'yes' if new else 'NO':>6} {first if first is not None else '-':>8}  "
+              f"{', '.join(modes) or '-'} ({len(oracle)}); {'; '.join(disagree) or '-'}", flush=True)
     return 0
 
 

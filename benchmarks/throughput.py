@@ -39,12 +39,23 @@ from harness.modes import DEFAULT_MODES, MODES  # noqa: E402
 from harness.pool import Pool  # noqa: E402
 from harness.suppressions import load as load_suppressions  # noqa: E402
 from programs.model import Program  # noqa: E402
+from programs.serialize import program_id  # noqa: E402
 
 CODEGEN = "fast"
 
 
 def draw_programs(n: int, s: int) -> list[Program]:
-    return seeded_programs(n, s)
+    """The first `n` distinct programs seed `s` draws (Hypothesis draws some programs
+    more than once; `shardfuzz fuzz` checks each once, and so must the baseline)."""
+    out, seen, k = [], set(), n
+    while len(out) < n:
+        out, seen = [], set()
+        for p in seeded_programs(k, s):
+            if program_id(p) not in seen:
+                seen.add(program_id(p))
+                out.append(p)
+        k = int(k * 1.5) + 1
+    return out[:n]
 
 
 class OracleClock:

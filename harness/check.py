@@ -42,10 +42,10 @@ def evaluate(p: Program, observations: list[Observation], pred: Prediction | Non
 def _localise(divs: list[Divergence]) -> list[Divergence]:
     """An error jax raised only when lowering (jit compiles the whole body at once) is put
     on the op that the eager mode, which runs op by op, raised the same exception at."""
-    at_op = {
+    at_op = {  # (an error before the first op, at the inputs, is some other error)
         d.where.split("->")[1]: d.where.split("->")[0]
         for d in divs
-        if d.kind == DivergenceKind.UNEXPECTED_ERROR and not d.where.startswith(("lowering", "read_output"))
+        if d.kind == DivergenceKind.UNEXPECTED_ERROR and not d.where.startswith(("lowering", "read_output", "input"))
     }
     out = []
     for d in divs:

@@ -140,7 +140,8 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
     still = [b for b in failing if not b.get("new", True)]
     known = [b for b in s["buckets"] if b["suppressed_by"]]
     print(
-        f"\nshardfuzz: {s['programs_run']} programs on jax {s['jax_version']} (seed {s['seed']}, "
+        f"\nshardfuzz: {s['programs_run']} programs ({s.get('repeats_skipped', 0)} drawn again, not rechecked) "
+        f"on jax {s['jax_version']} (seed {s['seed']}, "
         f"modes {','.join(s['modes'])}) in {s['elapsed_s']:.0f}s: "
         f"{s['divergences']} divergences in {len(new)} new buckets (+{len(still)} still failing from the corpus), "
         f"{s['suppressed']} suppressed in {len(known)} known, {len(s['fixed'])} fixed"

@@ -17,6 +17,8 @@ observed missing / present (`shardfuzz qualify` on 0.4.35, 0.6.2, 0.8.1, 0.10.2)
 | all_gather(to=...) | 0.4.35, 0.6.2, 0.8.1 | 0.10.2 | `to` in the signature of `jax.lax.all_gather` |
 | eager partial-manual shard_map (axis_names) | 0.4.35, 0.6.2 | 0.8.1 | a tiny eager call raises NotImplementedError |
 | check_vma typing (out_specs replication, collective operand vma) | 0.4.35 (check_rep) | 0.6.2 | `jax.shard_map` |
+| nested shard_map without a mesh argument; lax.cond under check_rep | 0.4.35 | 0.6.2 | `jax.shard_map` |
+| jax.smap, jax.set_mesh | 0.4.35, 0.6.2 | 0.8.1 | `jax.smap` |
 | psum / pmean / psum_scatter of an operand varying over only some named axes is an error | 0.4.35, 0.6.2, 0.8.1 (implicit pvary) | 0.10.2 | `jax.lax.pcast` |
 
 `jax.lax.pshuffle(x, axis_name, perm)` has one signature in all four, `jax_num_cpu_devices`
@@ -169,6 +171,10 @@ def _program_features(p: Program) -> tuple[str, ...]:
     out: list[str] = []
     if any(t != "auto" for t in p.mesh.axis_types) and not has("axis_types"):
         out.append(f"Mesh axis_types={p.mesh.axis_types}: jax {v} has no jax.sharding.AxisType")
+    if any(op.kind == "shard_map" for op in p.body) and not has("shard_map"):
+        out.append(f"nested shard_map (mesh from context): jax {v} has no jax.shard_map")
+    if p.check_vma and any(op.p("wrap") == "cond" for op in p.body) and not has("shard_map"):
+        out.append(f"lax.cond in a check_rep shard_map: jax {v} has no replication rule for cond")
     if any(op.kind == "pcast" for op in p.body) and not has("pcast"):
         out.append(f"jax.lax.pcast: jax {v} does not have it")
     if any(op.kind == "all_gather" and op.p("to") is not None for op in p.body) and not has("all_gather_to"):

@@ -101,13 +101,13 @@ def hypothesis_shrink(
     checked through real jax for `signature`. The smallest program that still shows it
     (None when the target is not reached) and the checks spent; with a database, the
     shrunk example is saved there, and later runs replay it first."""
-    t0 = time.monotonic()
-    state: dict[str, Any] = {"found": False, "checks": 0, "best": None}
+    state: dict[str, Any] = {"found": False, "checks": 0, "best": None, "t0": time.monotonic()}
 
     def handle(p: Program) -> None:
         if not state["found"]:
             hit = state["found"] = program_id(p) == target_id
-        elif time.monotonic() - t0 > budget_s:
+            state["t0"] = time.monotonic()  # the budget is for shrinking, not for the replay
+        elif time.monotonic() - state["t0"] > budget_s:
             hit = False  # out of time: every candidate passes, so Hypothesis stops shrinking
         else:
             state["checks"] += 1
@@ -255,6 +255,8 @@ class Run:
         self.fixed: list[dict[str, Any]] = []
         self.corpus_replayed = 0
         self.database_replayed = 0
+        self.checked: set[str] = set()  # program ids checked in this run
+        self.repeats = 0  # programs drawn again (the same id) and not checked again
         self.batch_reconfirmed = 0
         self.generated_ids: list[str] = []  # in generation order: the run's determinism check
 
@@ -419,10 +421,15 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
     def check(p: Program, reused: bool = False) -> None:
         if cfg.budget_s is not None and run.elapsed() > cfg.budget_s:
             raise _BudgetSpent
+        pid = program_id(p)
         if reused:
             run.database_replayed += 1
         else:
-            run.generated_ids.append(program_id(p))
+            run.generated_ids.append(pid)
+        if pid in run.checked:  # Hypothesis drew the same program again: its result is known
+            run.repeats += 1
+            return
+        run.checked.add(pid)
         if pool is None:
             run.record(check_program(p, tier_modes(p, cfg)))
         else:
@@ -549,7 +556,7 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
             if shrunk is not None:
                 print(f"  Hypothesis shrinking: {size(p)} -> {size(shrunk)} in {n_hyp} checks", file=run.cfg.progress, flush=True)
                 p = shrunk
-        left = max(1.0, run.cfg.minimize_budget_s - (time.monotonic() - t0))
+        left = max(run.cfg.minimize_budget_s / 2, run.cfg.minimize_budget_s - (time.monotonic() - t0))
         best, n = minimize_case(pool, p, b.signature, run.cfg.modes, left)
         n += n_hyp
         base = case.with_suffix("")
@@ -591,6 +598,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
         "modes": list(cfg.modes),
         "codegen": cfg.worker_env.get("SHARDFUZZ_CODEGEN", os.environ.get("SHARDFUZZ_CODEGEN", "fast")),
         "programs_run": run.n,
+        "repeats_skipped": run.repeats,
         "failing_programs": run.n_failing_programs,
         "divergences": unsuppressed,
         "suppressed": suppressed,

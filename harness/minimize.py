@@ -110,6 +110,8 @@ def _without_axis(p: Program, a: str) -> Program | None:
     inputs += list(p.inputs[len(inputs) :])
     body = []
     for op in p.body:
+        if op.kind == "shard_map" and a in (op.p("inner_axes") or ()):  # type: ignore[operator]
+            return None
         axes = op.p("axes")
         if axes is not None and a in axes:  # type: ignore[operator]
             rest = tuple(x for x in axes if x != a)  # type: ignore[union-attr]
@@ -121,6 +123,10 @@ def _without_axis(p: Program, a: str) -> Program | None:
             op = replace(op, params=params)
         body.append(op)
     axis_names = None if p.axis_names is None else tuple(x for x in p.axis_names if x != a)
+    if axis_names == ():
+        return None  # (jax reads an empty axis_names as all of them: another program)
+    if axis_names is not None and set(axis_names) == set(mesh.names):
+        axis_names = None
     return replace(
         p,
         mesh=mesh,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -57,6 +58,20 @@ def _inputs(p: Program) -> list[np.ndarray]:
     return [x.materialize() for x in p.inputs]
 
 
+def structure_key(p: Program) -> str:
+    """The program with its input values left out: programs with the same key trace and
+    compile to the same executable."""
+    from programs.serialize import program_id
+
+    return program_id(replace(p, inputs=tuple(replace(x, seed=0, fill="small") for x in p.inputs)))
+
+
+# (mode, structure key) -> (the jitted callable, the body value types its trace saw);
+# bounded, least recently used out first, emptied with jax.clear_caches (worker.py)
+COMPILED: OrderedDict[tuple[str, str], tuple[Callable[..., Any], dict[int, Any]]] = OrderedDict()
+COMPILED_MAX = 256
+
+
 class Mode:
     name: str = ""
     values: bool = True  # whether this mode produces output values
@@ -82,7 +97,21 @@ class Mode:
         )
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        return self.call(self.compiled(f), args)
+
+    def compiled(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        """The one jitted callable this mode runs `f` as (modes that are a single jit:
+        their compiles are cached by program structure, see COMPILED)."""
         raise NotImplementedError
+
+    def call(self, g: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        outs = g(*args)
+        jax.block_until_ready(outs)
+        return outs
+
+    cacheable: bool = False  # `compiled` is the whole mode: reuse it for the same structure
 
     def inputs(self, p: Program) -> list[np.ndarray]:
         return _inputs(p)
@@ -111,9 +140,20 @@ class Mode:
                 phase=phase,
             )
 
+        key = (self.name, structure_key(p)) if self.cacheable else None
         try:
-            f = self.build(p, record)
-            outs = self.execute(f, self.inputs(p))
+            hit = COMPILED.get(key) if key else None
+            if hit is not None:  # the same program but for input values: no trace, no compile
+                COMPILED.move_to_end(key)  # type: ignore[arg-type]
+                types.update(hit[1])
+                outs = self.call(hit[0], self.inputs(p))
+            else:
+                g = self.compiled(self.build(p, record)) if key else None
+                outs = self.call(g, self.inputs(p)) if g is not None else self.execute(self.build(p, record), self.inputs(p))
+                if key:
+                    COMPILED[key] = (g, dict(types))
+                    while len(COMPILED) > COMPILED_MAX:
+                        COMPILED.popitem(last=False)
         except Exception as e:
             return raised(e)
         try:
@@ -164,14 +204,12 @@ class Eager(Mode):
 
 
 class Jit(Mode):
-    name = "jit"
+    name, cacheable = "jit", True
 
-    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+    def compiled(self, f: Callable[..., Any]) -> Callable[..., Any]:
         import jax
 
-        outs = jax.jit(f)(*args)
-        jax.block_until_ready(outs)
-        return outs
+        return jax.jit(f)
 
 
 _REGION = re.compile(
@@ -211,13 +249,13 @@ class Gspmd(Jit):
 
     name = "gspmd"
 
-    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+    def call(self, g: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax
 
         prev = jax.config.jax_use_shardy_partitioner
         jax.config.update("jax_use_shardy_partitioner", False)
         try:
-            return super().execute(f, args)
+            return super().call(g, args)
         finally:
             jax.config.update("jax_use_shardy_partitioner", prev)
 
@@ -244,12 +282,12 @@ class Vmap(Mode):
     def inputs(self, p: Program) -> list[np.ndarray]:
         return [np.stack([x.materialize(b) for b in range(self.batch_size(p))]) for x in p.inputs]
 
-    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+    cacheable = True
+
+    def compiled(self, f: Callable[..., Any]) -> Callable[..., Any]:
         import jax
 
-        outs = jax.jit(jax.vmap(f, spmd_axis_name=self._axis) if self._axis else jax.vmap(f))(*args)
-        jax.block_until_ready(outs)
-        return outs
+        return jax.jit(jax.vmap(f, spmd_axis_name=self._axis) if self._axis else jax.vmap(f))
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
         return ObservedOutput(tuple(o.shape), str(o.dtype), np.asarray(o), None)
@@ -322,7 +360,9 @@ class Probe(Mode):
         return replace(obs, mode=self.name, facts={"values": list(q.outputs)})
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
-        return Jit.execute(self, f, args)  # type: ignore[arg-type]
+        import jax
+
+        return self.call(jax.jit(f), args)
 
 
 class Grad(Mode):

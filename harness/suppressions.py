@@ -66,6 +66,8 @@ PROGRAM_FEATURES = {
     "collective_axis_not_in_mesh": _collective_axis_not_in_mesh,
     "partial_manual": lambda p: p.axis_names is not None and set(p.axis_names) != set(p.mesh.names),
     "check_vma==False": lambda p: not p.check_vma,
+    # every manual axis has size 1: jax lowers no manual region for the outer shard_map
+    "manual_size_1": lambda p: all(p.mesh.axis_size(a) == 1 for a in p.manual_axes),
 }
 
 

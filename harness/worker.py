@@ -25,7 +25,7 @@ def main() -> int:
 
     compat.force_host_devices()
     from harness.faults import install_from_env
-    from harness.modes import MODES, observation_to_dict
+    from harness.modes import COMPILED, MODES, observation_to_dict
     from programs.serialize import program_from_dict
 
     install_from_env()
@@ -58,6 +58,7 @@ def main() -> int:
         send({"id": jid, "event": "done"})
         if job.get("clear_caches"):
             jax.clear_caches()
+            COMPILED.clear()  # (it holds jitted callables: their executables too)
     return 0
 
 

@@ -80,3 +80,20 @@ def test_mode_runs_clean(p: Program, modes: tuple[str, ...]) -> None:
 def test_mode_catches_fault(p: Program, mode: str, fault: str) -> None:
     divs = _run(p, (mode,), fault)
     assert any(d.kind == DivergenceKind.VALUE and d.mode == mode for d in divs), divs
+
+
+def test_lowering_error_is_not_put_on_an_unrelated_eager_error() -> None:
+    """A lowering-time error is put on the op where eager raised the same exception type,
+    but not on an eager error raised before any op ran (at the inputs: another error)."""
+    from harness.modes import Observation
+
+    p = SCAN
+    eager_at_input = Observation("eager", "ValueError", "out_specs must refer to a manual axis", status="error")
+    lowering = Observation("lowering", "ValueError", "verifier error", status="error",
+                           value_types={i: ((), "float32", None) for i in range(p.n_values)})
+    wheres = {d.mode: d.where for d in evaluate(p, [eager_at_input, lowering]).divergences}
+    assert wheres["eager"] == "input->ValueError" and wheres["lowering"] == "lowering->ValueError"
+    eager_at_op = Observation("eager", "ValueError", "verifier error", status="error",
+                              value_types={i: ((), "float32", None) for i in range(len(p.inputs) + 1)})
+    wheres = {d.mode: d.where for d in evaluate(p, [eager_at_op, lowering]).divergences}
+    assert wheres["lowering"] == wheres["eager"] == "neg->ValueError"  # the second op, neg, never recorded
