@@ -151,8 +151,10 @@ def _group_partition(draw: st.DrawFn, n: int) -> tuple[tuple[int, ...], ...] | N
 class _Body:
     """Builds the body op by op, keeping construction's view of every value."""
 
-    def __init__(self, mesh: Mesh, manual: tuple[str, ...], check_vma: bool, vals: list[_V]) -> None:
+    def __init__(self, mesh: Mesh, manual: tuple[str, ...], check_vma: bool, vals: list[_V],
+                 usable: tuple[str, ...] | None = None) -> None:
         self.mesh, self.manual, self.check_vma = mesh, manual, check_vma
+        self.usable = manual if usable is None else usable  # the manual axes ops may name
         self.vals = vals
         self.ops: list[Op] = []
 
@@ -185,7 +187,7 @@ class _Body:
             idx = len(self.vals) - 1
         x = self.vals[idx]
         r = len(x.shape)
-        subsets = _axes_subsets(self.manual)
+        subsets = _axes_subsets(self.usable)
         if kind in BINARY_OPS:
             same = [j for j, v in enumerate(self.vals) if v.shape == x.shape or v.shape == ()]
             j = draw(st.sampled_from(same), label="rhs")
@@ -226,7 +228,7 @@ class _Body:
         if kind == "shard_map":
             return self.try_nested(draw, idx, x)
         # collectives
-        if not self.manual:
+        if not self.usable:
             return False
         axes = draw(st.sampled_from(subsets), label="axes")
         n = self.n(axes)
@@ -482,16 +484,24 @@ def programs(
         k = draw(st.integers(1, len(mesh.names) - 1), label="n_manual")
         manual = tuple(sorted(draw(st.permutations(list(mesh.names)), label="manual_axes")[:k], key=mesh.names.index))
         event("partial manual (axis_names a strict subset)")
+    usable = manual  # the manual axes specs and ops may name
+    big = [a for a in manual if mesh.axis_size(a) > 1]
+    if len(manual) >= 2 and big and draw(st.integers(0, 4), label="spmd_reserve") == 2:
+        # one manual axis no spec and no op names: vmap can split its batch over it
+        # (the vmap_spmd mode needs such an axis)
+        reserved = draw(st.sampled_from(big), label="reserved_axis")
+        usable = tuple(a for a in manual if a != reserved)
+        event("a manual axis left free (vmap spmd_axis_name)")
     vma_flag = draw(st.sampled_from([True, True, True, False]), label="check_vma") if check_vma is None else check_vma
     event(f"check_vma: {vma_flag}")
     n_args = draw(st.integers(1, max_args), label="n_args")
     inputs, in_specs, vals = [], [], []
     for i in range(n_args):
-        x, s, v = draw(_argument(mesh, manual, i), label=f"arg{i}")
+        x, s, v = draw(_argument(mesh, usable, i), label=f"arg{i}")
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
-    body = _Body(mesh, manual, vma_flag, vals)
+    body = _Body(mesh, manual, vma_flag, vals, usable)
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
         for _attempt in range(4):
@@ -517,7 +527,7 @@ def programs(
         idx = draw(st.integers(lo, len(body.vals) - 1), label="output")
         if draw(st.booleans(), label="output_last"):
             idx = len(body.vals) - 1
-        spec = _out_spec(draw, body.vals[idx], manual, vma_flag)
+        spec = _out_spec(draw, body.vals[idx], usable, vma_flag)
         if spec is None:
             continue
         outputs.append(idx)
