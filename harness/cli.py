@@ -44,6 +44,18 @@ def _load_case(path: str) -> Program:
         raise UsageError(f"{path}: not a text file") from None
 
 
+def _defects(text: str | None) -> tuple[str, ...]:
+    from strategies.invalid import DEFECTS
+
+    if not text:
+        return ()
+    names = tuple(d.strip() for d in text.split(",") if d.strip())
+    bad = [d for d in names if d not in DEFECTS]
+    if bad or not names:
+        raise UsageError(f"--defects: unknown defect(s) {bad or text!r}; choose from {','.join(sorted(DEFECTS))}")
+    return names
+
+
 def _modes(text: str) -> tuple[str, ...]:
     from harness.modes import MODES
 
@@ -120,6 +132,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         workers=a.workers,
         timeout_s=a.timeout,
         invalid=a.invalid,
+        defects=_defects(a.defects),
         corpus=corpus,
         minimize_budget_s=a.minimize_budget,
         value_share=a.value_share,
@@ -168,7 +181,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
     from harness.check import evaluate, localise_values, needs_probe
     from harness.compat import jax_version
     from harness.pool import Pool
-    from harness.suppressions import find
+    from harness.suppressions import find_for
 
     p = _load_case(a.case)
     sups = _suppressions(a.suppressions)
@@ -194,7 +207,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
     print(f"  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
     new = 0
     for d in res.divergences:
-        sup = find(sups, d.signature, jv, p)
+        sup = find_for(sups, d, res.divergences, jv, p)
         new += sup is None
         print(f"{'known (' + sup.id + ')' if sup else 'DIVERGES'}: {d.signature}\n  {d.message}")
     if not res.divergences:
@@ -294,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--corpus", default=None, help="persistent corpus directory: replayed first, failing cases added")
     f.add_argument("--minimize-budget", type=float, default=FUZZ_DEFAULTS["minimize_budget"], help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")
+    f.add_argument("--defects", default=None, help="comma-separated defect names to draw from (default: all; see strategies/invalid.py)")
     f.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes (0: in-process)")
     f.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in a worker, seconds")
     f.set_defaults(fn=cmd_fuzz)

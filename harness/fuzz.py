@@ -32,12 +32,13 @@ from harness.minimize import minimize_case, modes_for, pool_check, size
 from harness.modes import DEFAULT_MODES, Observation
 from harness.pool import Completed, Pool
 from harness.reports import write_reports
-from harness.suppressions import Suppression, find, known_trouble
+from harness.suppressions import Suppression, find_for, known_trouble
 from oracles import Prediction, predict
 from programs.emit import reproducer_mode, to_python
 from programs.model import Program
 from programs.serialize import ProgramFormatError, program_from_dict, program_id, program_to_dict
 from strategies import programs
+from strategies.invalid import DEFECTS
 
 SUMMARY_SCHEMA = 1
 
@@ -80,7 +81,7 @@ def example_database(corpus: Path) -> DirectoryBasedExampleDatabase:
 def hypothesis_test(cfg: RunConfig, phases: list[Phase], database: Any = None) -> Callable[[], None]:
     """`fuzz_program` under Hypothesis with the run's strategy, seed and example count
     (the same ones always draw the same programs in the same order)."""
-    wrapped = given(programs(invalid=cfg.invalid))(fuzz_program)
+    wrapped = given(programs(invalid=cfg.invalid, defects=cfg.defects or tuple(DEFECTS)))(fuzz_program)
     return settings(
         GENERATION, max_examples=cfg.max_examples, phases=phases, database=database, verbosity=Verbosity.quiet
     )(seed(cfg.seed)(wrapped))
@@ -177,6 +178,7 @@ class RunConfig:
     python: str | None = None  # interpreter for the workers (default: this one)
     worker_env: dict[str, str] = field(default_factory=dict)
     invalid: float = 0.25  # share of programs with one deliberate defect
+    defects: tuple[str, ...] = ()  # the defects to draw from (empty: all, strategies/invalid.py)
     corpus: Path | None = None  # persistent failing cases: replayed first, added to
     value_share: float = 1.0  # share of programs that go on from the abstract tier to every mode
     batch: int = 1  # programs per combined jit in the value tier (1: no batching)
@@ -287,7 +289,7 @@ class Run:
         self.n_failing_programs += 1
         path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
         for d in res.divergences:
-            sup = find(self.cfg.suppressions, d.signature, self.jax_version, p)
+            sup = find_for(self.cfg.suppressions, d, res.divergences, self.jax_version, p)
             key = (d.signature, sup.id if sup else None)
             b = self.buckets.get(key)
             if b is None:

@@ -181,11 +181,11 @@ def check_interpreter(python: str) -> str:
 
 def verdict(res: Any, sups: list[Any], jax_version: str) -> Cell:
     """The verdict on one CheckResult (harness.check) under the known divergences."""
-    from harness.suppressions import find
+    from harness.suppressions import find_for
 
     unexplained, known = [], []
     for d in res.divergences:
-        s = find(sups, d.signature, jax_version, res.program)
+        s = find_for(sups, d, res.divergences, jax_version, res.program)
         if s is None:
             unexplained.append(d)
         elif s.id not in known:

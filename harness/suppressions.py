@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import tomllib
 
@@ -146,6 +148,20 @@ def load(path: Path | None = None) -> list[Suppression]:
 
 def find(sups: list[Suppression], signature: str, jax_version: str, program: Program | None = None) -> Suppression | None:
     return next((s for s in sups if s.matches(signature, jax_version, program)), None)
+
+
+def find_for(sups: list[Suppression], d: Any, divs: Sequence[Any], jax_version: str, program: Program) -> Suppression | None:
+    """The entry that explains divergence `d` of a program whose divergences are `divs`.
+    A mode disagreement no entry names is explained when the program's other divergences
+    (each mode's own, against the oracle) exist and all are known: two independent known
+    bugs in two modes make modes disagree, which says nothing new. It is attributed to
+    the entry of the first of them."""
+    s = find(sups, d.signature, jax_version, program)
+    if s is not None or d.signature.split("|")[0] != "mode_disagreement":
+        return s
+    own = [x for x in divs if x.signature.split("|")[0] != "mode_disagreement"]
+    found = [find(sups, x.signature, jax_version, program) for x in own]
+    return found[0] if found and all(f is not None for f in found) else None
 
 
 def known_trouble(sups: list[Suppression], p: Program, jax_version: str, mode: str) -> bool:

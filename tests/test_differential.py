@@ -16,7 +16,7 @@ from hypothesis import given
 from harness.check import evaluate
 from harness.modes import DEFAULT_MODES
 from harness.pool import Pool
-from harness.suppressions import find, load
+from harness.suppressions import find_for, load
 from strategies import programs
 
 SUPPRESSIONS = load()
@@ -35,5 +35,5 @@ def test_jax_agrees_with_oracle(pool: Pool, p) -> None:  # type: ignore[no-untyp
     (c,) = pool.drain()
     res = evaluate(c.program, c.observations)
     jv = pool.info.get("jax_version", "")
-    unexplained = [d for d in res.divergences if find(SUPPRESSIONS, d.signature, jv, p) is None]
+    unexplained = [d for d in res.divergences if find_for(SUPPRESSIONS, d, res.divergences, jv, p) is None]
     assert not unexplained, "\n".join(d.message for d in unexplained) + "\n\n" + repr(p)
