@@ -4,6 +4,8 @@ Each runs clean on real jax and catches an injected fault the plain path also sh
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from helpers import P, iota, op, prog
 
@@ -46,6 +48,15 @@ def _nested(inner: str, in_spec: tuple, out_spec: tuple, **params) -> Program:  
 
 
 NESTED = _nested("psum", (None, ("y",)), (), axes=("y",))
+# check_vma=False, output varying over the manual x and not named: no global value, and
+# jax lays the output out over the automatic y: each block must be a tile of the predicted
+NESTED_UNCHECKED = replace(
+    prog(XY, [Input((2, 8), "float32", "small", 4)], [P(None)],
+         [op("shard_map", 0, inner_axes=("y",), in_spec=(None, ("y",)), out_spec=(None, ("y",)), inner="psum",
+             inner_params=(("axes", ("y",)),), check_vma=False), op("axis_index", axes=("x",)), op("add", 1, 2)],
+         [3], [P(None)], check_vma=False),
+    axis_names=("x",),
+)
 NESTED_BAD = _nested("neg", (None, ("y",)), ())  # varies over y, out_spec does not say so
 
 
@@ -62,6 +73,7 @@ def test_spmd_axis_and_smap_form() -> None:
         (SCAN, ("jit", "eager", "vmap", "grad")),
         (NESTED, ("abstract", "jit", "eager", "vmap", "grad", "lowering")),
         (NESTED_BAD, ("abstract", "jit")),  # the error jax raises is the one predicted
+        (NESTED_UNCHECKED, ("jit", "gspmd")),
     ],)
 def test_mode_runs_clean(p: Program, modes: tuple[str, ...]) -> None:
     assert _run(p, modes) == []
@@ -75,6 +87,7 @@ def test_mode_runs_clean(p: Program, modes: tuple[str, ...]) -> None:
         (SCAN, "jit", "psum_counts_device0_twice"),  # psum inside a scan body
         (NESTED, "jit", "psum_counts_device0_twice"),  # psum inside a nested shard_map
         (NESTED, "grad", "psum_transpose_doubles"),
+        (NESTED_UNCHECKED, "jit", "psum_counts_device0_twice"),  # caught by the tile check
     ],
 )
 def test_mode_catches_fault(p: Program, mode: str, fault: str) -> None:
