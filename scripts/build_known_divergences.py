@@ -16,9 +16,9 @@ def repro(name, mode='jit'):
     return to_python(from_json((ROOT / 'reports/corpus/known' / f'{name}.json').read_text()), title=f"shardfuzz reproducer: {name}", mode=mode)
 entries = [
  dict(id="negative-scatter-dimension",
-      signatures=["unexpected_error|*|psum_scatter->*", "unexpected_error|*|lowering->ValueError", "mode_disagreement|*|*", "wrong_error|*|*->ValueError", "shape|*|*"],
+      signatures=["unexpected_error|*|psum_scatter->*", "unexpected_error|*|lowering->ValueError", "mode_disagreement|*|*", "wrong_error|*|*->ValueError", "shape|*|*", "timeout|grad*|timeout"],
       when=["psum_scatter:scatter_dimension<0"],
-      reason="jax.lax.psum_scatter forwards a negative scatter_dimension unnormalised to the reduce_scatter primitive; lowering fails StableHLO verification ('value is non-negative'). all_gather normalises its axis; psum_scatter should too. Under jit the failure only shows if the value is live; eager always lowers it, hence the mode disagreement; under vmap the batching rule raises IndexError('tuple index out of range'). Found by shardfuzz (seed 1).",
+      reason="jax.lax.psum_scatter forwards a negative scatter_dimension unnormalised to the reduce_scatter primitive; lowering fails StableHLO verification ('value is non-negative'). all_gather normalises its axis; psum_scatter should too. Under jit the failure only shows if the value is live; eager always lowers it, hence the mode disagreement; under vmap the batching rule raises IndexError('tuple index out of range'). Worse, in the grad modes, after an all_to_all inside lax.scan (transpose, scan(all_to_all), psum_scatter(scatter_dimension=-2)), the backward pass does not fail: it hangs (no CPU use; reports/corpus/known/neg_scatter_scan_grad_hang.json, found by the fault matrix's seed 0 as a grad timeout). Found by shardfuzz (seed 1).",
       link="https://github.com/jax-ml/jax/issues/20125 (fixed upstream by jax-ml/jax#38998, after 0.10.2)",
       reproducer=repro('neg_scatter')),
  dict(id="negative-all-to-all-axes",
