@@ -68,6 +68,7 @@ class _Worker:
         self.ready = False
         self.info: dict[str, Any] = {}
         self.jobs_done = 0
+        self.cpu_s = 0.0  # the worker's own CPU time, as of its last finished job
 
     def stderr_tail(self, n: int = 1500) -> str:
         try:
@@ -118,6 +119,11 @@ class Pool:
             self._spawn()
         self._await_ready()
 
+    def worker_cpu_s(self) -> float:
+        """CPU seconds the live workers have spent, as of their last finished jobs (the
+        jax side's cost, for benchmarks)."""
+        return sum(w.cpu_s for w in self.workers)
+
     def _spawn(self) -> _Worker:
         w = _Worker(self.python, self.env)
         assert w.proc.stdout is not None
@@ -161,11 +167,15 @@ class Pool:
         self.next_id += 1
         w.job = job
         job.mode_started = time.monotonic()
+        if len(job.modes) == 1:
+            job.current_mode = job.modes[0]  # (the worker sends no start for a one-mode job)
         assert w.proc.stdin is not None
-        try:
-            w.proc.stdin.write(json.dumps(msg) + "\n")
-            w.proc.stdin.flush()
-        except BrokenPipeError:
+        data = (json.dumps(msg) + "\n").encode()
+        try:  # straight to the pipe (a text wrapper's write and flush cost more than the job)
+            fd = w.proc.stdin.fileno()
+            while data:
+                data = data[os.write(fd, data) :]
+        except (BrokenPipeError, OSError):
             pass  # noticed as a crash by the next poll
 
     def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None) -> None:
@@ -242,6 +252,7 @@ class Pool:
             j = w.job
             w.job = None
             w.jobs_done += 1
+            w.cpu_s = float(msg.get("cpu_s", w.cpu_s))
             if j.batch is not None:
                 return [Completed(p, [j.batch_obs[i]], j.tag[i]) for i, p in enumerate(j.batch) if i in j.batch_obs]
             return [Completed(j.program, j.observations, j.tag)]

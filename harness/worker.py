@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 
 def main() -> int:
     # The protocol owns the real stdout; anything else printing goes to stderr.
-    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    # buffered: flushed when a mode starts (so a crash is put on the right mode, with
+    # every earlier observation already out) and when a job is done
+    proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     from harness import compat
 
@@ -31,9 +34,10 @@ def main() -> int:
     install_from_env()
     import jax
 
-    def send(msg: dict) -> None:  # type: ignore[type-arg]
+    def send(msg: dict, flush: bool = True) -> None:  # type: ignore[type-arg]
         proto.write(json.dumps(msg) + "\n")
-        proto.flush()
+        if flush:
+            proto.flush()
 
     send({"event": "ready", "jax_version": jax.__version__, "backend": jax.default_backend(), "pid": os.getpid()})
     for line in sys.stdin:
@@ -47,15 +51,16 @@ def main() -> int:
             send({"id": jid, "event": "start", "mode": "jit"})
             progs = [program_from_dict(d) for d in job["batch"]]
             for i, o in enumerate(run_batch(progs)):
-                send({"id": jid, "event": "obs", "index": i, "observation": observation_to_dict(o)})
-            send({"id": jid, "event": "done"})
+                send({"id": jid, "event": "obs", "index": i, "observation": observation_to_dict(o)}, flush=False)
+            send({"id": jid, "event": "done", "cpu_s": time.process_time()})
             continue
         p = program_from_dict(job["program"])
         for m in job["modes"]:
-            send({"id": jid, "event": "start", "mode": m})
+            if len(job["modes"]) > 1:  # (a one-mode job's mode is known to the parent)
+                send({"id": jid, "event": "start", "mode": m})
             o = MODES[m].run(p)
-            send({"id": jid, "event": "obs", "observation": observation_to_dict(o)})
-        send({"id": jid, "event": "done"})
+            send({"id": jid, "event": "obs", "observation": observation_to_dict(o)}, flush=False)
+        send({"id": jid, "event": "done", "cpu_s": time.process_time()})
         if job.get("clear_caches"):
             jax.clear_caches()
             COMPILED.clear()  # (it holds jitted callables: their executables too)

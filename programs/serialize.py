@@ -7,6 +7,7 @@ corpus and release qualification. `from_json` validates everything it reads and 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
@@ -200,6 +201,8 @@ def from_json(text: str) -> Program:
     return program_from_dict(d)
 
 
+@functools.lru_cache(maxsize=4096)
 def program_id(p: Program) -> str:
-    """A stable short id for a program (same program, same id, in every process)."""
+    """A stable short id for a program (same program, same id, in every process).
+    Cached: a run asks for it several times per program."""
     return hashlib.sha256(to_json(p, indent=None).encode()).hexdigest()[:12]
