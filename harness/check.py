@@ -63,7 +63,7 @@ def needs_probe(res: CheckResult) -> bool:
 
 
 def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
-    """Re-label jit value divergences with the kind of the first body op whose per-device
+    """Re-label value divergences with the kind of the first body op whose per-device
     values (from the probe run, itself under jit) differ from the oracle's; the output's
     producer is only where the damage shows."""
     from oracles import trace
@@ -95,11 +95,17 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
             break
     if culprit is None:
         return res
-    divs = tuple(
-        replace(d, where=culprit) if d.kind == DivergenceKind.VALUE and d.mode == "jit" else d
-        for d in res.divergences
-    )
-    return replace(res, divergences=divs)
+    # the op that goes wrong first is a property of the program, not of the mode: value
+    # divergences of the other modes (which only see the outputs, or for grad only
+    # <u, J v>) are put on it too, so one bug is one bucket per mode, not one per output op
+    def relabel(d: Divergence) -> Divergence:
+        if d.kind != DivergenceKind.VALUE:
+            return d
+        if d.mode in ("grad", "grad_remat"):
+            return replace(d, where=f"{d.where.split(':')[0]}:{culprit}")
+        return replace(d, where=culprit)
+
+    return replace(res, divergences=tuple(relabel(d) for d in res.divergences))
 
 
 def check_program(p: Program, modes: tuple[str, ...]) -> CheckResult:

@@ -541,6 +541,8 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
     if pool is None:
         return
     todo = [b for b in run.buckets.values() if not b.suppressed_by]
+    done: dict[str, tuple[Program, Path]] = {}  # case -> its minimized program and file
+    written: list[str] = []  # cases whose minimized files were written, once per bucket
     for i, b in enumerate(todo):
         case = Path(b.case)
         try:
@@ -548,6 +550,14 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         except (OSError, ValueError, KeyError):
             continue
         print(f"minimizing [{i + 1}/{len(todo)}] {b.signature} ...", file=run.cfg.progress, flush=True)
+        if b.case in done:
+            # several buckets from one case (one bug seen by several modes): the program
+            # minimized for the first often shows this signature too: one check, not a search
+            small, path = done[b.case]
+            if b.signature in {d.signature for d in check_sync(run, pool, small).divergences}:
+                b.minimized_case, b.minimized_size = str(path), list(size(small))
+                print(f"  the case's minimized program shows it too: {path}", file=run.cfg.progress, flush=True)
+                continue
         t0 = time.monotonic()
         n_hyp, original = 0, p
         if program_id(p) in set(run.generated_ids):  # drawn by this run: Hypothesis shrinks it first
@@ -562,12 +572,16 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         best, n = minimize_case(pool, p, b.signature, run.cfg.modes, left)
         n += n_hyp
         base = case.with_suffix("")
-        out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
+        k = sum(1 for c in written if c == b.case)  # a second bucket of one case: its own files
+        written.append(b.case)
+        stem = f"{base}.min" if k == 0 else f"{base}.min{k + 1}"
+        out_json, out_py = Path(f"{stem}.json"), Path(f"{stem}.py")
         sig_div = [d for d in check_sync(run, pool, best).divergences if d.signature == b.signature]
         atomic_write(out_json, case_document(best, tuple(sig_div), run.jax_version, {"minimized_from": str(case)}))
         atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer: {b.signature}", mode=reproducer_mode(b.mode)))
         b.minimized_case = str(out_json)
         b.minimized_size = list(size(best))
+        done.setdefault(b.case, (best, out_json))
         print(f"  {size(original)} -> {size(best)} in {n} checks: {out_py}", file=run.cfg.progress, flush=True)
         if run.cfg.corpus is not None:
             atomic_write(run.cfg.corpus / out_json.name, out_json.read_text())
