@@ -70,6 +70,8 @@ PROGRAM_FEATURES = {
     "check_vma==False": lambda p: not p.check_vma,
     # every manual axis has size 1: jax lowers no manual region for the outer shard_map
     "manual_size_1": lambda p: all(p.mesh.axis_size(a) == 1 for a in p.manual_axes),
+    "wrapped_in_cond": lambda p: any(op.p("wrap") == "cond" for op in p.body),
+    "wrapped_in_scan": lambda p: any(op.p("wrap") == "scan" for op in p.body),
 }
 
 
