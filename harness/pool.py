@@ -71,14 +71,18 @@ class _Worker:
         self.cpu_s = 0.0  # the worker's own CPU time, as of its last finished job
 
     def stderr_tail(self, n: int = 1500) -> str:
+        """The end of the worker's stderr, without XLA's per-compile GSPMD deprecation
+        warning (the gspmd mode prints it each time; it would crowd out the real cause)."""
         try:
             with open(self.log.name, "rb") as f:
                 f.seek(0, os.SEEK_END)
                 size = f.tell()
-                f.seek(max(0, size - n))
-                return f.read().decode(errors="replace")
+                f.seek(max(0, size - 8 * n))
+                text = f.read().decode(errors="replace")
         except OSError:
             return ""
+        lines = [x for x in text.splitlines() if "GSPMD sharding propagation is going to be deprecated" not in x]
+        return "\n".join(lines)[-n:]
 
     def kill(self) -> None:
         try:
