@@ -75,7 +75,7 @@ def _suppressions(path: str | None):  # type: ignore[no-untyped-def]
         raise UsageError(str(e)) from None
 
 
-FUZZ_DEFAULTS: dict[str, object] = {"max_examples": 200, "budget": None, "minimize_budget": 30.0}
+FUZZ_DEFAULTS: dict[str, object] = {"max_examples": 200, "budget": None, "minimize_budget": 30.0, "minimize_total": 0.0}
 
 def _writable_dir(path: str, option: str) -> Path:
     """The directory (created if needed), or a UsageError naming the option."""
@@ -94,7 +94,7 @@ def _writable_dir(path: str, option: str) -> Path:
 PROFILES = {
     "dev": {"max_examples": 200},
     "ci": {"max_examples": 100, "minimize_budget": 0.0},
-    "nightly": {"max_examples": 10**9, "budget": 8 * 3600.0},
+    "nightly": {"max_examples": 10**9, "budget": 8 * 3600.0, "minimize_total": 3600.0},
 }
 
 
@@ -135,12 +135,15 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         defects=_defects(a.defects),
         corpus=corpus,
         minimize_budget_s=a.minimize_budget,
+        minimize_total_s=a.minimize_total,
         value_share=a.value_share,
         batch=a.batch,
         worker_env={"SHARDFUZZ_CODEGEN": a.codegen},
     )
     if a.batch < 1:
         raise UsageError(f"--batch={a.batch} must be >= 1 (1: no batching)")
+    if a.minimize_total < 0:
+        raise UsageError(f"--minimize-total={a.minimize_total} must be >= 0 seconds (0: no limit)")
     if not 0.0 <= a.value_share <= 1.0:
         raise UsageError(f"--value-share={a.value_share} must be between 0 and 1")
     if not 0.0 <= a.invalid <= 1.0:
@@ -306,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--corpus", default=None, help="persistent corpus directory: replayed first, failing cases added")
     f.add_argument("--minimize-budget", type=float, default=FUZZ_DEFAULTS["minimize_budget"], help="seconds to minimize each new bucket (0: off)")
+    f.add_argument("--minimize-total", type=float, default=FUZZ_DEFAULTS["minimize_total"],
+                   help="seconds for minimizing all new buckets together, most frequent first (0: no limit)")
     f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")
     f.add_argument("--defects", default=None, help="comma-separated defect names to draw from (default: all; see strategies/invalid.py)")
     f.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes (0: in-process)")

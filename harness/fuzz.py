@@ -183,6 +183,7 @@ class RunConfig:
     value_share: float = 1.0  # share of programs that go on from the abstract tier to every mode
     batch: int = 1  # programs per combined jit in the value tier (1: no batching)
     minimize_budget_s: float = 30.0  # per new bucket, after the run; 0 disables
+    minimize_total_s: float = 0.0  # for all new buckets together (0: no limit); most frequent first
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -540,8 +541,9 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
     minimized case and its standalone reproducer are saved beside the original."""
     if pool is None:
         return
-    todo = [b for b in run.buckets.values() if not b.suppressed_by]
+    todo = sorted((b for b in run.buckets.values() if not b.suppressed_by), key=lambda b: -b.count)
     done: dict[str, tuple[Program, Path]] = {}  # case -> its minimized program and file
+    started = time.monotonic()
     written: list[str] = []  # cases whose minimized files were written, once per bucket
     for i, b in enumerate(todo):
         case = Path(b.case)
@@ -549,6 +551,11 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
             p = program_from_dict(json.loads(case.read_text())["program"])
         except (OSError, ValueError, KeyError):
             continue
+        if run.cfg.minimize_total_s > 0 and time.monotonic() - started > run.cfg.minimize_total_s:
+            print(f"minimization budget ({run.cfg.minimize_total_s:.0f}s) spent: {len(todo) - i} buckets left "
+                  "unminimized (their cases are saved; `shardfuzz minimize CASE` does one by hand)",
+                  file=run.cfg.progress, flush=True)
+            break
         print(f"minimizing [{i + 1}/{len(todo)}] {b.signature} ...", file=run.cfg.progress, flush=True)
         if b.case in done:
             # several buckets from one case (one bug seen by several modes): the program
