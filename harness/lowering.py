@@ -36,12 +36,12 @@ def _lower_table() -> dict[str, Callable[[list[Any], Op], Any]]:
         return lax.all_gather(a[0], _axes(op), axis=op.p("axis"), tiled=op.p("tiled"), **kw)
 
     def nested(a: list[Any], op: Op) -> Any:
-        inner = Op(str(op.p("inner")), (0,), tuple(tuple(kv) for kv in op.p("inner_params")))  # type: ignore[union-attr, misc]
+        inner = op.inner_op()
         fn = table[inner.kind]
         return jax.shard_map(  # no mesh: the one in context (the outer shard_map's)
             lambda b: fn([b], inner),
-            in_specs=to_pspec(Spec(tuple(None if e is None else tuple(e) for e in op.p("in_spec")))),  # type: ignore[union-attr]
-            out_specs=to_pspec(Spec(tuple(None if e is None else tuple(e) for e in op.p("out_spec")))),  # type: ignore[union-attr]
+            in_specs=to_pspec(op.spec_param("in_spec")),
+            out_specs=to_pspec(op.spec_param("out_spec")),
             axis_names=set(op.p("inner_axes")),  # type: ignore[arg-type]
             check_vma=bool(op.p("check_vma")),
         )(a[0])

@@ -147,13 +147,14 @@ class Mode:
                 COMPILED.move_to_end(key)  # type: ignore[arg-type]
                 types.update(hit[1])
                 outs = self.call(hit[0], self.inputs(p))
+            elif key is None:
+                outs = self.execute(self.build(p, record), self.inputs(p))
             else:
-                g = self.compiled(self.build(p, record)) if key else None
-                outs = self.call(g, self.inputs(p)) if g is not None else self.execute(self.build(p, record), self.inputs(p))
-                if key:
-                    COMPILED[key] = (g, dict(types))
-                    while len(COMPILED) > COMPILED_MAX:
-                        COMPILED.popitem(last=False)
+                g = self.compiled(self.build(p, record))
+                outs = self.call(g, self.inputs(p))
+                COMPILED[key] = (g, dict(types))
+                while len(COMPILED) > COMPILED_MAX:
+                    COMPILED.popitem(last=False)
         except Exception as e:
             return raised(e)
         try:

@@ -694,12 +694,12 @@ class NestedShardMap(OpDef):
     kind = "shard_map"
 
     def _entries(self, ctx: Ctx, key: str) -> tuple[tuple[str, ...] | None, ...]:
-        return tuple(None if e is None else tuple(e) for e in ctx.op.p(key))  # type: ignore[union-attr]
+        return ctx.op.spec_param(key).entries
 
     def _inner(self, ins: list[ValueType], ctx: Ctx) -> tuple[OpDef, Ctx, ValueType]:
         axes = tuple(ctx.op.p("inner_axes"))  # type: ignore[arg-type]
         manual = tuple(a for a in ctx.mesh.names if a in ctx.manual or a in axes)
-        op = Op(str(ctx.op.p("inner")), (0,), tuple(tuple(kv) for kv in ctx.op.p("inner_params")))  # type: ignore[union-attr, misc]
+        op = ctx.op.inner_op()
         ictx = Ctx(ctx.mesh, manual, ctx.check_vma, ctx.op_index, op)
         ent = self._entries(ctx, "in_spec")
         x = ins[0]

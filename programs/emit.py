@@ -61,9 +61,8 @@ def op_source(op: Op, names: list[str]) -> str:
     if k == "cast":
         return f"{a}.astype(jnp.{p('dtype')})"
     if k == "shard_map":
-        inner = Op(str(p("inner")), (0,), tuple(tuple(kv) for kv in p("inner_params")))  # type: ignore[union-attr, misc]
-        src = op_source(inner, ["b"])
-        ins, outs = (Spec(tuple(None if e is None else tuple(e) for e in p(key))) for key in ("in_spec", "out_spec"))  # type: ignore[union-attr]
+        src = op_source(op.inner_op(), ["b"])
+        ins, outs = op.spec_param("in_spec"), op.spec_param("out_spec")
         return (
             f"jax.shard_map(lambda b: {src}, in_specs={ins!r}, out_specs={outs!r}, "
             f"axis_names={set(p('inner_axes'))!r}, check_vma={p('check_vma')})({a})"  # type: ignore[arg-type]

@@ -148,6 +148,14 @@ class Op:
     def param_dict(self) -> dict[str, ParamValue]:
         return dict(self.params)
 
+    def inner_op(self) -> Op:
+        """The one op inside a nested shard_map (kind "shard_map"), reading value 0."""
+        return Op(str(self.p("inner")), (0,), tuple(tuple(kv) for kv in self.p("inner_params")))  # type: ignore[union-attr, misc]
+
+    def spec_param(self, key: str) -> Spec:
+        """A nested shard_map's "in_spec" or "out_spec" as a Spec."""
+        return Spec(tuple(None if e is None else tuple(e) for e in self.p(key)))  # type: ignore[union-attr]
+
 
 def _freeze(v: object) -> ParamValue:
     if isinstance(v, (list, tuple)):
@@ -188,12 +196,16 @@ class Program:
         i = value - len(self.inputs)
         return self.body[i] if i >= 0 else None
 
+    def named_axes(self) -> set[str]:
+        """Every mesh axis a spec or an op (nested ones included) names."""
+        named = {a for s in self.in_specs + self.out_specs for a in s.axes()}
+        return named | {a for op in self.all_ops() for a in (op.p("axes") or ())}  # type: ignore[union-attr]
+
     def spmd_axis(self) -> str | None:
         """A mesh axis for `jax.vmap(..., spmd_axis_name=)`: manual, of size > 1, named
         by no spec and no op (so splitting the batch over it changes what no collective
         means); the largest such, None when there is none."""
-        used = {a for s in self.in_specs + self.out_specs for a in s.axes()}
-        used |= {a for op in self.body for a in (op.p("axes") or ())}  # type: ignore[union-attr]
+        used = self.named_axes()
         free = [a for a in self.manual_axes if a not in used and self.mesh.axis_size(a) > 1]
         return max(free, key=self.mesh.axis_size) if free else None
 
@@ -207,8 +219,7 @@ class Program:
             return "a defect" if self.defect is not None else "check_vma=False"
         if any(s.kind != "P" for s in self.in_specs + self.out_specs):
             return "a spec that is not a PartitionSpec"
-        named = {a for s in self.in_specs + self.out_specs for a in s.axes()}
-        named |= {a for op in self.all_ops() for a in (op.p("axes") or ())}  # type: ignore[union-attr]
+        named = self.named_axes()
         manual = self.manual_axes
         if len(named) > 1 or not named <= set(manual):
             return f"names {len(named)} axes"
@@ -233,7 +244,7 @@ class Program:
         for op in self.body:
             out.append(op)
             if op.kind == "shard_map":
-                out.append(Op(str(op.p("inner")), (0,), tuple(tuple(kv) for kv in op.p("inner_params"))))  # type: ignore[union-attr, misc]
+                out.append(op.inner_op())
         return tuple(out)
 
     def collectives(self) -> tuple[str, ...]:
