@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.faults import CHECK_REMOVALS, FAULT_NAMES  # noqa: E402
+from harness.run.faults import CHECK_REMOVALS, FAULT_NAMES  # noqa: E402
 
 VALUE_FAULTS = tuple(f for f in FAULT_NAMES if f not in CHECK_REMOVALS and f not in ("hang_in_pswapaxes",))
 

@@ -4,7 +4,7 @@
 
 (a) naive: one jax.jit per program, one program at a time, in this process (trace,
     compile, run, compare with the oracle);
-(b)-(d) the real `shardfuzz fuzz` pipeline (harness.fuzz.fuzz over these programs: worker
+(b)-(d) the real `shardfuzz fuzz` pipeline (harness.campaign.fuzz.fuzz over these programs: worker
     pool on all cores, tiers, batching with re-confirmation alone, reports):
 (b) abstract tier: jax.eval_shape only (errors, shapes, dtypes, varying axes);
 (c) value tier: jit, one program per compile; (c') jit with batching;
@@ -27,19 +27,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness import compat  # noqa: E402
+from harness.run import compat  # noqa: E402
 
 # (a) is the naive way: jax as users run it. The workers of (b)-(d) run shardfuzz's
 # default codegen (`fast`, harness/compat.codegen_flags) unless --codegen says otherwise.
 os.environ["SHARDFUZZ_CODEGEN"] = "default"
 compat.force_host_devices()
 
-import harness.fuzz as fuzz_mod  # noqa: E402
-from harness.check import evaluate  # noqa: E402
-from harness.fuzz import RunConfig, fuzz, seeded_programs  # noqa: E402
-from harness.modes import DEFAULT_MODES, MODES  # noqa: E402
-from harness.pool import Pool  # noqa: E402
-from harness.suppressions import load as load_suppressions  # noqa: E402
+import harness.campaign.fuzz as fuzz_mod  # noqa: E402
+from harness.campaign.fuzz import RunConfig, fuzz, seeded_programs  # noqa: E402
+from harness.judge.check import evaluate  # noqa: E402
+from harness.judge.suppressions import load as load_suppressions  # noqa: E402
+from harness.run.modes import DEFAULT_MODES, MODES  # noqa: E402
+from harness.run.pool import Pool  # noqa: E402
 from programs.model import Program  # noqa: E402
 from programs.serialize import program_id  # noqa: E402
 
@@ -62,7 +62,7 @@ def draw_programs(n: int, s: int) -> list[Program]:
 
 class OracleClock:
     """Time spent in the oracle (prediction and comparison) inside a fuzz run, by
-    wrapping the two names harness.fuzz calls."""
+    wrapping the two names harness.campaign.fuzz calls."""
 
     def __init__(self) -> None:
         self.spent = 0.0

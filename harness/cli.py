@@ -17,12 +17,9 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from harness.usage import UsageError
 from programs.model import Program
 from programs.serialize import ProgramFormatError, from_json
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,7 +54,7 @@ def _defects(text: str | None) -> tuple[str, ...]:
 
 
 def _modes(text: str) -> tuple[str, ...]:
-    from harness.modes import MODES
+    from harness.run.modes import MODES
 
     modes = tuple(m.strip() for m in text.split(",") if m.strip())
     bad = [m for m in modes if m not in MODES]
@@ -67,7 +64,7 @@ def _modes(text: str) -> tuple[str, ...]:
 
 
 def _suppressions(path: str | None):  # type: ignore[no-untyped-def]
-    from harness.suppressions import SuppressionsError, load
+    from harness.judge.suppressions import SuppressionsError, load
 
     try:
         return load(Path(path) if path else None)
@@ -99,7 +96,7 @@ PROFILES = {
 
 
 def cmd_fuzz(a: argparse.Namespace) -> int:
-    from harness.fuzz import RunConfig, fuzz
+    from harness.campaign.fuzz import RunConfig, fuzz
 
     if a.profile is not None:
         if a.profile not in PROFILES:
@@ -116,7 +113,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
     corpus = None
     if a.corpus:
         corpus = _writable_dir(a.corpus, "--corpus")
-        from harness.fuzz import load_corpus
+        from harness.campaign.fuzz import load_corpus
 
         try:
             load_corpus(corpus)
@@ -181,10 +178,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
-    from harness.check import evaluate, localise_values, needs_probe
-    from harness.compat import jax_version
-    from harness.pool import Pool
-    from harness.suppressions import find_for
+    from harness.judge.check import evaluate, localise_values, needs_probe
+    from harness.judge.suppressions import find_for
+    from harness.run.compat import jax_version
+    from harness.run.pool import Pool
 
     p = _load_case(a.case)
     sups = _suppressions(a.suppressions)
@@ -219,10 +216,10 @@ def cmd_replay(a: argparse.Namespace) -> int:
 
 
 def cmd_minimize(a: argparse.Namespace) -> int:
-    from harness.fuzz import atomic_write, case_document
-    from harness.minimize import minimize_case, size
-    from harness.modes import DEFAULT_MODES
-    from harness.pool import Pool
+    from harness.campaign.fuzz import atomic_write, case_document
+    from harness.campaign.minimize import minimize_case, size
+    from harness.run.modes import DEFAULT_MODES
+    from harness.run.pool import Pool
     from programs.emit import reproducer_mode, to_python
 
     p = _load_case(a.case)
@@ -244,7 +241,7 @@ def cmd_minimize(a: argparse.Namespace) -> int:
         pool.close()
     base = Path(a.case).with_suffix("")
     out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
-    from harness.compat import jax_version
+    from harness.run.compat import jax_version
 
     atomic_write(out_json, case_document(best, (), jax_version(), {"minimized_from": a.case, "signature": sig}))
     atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer for {sig} (minimized from {a.case})",
@@ -271,12 +268,12 @@ def cmd_emit(a: argparse.Namespace) -> int:
 
 
 def cmd_explain(a: argparse.Namespace) -> int:
-    from harness.explain import explain_lines
+    from harness.report.explain import explain_lines
 
     p = _load_case(a.case)
     print("\n".join(explain_lines(p)))
     if not a.no_jax:
-        from harness.modes import MODES
+        from harness.run.modes import MODES
 
         o = MODES["abstract"].run(p)
         said = f"{o.error_type}: {o.error_message}" if o.raised else "no error (jax.eval_shape ran)"
@@ -286,7 +283,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from harness.modes import DEFAULT_MODES, MODES
+    from harness.run.modes import DEFAULT_MODES, MODES
 
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -338,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "explain":
             s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")
         s.set_defaults(fn=fn)
-    from harness import qualify
+    from harness.campaign import qualify
 
     qualify.register(sub)
     return ap
@@ -348,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
         if a.cmd in ("fuzz", "replay", "explain", "minimize"):
-            from harness.compat import force_host_devices
+            from harness.run.compat import force_host_devices
 
             force_host_devices()
         return int(a.fn(a))

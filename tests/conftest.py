@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
 
-from harness.compat import force_host_devices
+from harness.run.compat import force_host_devices
 
 force_host_devices()
 

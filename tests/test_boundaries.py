@@ -28,7 +28,7 @@ def test_oracle_never_imports_hypothesis() -> None:
 
 
 def test_op_sets_agree() -> None:
-    from harness.lowering import lowering_table
+    from harness.run.lowering import lowering_table
     from oracles.ops import OPS
     from programs.ops import SYNTAX
     from strategies.programs import ALL_KINDS

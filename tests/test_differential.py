@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given
 
-from harness.check import evaluate
-from harness.modes import DEFAULT_MODES
-from harness.pool import Pool
-from harness.suppressions import find_for, load
+from harness.judge.check import evaluate
+from harness.judge.suppressions import find_for, load
+from harness.run.modes import DEFAULT_MODES
+from harness.run.pool import Pool
 from strategies import programs
 
 SUPPRESSIONS = load()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from helpers import P, iota, op, prog
 
-from harness.check import evaluate
-from harness.compare import DivergenceKind
-from harness.pool import Pool
+from harness.judge.check import evaluate
+from harness.judge.compare import DivergenceKind
+from harness.run.pool import Pool
 from programs.model import Mesh
 
 XY = Mesh(("x", "y"), (2, 4))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from helpers import P, iota, op, prog
 
-from harness.minimize import minimize, size
+from harness.campaign.minimize import minimize, size
 from programs import to_json
 from programs.model import Input, Mesh
 
@@ -64,7 +64,7 @@ def test_hypothesis_shrinks_a_drawn_program_first_and_saves_it() -> None:
     from hypothesis import Phase
     from hypothesis.database import InMemoryExampleDatabase
 
-    from harness.fuzz import (
+    from harness.campaign.fuzz import (
         RunConfig,
         _handling,
         hypothesis_shrink,

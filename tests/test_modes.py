@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 from helpers import P, iota, op, prog
 
-from harness.check import evaluate
-from harness.compare import DivergenceKind
-from harness.pool import Pool
+from harness.judge.check import evaluate
+from harness.judge.compare import DivergenceKind
+from harness.run.pool import Pool
 from programs.model import Input, Mesh, Program
 
 XY = Mesh(("x", "y"), (2, 4))
@@ -98,7 +98,7 @@ def test_mode_catches_fault(p: Program, mode: str, fault: str) -> None:
 def test_lowering_error_is_not_put_on_an_unrelated_eager_error() -> None:
     """A lowering-time error is put on the op where eager raised the same exception type,
     but not on an eager error raised before any op ran (at the inputs: another error)."""
-    from harness.modes import Observation
+    from harness.run.modes import Observation
 
     p = SCAN
     eager_at_input = Observation("eager", "ValueError", "out_specs must refer to a manual axis", status="error")
@@ -115,8 +115,8 @@ def test_lowering_error_is_not_put_on_an_unrelated_eager_error() -> None:
 def test_mode_disagreement_explained_only_by_known_per_mode_divergences() -> None:
     """Two known bugs in two modes make the modes disagree; that says nothing new. A
     disagreement with one unexplained per-mode divergence stays unexplained."""
-    from harness.compare import Divergence
-    from harness.suppressions import Suppression, find_for
+    from harness.judge.compare import Divergence
+    from harness.judge.suppressions import Suppression, find_for
 
     sups = [
         Suppression("eager-bug", ("unexpected_error|eager|*",), "r", when=("psum",)),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.qualify import (
+from harness.campaign.qualify import (
     Case,
     Cell,
     Column,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.faults import CHECK_REMOVALS
+from harness.run.faults import CHECK_REMOVALS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness.reports import write_reports
+from harness.report.reports import write_reports
 from programs.model import Input, Mesh, Op, Program, Spec
 from programs.serialize import program_to_dict
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from harness.compare import Divergence, DivergenceKind, compare, compare_modes
-from harness.modes import MODES, Observation
+from harness.judge.compare import Divergence, DivergenceKind, compare, compare_modes
+from harness.run.modes import MODES, Observation
 from oracles import predict
 from oracles.prediction import Prediction
 from programs.model import Program

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.modes import Observation, observation_from_dict
+from harness.run.modes import Observation, observation_from_dict
 from programs.model import Program
 from programs.serialize import program_to_dict
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class WorkerStartError(RuntimeError):
@@ -54,7 +54,7 @@ class _Worker:
     def __init__(self, python: str, env: dict[str, str]) -> None:
         self.log = tempfile.NamedTemporaryFile(prefix="shardfuzz-worker-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(
-            [python, "-m", "harness.worker"],
+            [python, "-m", "harness.run.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -269,7 +269,7 @@ class Pool:
             tail = w.stderr_tail()
             self._retire(w)
             raise WorkerStartError(
-                f"{self.python} -m harness.worker exited with code {w.proc.returncode} before it was ready: "
+                f"{self.python} -m harness.run.worker exited with code {w.proc.returncode} before it was ready: "
                 f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}"
             )
         if status == "timeout":

@@ -25,14 +25,14 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 from hypothesis.statistics import collector
 
-from harness import compat
-from harness.check import CheckResult, check_program, evaluate, localise_values, needs_probe
-from harness.compare import Divergence
-from harness.minimize import minimize_case, modes_for, pool_check, size
-from harness.modes import DEFAULT_MODES, Observation
-from harness.pool import Completed, Pool
-from harness.reports import write_reports
-from harness.suppressions import Suppression, find_for, known_trouble
+from harness.campaign.minimize import minimize_case, modes_for, pool_check, size
+from harness.judge.check import CheckResult, check_program, evaluate, localise_values, needs_probe
+from harness.judge.compare import Divergence
+from harness.judge.suppressions import Suppression, find_for, known_trouble
+from harness.report.reports import write_reports
+from harness.run import compat
+from harness.run.modes import DEFAULT_MODES, Observation
+from harness.run.pool import Completed, Pool
 from oracles import Prediction, predict
 from programs.emit import reproducer_mode, to_python
 from programs.model import Program

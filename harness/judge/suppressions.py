@@ -19,7 +19,7 @@ import tomllib
 
 from programs.model import Program
 
-DEFAULT_PATH = Path(__file__).resolve().parent.parent / "reports" / "known_divergences.toml"
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "reports" / "known_divergences.toml"
 
 
 class SuppressionsError(ValueError):

@@ -7,7 +7,7 @@ Speaks JSON lines: reads `{"id", "program", "modes"}` from stdin; writes
 shardfuzz's `programs` and `harness` packages, so it can run in another Python
 environment than the oracle (release qualification).
 
-Run as `python -m harness.worker`.
+Run as `python -m harness.run.worker`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ def main() -> int:
     # every earlier observation already out) and when a job is done
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    from harness import compat
+    from harness.run import compat
 
     compat.force_host_devices()
-    from harness.faults import install_from_env
-    from harness.modes import COMPILED, MODES, observation_to_dict
+    from harness.run.faults import install_from_env
+    from harness.run.modes import COMPILED, MODES, observation_to_dict
     from programs.serialize import program_from_dict
 
     install_from_env()
@@ -46,7 +46,7 @@ def main() -> int:
         job = json.loads(line)
         jid = job["id"]
         if "batch" in job:  # several programs, one jit (harness/batch.py)
-            from harness.batch import run_batch
+            from harness.run.batch import run_batch
 
             send({"id": jid, "event": "start", "mode": "jit"})
             progs = [program_from_dict(d) for d in job["batch"]]

@@ -228,7 +228,7 @@ def modes_for(signature: str, all_modes: tuple[str, ...]) -> tuple[str, ...]:
 def pool_check(pool, modes: tuple[str, ...]) -> Check:  # type: ignore[no-untyped-def]
     """A Check that runs candidates in a worker pool (crash-safe) and compares them with
     the oracle. A candidate the oracle cannot even interpret shows no signature."""
-    from harness.check import evaluate, localise_values, needs_probe
+    from harness.judge.check import evaluate, localise_values, needs_probe
 
     def check(q: Program) -> set[str]:
         pool.submit(q, modes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness.modes import MODES, Observation
+from harness.run.modes import MODES, Observation
 from programs.model import Program
 
 
@@ -35,7 +35,7 @@ def _together(progs: list[Program]) -> list[Observation]:
     fs, args = [], []
     for k, p in enumerate(progs):
         def record(i: int, v: Any, k: int = k) -> None:
-            from harness import compat
+            from harness.run import compat
 
             if i not in types[k]:
                 types[k][i] = (tuple(v.shape), str(v.dtype), compat.vma_of(v))

@@ -14,8 +14,8 @@ from enum import Enum
 
 import numpy as np
 
-from harness.errors import matches
-from harness.modes import Observation
+from harness.judge.errors import matches
+from harness.run.modes import Observation
 from oracles.prediction import OutputPrediction, Prediction
 from programs.model import Program
 from programs.ops import COLLECTIVES
@@ -166,7 +166,7 @@ def _compare_grad(p: Program, obs: Observation) -> list[Divergence]:
 
 def _compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
     """vmap: each output is the batch of the per-member predictions, stacked on axis 0."""
-    from harness.modes import MODES
+    from harness.run.modes import MODES
     from oracles import predict
 
     n_batch = MODES[obs.mode].batch_size(p)  # type: ignore[attr-defined]

@@ -1,7 +1,7 @@
 """Run reports: `junit.xml` for CI systems and `index.html` for the person reading a run.
 
 `write_reports(summary, report_dir)` turns the dict a run writes to summary.json (see
-`harness.fuzz.summarise`) into both files. The HTML page is one self-contained file (inline
+`harness.campaign.fuzz.summarise`) into both files. The HTML page is one self-contained file (inline
 CSS, no script, no external resource; a Content-Security-Policy says so, so a stray
 reference shows up as a console error in the render test) that answers the morning
 questions: what is new, what is known, what got fixed, how to reproduce each, and what the

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from harness import compat
-from harness.lowering import make_body, to_pspec
+from harness.run import compat
+from harness.run.lowering import make_body, to_pspec
 from programs.model import Program
 
 

@@ -13,7 +13,7 @@ version:
 - fail: a divergence no known-divergence entry explains (its signatures are listed);
 - known: every divergence is a known one (reports/known_divergences.toml);
 - unsupported: the program uses a feature this jax lacks or defines differently
-  (`harness.compat.unsupported_features`), and nothing diverged where it ran.
+  (`harness.run.compat.unsupported_features`), and nothing diverged where it ran.
 
 Writes REPORT/qualify.json (the table, each version's jax_version and counts, the
 changes), REPORT/qualify.junit.xml (one testcase per case x version) and
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.usage import UsageError
 from programs.model import Program
 
 SCHEMA = 1
@@ -99,47 +100,33 @@ class Column:
 # ---------------------------------------------------------------------------- input
 
 
-def _usage(msg: str) -> Exception:
-    """harness.cli's UsageError (printed as one line, exit 2). Imported here: harness.cli
-    imports this module. Under `python -m harness.cli` the running CLI is `__main__`,
-    whose UsageError is a different class from harness.cli's: use the one it catches."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    cls = getattr(main, "UsageError", None)
-    if spec is not None and spec.name == "harness.cli" and isinstance(cls, type) and issubclass(cls, Exception):
-        return cls(msg)
-    from harness.cli import UsageError
-
-    return UsageError(msg)
-
-
 def load_corpus(root: Path) -> list[Case]:
     """Every *.json under `root` (recursively, sorted), as a Case; a file that is not a
     program is bad input, named."""
     from programs.serialize import ProgramFormatError, from_json
 
     if not root.exists():
-        raise _usage(f"--corpus {root}: no such directory")
+        raise UsageError(f"--corpus {root}: no such directory")
     if not root.is_dir():
-        raise _usage(f"--corpus {root}: not a directory")
+        raise UsageError(f"--corpus {root}: not a directory")
     cases = []
     for f in sorted(root.rglob("*.json")):
         try:
             p = from_json(f.read_text(encoding="utf-8"))
         except (ProgramFormatError, UnicodeDecodeError) as e:
-            raise _usage(f"--corpus: {f}: {e}") from None
+            raise UsageError(f"--corpus: {f}: {e}") from None
         name = f.relative_to(root).with_suffix("").as_posix()
         reason = dict(p.notes).get("reason")
         cases.append(Case(name, p, str(reason) if reason is not None else ""))
     if not cases:
-        raise _usage(f"--corpus {root}: no *.json case files there")
+        raise UsageError(f"--corpus {root}: no *.json case files there")
     return cases
 
 
 def draw_programs(seed: int, n: int, invalid: float = 0.25) -> list[Program]:
     """N programs, the same ones for the same seed (and Hypothesis version), collected
     first so every jax version runs exactly the same list."""
-    from harness.fuzz import seeded_programs
+    from harness.campaign.fuzz import seeded_programs
 
     return seeded_programs(n, seed, invalid)
 
@@ -162,17 +149,17 @@ def check_interpreter(python: str) -> str:
     """The interpreter's path, or bad input naming it: missing, or without jax/numpy."""
     path = shutil.which(python) if os.sep not in python else python
     if path is None or not Path(path).is_file() or not os.access(path, os.X_OK):
-        raise _usage(f"--python {python}: no such interpreter")
+        raise UsageError(f"--python {python}: no such interpreter")
     try:
         r = subprocess.run(
             [path, "-c", "import jax, numpy; print(jax.__version__)"],
             capture_output=True, text=True, timeout=180,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise _usage(f"--python {python}: cannot run it ({e})") from None
+        raise UsageError(f"--python {python}: cannot run it ({e})") from None
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["import failed"])[-1]
-        raise _usage(f"--python {python}: cannot import jax and numpy there ({last})")
+        raise UsageError(f"--python {python}: cannot import jax and numpy there ({last})")
     return path
 
 
@@ -180,8 +167,8 @@ def check_interpreter(python: str) -> str:
 
 
 def verdict(res: Any, sups: list[Any], jax_version: str) -> Cell:
-    """The verdict on one CheckResult (harness.check) under the known divergences."""
-    from harness.suppressions import find_for
+    """The verdict on one CheckResult (harness.judge.check) under the known divergences."""
+    from harness.judge.suppressions import find_for
 
     unexplained, known = [], []
     for d in res.divergences:
@@ -236,14 +223,14 @@ def run_column(
 ) -> None:
     """Every case through one interpreter's workers; fills col.cells. The column is
     labelled 'jax VERSION' ('jax VERSION #2' when `taken` already has that label)."""
-    from harness.check import evaluate
-    from harness.pool import Pool, WorkerStartError
+    from harness.judge.check import evaluate
+    from harness.run.pool import Pool, WorkerStartError
 
     t0 = time.monotonic()
     try:
         pool = Pool(max(1, min(workers, len(cases))), python=col.python, timeout_s=timeout_s)
     except WorkerStartError as e:
-        raise _usage(f"--python {col.python}: {e}") from None
+        raise UsageError(f"--python {col.python}: {e}") from None
     col.jax_version = str(pool.info.get("jax_version", "?"))
     label = f"jax {col.jax_version}"
     n = sum(1 for x in taken if x == label or x.startswith(label + " #"))
@@ -511,23 +498,23 @@ def table_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def cmd_qualify(a: argparse.Namespace) -> int:
-    from harness.suppressions import SuppressionsError, load
+    from harness.judge.suppressions import SuppressionsError, load
 
     if a.fuzz_examples < 0:
-        raise _usage(f"--fuzz-examples={a.fuzz_examples} must be >= 0")
+        raise UsageError(f"--fuzz-examples={a.fuzz_examples} must be >= 0")
     if a.workers < 1:
-        raise _usage(f"--workers={a.workers} must be >= 1")
+        raise UsageError(f"--workers={a.workers} must be >= 1")
     cases = load_corpus(Path(a.corpus))
     pythons = [check_interpreter(py) for py in a.python]
     try:
         sups = load(Path(a.suppressions) if a.suppressions else None)
     except SuppressionsError as e:
-        raise _usage(str(e)) from None
+        raise UsageError(str(e)) from None
     report = Path(a.report)
     try:
         report.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise _usage(f"--report {a.report}: cannot write there ({e.strerror})") from None
+        raise UsageError(f"--report {a.report}: cannot write there ({e.strerror})") from None
     fuzz = None
     if a.fuzz_examples:
         seed = 0 if a.fuzz_seed is None else a.fuzz_seed

@@ -74,7 +74,7 @@ def _faults() -> dict[str, Callable[[], None]]:
 
     def psum_transpose_doubles() -> None:
         # the transpose rule of psum scales the cotangent by 2: only reverse mode sees it
-        from harness.compat import internals
+        from harness.run.compat import internals
 
         i = internals()
         orig = i["transposes"][i["psum_invariant_p"]]
@@ -86,7 +86,7 @@ def _faults() -> dict[str, Callable[[], None]]:
 
     def all_gather_batching_doubles() -> None:
         # the batching rule of all_gather doubles its result: only vmap sees it
-        from harness.compat import internals
+        from harness.run.compat import internals
 
         i = internals()
         orig = i["batchers"][i["all_gather_p"]]
@@ -100,7 +100,7 @@ def _faults() -> dict[str, Callable[[], None]]:
     def eager_psum_off_by_one() -> None:
         # eager shard_map runs each primitive through _prim_applier: make psum add one
         # there, so only the eager path (never jit) computes it wrong
-        from harness.compat import internals
+        from harness.run.compat import internals
 
         sm = internals()["shard_map"]
         orig = sm._prim_applier
@@ -117,7 +117,7 @@ def _faults() -> dict[str, Callable[[], None]]:
 
     def _noop(module_key: str, fn: str) -> Callable[[], None]:
         def install() -> None:
-            from harness.compat import internals
+            from harness.run.compat import internals
 
             setattr(internals()[module_key], fn, lambda *a, **k: None)
 
