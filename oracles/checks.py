@@ -23,8 +23,8 @@ from oracles.prediction import ErrorKind, OracleError, PredictedError, ValueType
 from programs.model import Program, Spec
 
 
-def _fail(kind: ErrorKind, why: str, *facts: str) -> OracleError:
-    return OracleError(PredictedError(kind, tuple(facts), why))
+def _fail(kind: ErrorKind, why: str, *facts: str, output: int | None = None) -> OracleError:
+    return OracleError(PredictedError(kind, tuple(facts), why, output=output))
 
 
 def check_spec_types_and_axes(p: Program, specs: tuple[Spec, ...], which: str) -> None:
@@ -123,6 +123,7 @@ def check_out_specs(p: Program, out_types: list[ValueType]) -> None:
                 f"out_specs[{k}]={s!r} has {len(s.entries)} entries but output {k} has rank {len(t.shape)}"
                 + ("; a rank-0 output varying over the mesh needs a dimension to be concatenated along" if not t.shape else ""),
                 f"rank {len(t.shape)}",
+                output=k,
             )
     _check_duplicates(p.out_specs, "out_specs")
     if p.check_vma:
@@ -136,4 +137,5 @@ def check_out_specs(p: Program, out_types: list[ValueType]) -> None:
                     f"{'them' if len(missing) > 1 else 'it'} in the out_spec, reduce over "
                     f"{'them' if len(missing) > 1 else 'it'} (psum) or pass check_vma=False",
                     *missing,
+                    output=k,
                 )

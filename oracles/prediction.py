@@ -43,6 +43,7 @@ class PredictedError:
     facts: tuple[str, ...] = ()
     why: str = ""
     op_index: int | None = None  # the body op at fault, when there is one
+    output: int | None = None  # the output an out_specs check is about, when there is one
 
     def __str__(self) -> str:
         return f"{self.kind.value}: {self.why}"

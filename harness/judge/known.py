@@ -1,0 +1,356 @@
+"""Known jax divergences, as data (`reports/known_divergences.toml`), matched by cause.
+
+An entry explains a divergence only when all of these hold:
+- one of its signature patterns matches (`kind|mode|where`: the kind is always literal,
+  so a bug that gives a wrong error never excuses a wrong value; the mode is literal, a
+  comma list, or `*` for a bug the reason says every mode shows);
+- the installed jax is in its `jax_versions` range (a PEP 440 specifier set);
+- its program features hold (mesh, specs, flags: `partial_manual`, ...);
+- its op features hold on one op *in the divergence's scope*: for a wrong value, shape,
+  dtype or vma, an op the divergent value depends on (its dependency cone); for an
+  error, the op jax raised at (or the one that should have raised), and its cone only
+  when the entry says the bug's errors surface downstream (`errors_downstream`); only
+  when jax names no op (a compile error, a crash, a hang) any live op;
+- its value features hold on the divergent value (or, unlocalised, on some live value).
+
+A mode disagreement is explained when every mode's own divergences are.
+
+An entry may name a rewrite (`oracles/rewrites.py`): the same program without the buggy
+form. Whenever an entry explains a divergence, the program that does not hold the bug
+(the rewrite, or else the program sliced to the outputs no feature op reaches:
+`derived_program`) is checked like any other, so the rest of the program is never
+excused.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomllib
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from harness.judge.compare import Divergence, DivergenceKind
+from oracles.prediction import Prediction, ValueType
+from oracles.rewrites import REWRITES
+from programs.graph import cone, live_ops, slice_outputs
+from programs.model import Op, Program
+
+DEFAULT_PATH = Path(__file__).resolve().parents[2] / "reports" / "known_divergences.toml"
+_KINDS = {k.value for k in DivergenceKind}
+_ERRORS = {"unexpected_error", "wrong_error", "missing_error"}
+
+
+class KnownDivergencesError(ValueError):
+    """The known-divergences file is malformed; the message names the file and entry."""
+
+
+# ------------------------------------------------------------------------ patterns
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One signature pattern: a literal kind, the modes, a shell pattern on `where`."""
+
+    kind: str
+    modes: tuple[str, ...] | None  # None: every mode
+    where: str
+
+    @staticmethod
+    def parse(text: str) -> Pattern:
+        parts = text.split("|")
+        if len(parts) != 3:
+            raise ValueError(f"signature {text!r} is not 'kind|mode|where'")
+        kind, mode, where = parts
+        if kind not in _KINDS:
+            raise ValueError(f"signature {text!r}: kind {kind!r} must be one of {sorted(_KINDS)} (no wildcards: "
+                             "a bug that gives a wrong error does not excuse a wrong value)")
+        if mode != "*" and any(c in mode for c in "*?["):
+            raise ValueError(f"signature {text!r}: mode must be literal, a comma list, or '*'")
+        return Pattern(kind, None if mode == "*" else tuple(mode.split(",")), where)
+
+    def matches(self, d: Divergence) -> bool:
+        if d.kind.value != self.kind or not fnmatch.fnmatchcase(d.where, self.where):
+            return False
+        return self.modes is None or all(m in self.modes for m in d.mode.split(","))
+
+    def __str__(self) -> str:
+        return f"{self.kind}|{','.join(self.modes) if self.modes else '*'}|{self.where}"
+
+
+# ------------------------------------------------------------------------ features
+
+
+def _zero_size(shape: tuple[int, ...]) -> bool:
+    return 0 in shape
+
+
+PROGRAM_FEATURES = {
+    "in_spec_none": lambda p: any(s.kind == "none" for s in p.in_specs),
+    "in_spec_duplicate_axis": lambda p: any(len(s.axes()) != len(set(s.axes())) for s in p.in_specs),
+    "collective_axis_not_in_mesh": lambda p: any(a not in p.mesh.names for op in p.all_ops() for a in (op.p("axes") or ())),  # type: ignore[union-attr]
+    "partial_manual": lambda p: p.axis_names is not None and set(p.axis_names) != set(p.mesh.names),
+    "check_vma==False": lambda p: not p.check_vma,
+    "check_vma==True": lambda p: p.check_vma,
+    # every manual axis has size 1: jax lowers no manual region for the shard_map
+    "manual_size_1": lambda p: all(p.mesh.axis_size(a) == 1 for a in p.manual_axes),
+    "spmd_axis": lambda p: p.spmd_axis() is not None,
+}
+VALUE_FEATURES = {"value:zero_size"}
+_OP = re.compile(r"^(?P<kind>[a-z_]+|any)(?::(?P<param>[a-z_]+)(?:(?P<op><|>|==)(?P<value>-?\w+))?)?$")
+
+
+@dataclass(frozen=True)
+class OpFeature:
+    """'KIND', 'KIND:PARAM' (set), 'KIND:PARAM<N' / '>N' / '==V'; KIND 'any' for any op.
+    Pseudo-parameters: 'axes_order' (ordered / unordered: several axes out of mesh
+    order), 'zero_size' (True when an operand or the result has a zero-size dimension),
+    'wrap' (scan / cond)."""
+
+    kind: str
+    param: str | None
+    op: str | None
+    value: str | None
+
+    @staticmethod
+    def parse(text: str) -> OpFeature:
+        m = _OP.match(text)
+        if m is None:
+            raise ValueError(
+                f"feature {text!r} is not a program feature ({', '.join(sorted(PROGRAM_FEATURES))}), "
+                f"a value feature ({', '.join(sorted(VALUE_FEATURES))}), or an op feature "
+                "'KIND', 'KIND:PARAM', 'KIND:PARAM<N' / '>N' / '==V'"
+            )
+        return OpFeature(m["kind"], m["param"], m["op"], m["value"])
+
+    def holds(self, p: Program, op: Op, types: list[ValueType]) -> bool:
+        if self.kind not in ("any", op.kind):
+            return False
+        if self.param is None:
+            return True
+        v: object = op.p(self.param)
+        if self.param == "axes_order":
+            axes = list(op.p("axes") or ())  # type: ignore[call-overload]
+            v = "ordered" if axes == sorted(axes, key=lambda a: p.mesh.names.index(a) if a in p.mesh.names else -1) else "unordered"
+        elif self.param == "zero_size":
+            v = any(_zero_size(t.shape) for t in types)
+        if v is None:
+            return False
+        if self.op is None:
+            return True
+        if self.op == "==":
+            return str(v) == self.value
+        if isinstance(v, bool) or not isinstance(v, int):
+            return False
+        n = int(self.value)  # type: ignore[arg-type]
+        return v < n if self.op == "<" else v > n
+
+
+# ------------------------------------------------------------------------ entries
+
+
+@dataclass(frozen=True)
+class KnownDivergence:
+    id: str
+    reason: str
+    patterns: tuple[Pattern, ...]
+    jax_versions: str  # a PEP 440 specifier set ('' or '*': every version)
+    program_features: tuple[str, ...] = ()
+    op_features: tuple[OpFeature, ...] = ()  # all must hold on one op in scope
+    value_features: tuple[str, ...] = ()
+    errors_downstream: bool = False  # its errors may surface at ops depending on the feature op
+    rewrite: str | None = None  # a name in oracles.rewrites.REWRITES
+    case: str = ""  # its own minimized case (path from the repository root)
+    link: str = ""  # the upstream issue or fix, or 'none found: ...'
+    reproducer: str = ""
+
+    def covers(self, jax_version: str) -> bool:
+        if self.jax_versions in ("", "*"):
+            return True
+        try:
+            return SpecifierSet(self.jax_versions).contains(Version(jax_version), prereleases=True)
+        except InvalidVersion:
+            return False
+
+    def feature_ops(self, p: Program, types: Sequence[ValueType]) -> frozenset[int]:
+        """The body ops (indices) on which every op feature holds."""
+        if not self.op_features:
+            return frozenset()
+        return frozenset(i for i in range(len(p.body)) if all(_holds_on(f, p, i, types) for f in self.op_features))
+
+
+def _op_types(p: Program, i: int, types: Sequence[ValueType]) -> list[ValueType]:
+    n_in = len(p.inputs)
+    idx = [*p.body[i].operands, n_in + i]
+    return [types[j] for j in idx if j < len(types)]
+
+
+def _holds_on(f: OpFeature, p: Program, i: int, types: Sequence[ValueType]) -> bool:
+    op = p.body[i]
+    ts = _op_types(p, i, types)
+    if f.holds(p, op, ts):
+        return True
+    # the one op inside a nested shard_map counts as the nested op
+    return op.kind == "shard_map" and f.holds(p, op.inner_op(), ts)
+
+
+# ------------------------------------------------------------------------ scope
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a divergence can have come from: the divergent value (None: jax named no
+    value), the op at fault (errors), and the ops it may depend on."""
+
+    value: int | None
+    at_op: int | None
+    ops: frozenset[int]
+    localised: bool
+
+
+def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
+    n_in = len(p.inputs)
+    value: int | None = None
+    if d.output is not None and d.output < len(p.outputs):
+        value = p.outputs[d.output]
+    elif d.op_index is not None:
+        value = n_in + d.op_index
+    elif d.kind.value in ("missing_error", "wrong_error") and pred.error is not None and pred.error.output is not None:
+        value = p.outputs[pred.error.output] if pred.error.output < len(p.outputs) else None
+    if value is None:
+        return Scope(None, None, live_ops(p), False)
+    at_op = value - n_in if value >= n_in else None
+    return Scope(value, at_op, cone(p, value), True)
+
+
+def _value_features_hold(e: KnownDivergence, s: Scope, p: Program, pred: Prediction) -> bool:
+    if not e.value_features:
+        return True
+    types = pred.value_types
+    if s.value is not None:
+        vals = [s.value]
+    else:
+        vals = sorted({v for i in live_ops(p) for v in (*p.body[i].operands, len(p.inputs) + i)} | set(p.outputs))
+    shapes = [types[v].shape for v in vals if v < len(types)]
+    shapes += [o.global_shape for o in pred.outputs if s.value is None]
+    return all(any(_zero_size(sh) for sh in shapes) for f in e.value_features if f == "value:zero_size")
+
+
+def explains(e: KnownDivergence, d: Divergence, p: Program, pred: Prediction, jax_version: str) -> bool:
+    """Whether entry `e` explains divergence `d` of program `p` (see the module doc)."""
+    if not any(pat.matches(d) for pat in e.patterns) or not e.covers(jax_version):
+        return False
+    if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
+        return False
+    s = scope_of(d, p, pred)
+    if not _value_features_hold(e, s, p, pred):
+        return False
+    if not e.op_features:
+        return True
+    at_fault = e.feature_ops(p, pred.value_types)
+    if d.kind.value in _ERRORS and s.localised and not e.errors_downstream:
+        return s.at_op is not None and s.at_op in at_fault
+    return bool(at_fault & s.ops)
+
+
+def find(entries: Sequence[KnownDivergence], d: Divergence, divs: Sequence[Divergence], p: Program,
+         pred: Prediction, jax_version: str) -> KnownDivergence | None:
+    """The entry that explains `d` (a divergence of `p`, whose divergences are `divs`).
+    A mode disagreement is explained by the entry of the first of the program's other
+    divergences when every one of them is explained (two known bugs in two modes make
+    the modes disagree, which says nothing new)."""
+    if d.kind != DivergenceKind.MODE_DISAGREEMENT:
+        return next((e for e in entries if explains(e, d, p, pred, jax_version)), None)
+    own = [x for x in divs if x.kind != DivergenceKind.MODE_DISAGREEMENT]
+    found = [find(entries, x, divs, p, pred, jax_version) for x in own]
+    return found[0] if found and all(f is not None for f in found) else None
+
+
+def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Prediction) -> Program | None:
+    """The program without the known bugs `used` explained: each entry's rewrite where it
+    has one, then only the outputs that no remaining feature op reaches. None when that
+    is `p` itself or has no output left."""
+    q = p
+    for e in used:
+        if e.rewrite is not None:
+            q = REWRITES[e.rewrite](q) or q
+    from oracles import predict
+
+    qpred = pred if q is p else predict(q, values=False)
+    bad: frozenset[int] = frozenset()
+    for e in used:  # (a rewrite that applied left none of its feature ops)
+        bad |= e.feature_ops(q, qpred.value_types)
+    if bad:
+        keep = tuple(k for k, o in enumerate(q.outputs) if not (cone(q, o) & bad))
+        if not keep:
+            return None
+        if len(keep) < len(q.outputs):
+            q = slice_outputs(q, keep)
+    return None if q == p else q
+
+
+# ------------------------------------------------------------------------ loading
+
+_KEYS = {"id", "reason", "signatures", "when", "jax_versions", "rewrite", "case", "link", "reproducer", "errors_downstream"}
+
+
+def _entry(d: dict[str, object], where: str) -> KnownDivergence:
+    for key in ("id", "reason", "link", "case"):
+        if not isinstance(d.get(key), str) or not d[key]:
+            raise KnownDivergencesError(f"{where}: needs a non-empty string '{key}'"
+                                        + (" (the upstream issue, or 'none found: <what was searched>')" if key == "link" else ""))
+    unknown = set(d) - _KEYS
+    if unknown:
+        raise KnownDivergencesError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(_KEYS)}")
+    sigs = d.get("signatures")
+    if not isinstance(sigs, list) or not sigs or not all(isinstance(x, str) for x in sigs):
+        raise KnownDivergencesError(f"{where}: needs 'signatures', a list of 'kind|mode|where' patterns")
+    when = d.get("when", [])
+    if not isinstance(when, list) or not all(isinstance(x, str) for x in when):
+        raise KnownDivergencesError(f"{where}: 'when' must be a list of feature strings")
+    versions = str(d.get("jax_versions", ""))
+    rewrite = d.get("rewrite")
+    try:
+        patterns = tuple(Pattern.parse(x) for x in sigs)
+        if versions not in ("", "*"):
+            SpecifierSet(versions)
+        if rewrite is not None and rewrite not in REWRITES:
+            raise ValueError(f"rewrite {rewrite!r} is not one of {sorted(REWRITES)}")
+        ops = tuple(OpFeature.parse(w) for w in when if w not in PROGRAM_FEATURES and w not in VALUE_FEATURES)
+    except (ValueError, InvalidSpecifier) as e:
+        raise KnownDivergencesError(f"{where}: {e}") from None
+    return KnownDivergence(
+        id=str(d["id"]), reason=str(d["reason"]), patterns=patterns, jax_versions=versions,
+        program_features=tuple(w for w in when if w in PROGRAM_FEATURES),
+        op_features=ops, value_features=tuple(w for w in when if w in VALUE_FEATURES),
+        errors_downstream=bool(d.get("errors_downstream", False)), rewrite=rewrite,  # type: ignore[arg-type]
+        case=str(d["case"]), link=str(d["link"]), reproducer=str(d.get("reproducer", "")),
+    )
+
+
+def load(path: Path | None = None) -> list[KnownDivergence]:
+    """Every entry of the file, validated: a malformed file raises KnownDivergencesError
+    naming the file, the entry and the problem."""
+    path = path or DEFAULT_PATH
+    if not path.exists():
+        return []
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise KnownDivergencesError(f"{path}: {e}") from None
+    raw = data.get("divergence", [])
+    if not isinstance(raw, list):
+        raise KnownDivergencesError(f"{path}: expected [[divergence]] tables")
+    out = [_entry(d, f"{path}: [[divergence]] #{i + 1} ({d.get('id', '?')})") for i, d in enumerate(raw)]
+    for attr in ("id", "case"):
+        seen: set[str] = set()
+        for e in out:
+            v = getattr(e, attr)
+            if v in seen:
+                raise KnownDivergencesError(f"{path}: two entries share {attr} {v!r}; each entry has its own")
+            seen.add(v)
+    return out

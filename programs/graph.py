@@ -1,0 +1,58 @@
+"""The body as a dependency graph: which ops a value depends on, and slicing.
+
+A known jax divergence may explain only what its buggy op causes (reports/
+known_divergences.toml): a wrong value explains the outputs whose dependency cone holds
+that op, never the others. `cone` answers that; `slice_outputs` gives the same program
+with only some outputs (dead ops dropped), so the outputs a known bug cannot touch are
+checked in full on their own.
+
+Values are numbered as in `programs.model`: arguments first, then one per body op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from programs.model import Program
+
+
+def cone(p: Program, value: int) -> frozenset[int]:
+    """The body ops (by index in `p.body`) that `value` depends on, itself included when
+    it is an op's result; empty for an argument."""
+    n_in = len(p.inputs)
+    out: set[int] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        i = v - n_in
+        if i < 0 or i in out:
+            continue
+        out.add(i)
+        todo.extend(p.body[i].operands)
+    return frozenset(out)
+
+
+def live_ops(p: Program) -> frozenset[int]:
+    """The ops some output depends on (what jit keeps after dead-code elimination)."""
+    live: frozenset[int] = frozenset()
+    for o in p.outputs:
+        live |= cone(p, o)
+    return live
+
+
+def slice_outputs(p: Program, keep: tuple[int, ...]) -> Program:
+    """`p` with only the outputs at positions `keep` (with their out_specs), the ops
+    none of them depends on dropped, and values renumbered. The arguments stay (an
+    unused argument changes no semantics, and in_specs still describe them)."""
+    outputs = tuple(p.outputs[k] for k in keep)
+    out_specs = tuple(p.out_specs[k] for k in keep) if len(p.out_specs) == len(p.outputs) else p.out_specs
+    n_in = len(p.inputs)
+    needed: set[int] = set()
+    for o in outputs:
+        needed |= cone(p, o)
+    kept = sorted(needed)
+    new_index = {v: v for v in range(n_in)}
+    for j, i in enumerate(kept):
+        new_index[n_in + i] = n_in + j
+    body = tuple(replace(p.body[i], operands=tuple(new_index[v] for v in p.body[i].operands)) for i in kept)
+    return replace(p, body=body, outputs=tuple(new_index[o] for o in outputs), out_specs=out_specs)

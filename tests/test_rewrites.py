@@ -1,0 +1,78 @@
+"""Rewrites and slices mean what the program means (by the oracle, no jax)."""
+
+from __future__ import annotations
+
+import numpy as np
+from helpers import P, iota, op, prog
+from hypothesis import given
+
+from oracles import predict
+from oracles.rewrites import REWRITES, mesh_order_axes, nonnegative_axes
+from programs.graph import cone, live_ops, slice_outputs
+from programs.model import Mesh
+from strategies import programs
+
+XY = Mesh(("x", "y"), (2, 4))
+
+
+def _same_outputs(p, q) -> None:  # type: ignore[no-untyped-def]
+    a, b = predict(p), predict(q)
+    assert (a.error is None) == (b.error is None)
+    for x, y in zip(a.outputs, b.outputs):
+        assert x.global_shape == y.global_shape and x.dtype == y.dtype and x.vma == y.vma
+        np.testing.assert_array_equal(x.device_values, y.device_values)
+
+
+def test_nonnegative_axes_hand_example() -> None:
+    p = prog(XY, [iota(8, 4)], [P("x")], [op("psum_scatter", 0, axes=("y",), scatter_dimension=-1, tiled=True),
+                                          op("all_to_all", 0, axes=("y",), split_axis=-1, concat_axis=-2, tiled=True)],
+             [1, 2], [P("x", "y"), P("x", "y")])
+    q = nonnegative_axes(p)
+    assert q is not None
+    assert q.body[0].p("scatter_dimension") == 1
+    assert (q.body[1].p("split_axis"), q.body[1].p("concat_axis")) == (1, 0)
+    _same_outputs(p, q)
+    assert nonnegative_axes(q) is None  # nothing left to rewrite
+
+
+def test_mesh_order_axes_hand_example() -> None:
+    # over ('y', 'x'), index i = iy * 2 + ix; shift by one in that numbering
+    perm = tuple((i, (i + 1) % 8) for i in range(8))
+    p = prog(XY, [iota(8)], [P(("x", "y"))], [op("ppermute", 0, axes=("y", "x"), perm=perm),
+                                              op("pshuffle", 0, axes=("y", "x"), perm=(1, 2, 3, 4, 5, 6, 7, 0))],
+             [1, 2], [P(("x", "y")), P(("x", "y"))])
+    q = mesh_order_axes(p)
+    assert q is not None and q.body[0].p("axes") == ("x", "y") and q.body[1].p("axes") == ("x", "y")
+    # device (ix=0, iy=0) is 0 in both numberings; (ix=1, iy=0) is 1 over (y, x), 4 over (x, y)
+    assert (0, 4) in q.body[0].p("perm")  # type: ignore[operator]
+    _same_outputs(p, q)
+
+
+@given(programs(max_ops=6))
+def test_rewrites_preserve_the_oracles_meaning(p) -> None:  # type: ignore[no-untyped-def]
+    for fn in REWRITES.values():
+        q = fn(p)
+        if q is not None:
+            _same_outputs(p, q)
+
+
+def test_cone_and_slice() -> None:
+    mesh = Mesh(("x",), (2,))
+    p = prog(mesh, [iota(4), iota(2)], [P("x"), P()], [op("psum", 0, axes=("x",)), op("neg", 1), op("add", 2, 3)],
+             [2, 3, 4], [P(), P(), P()])
+    assert cone(p, 2) == {0} and cone(p, 3) == {1} and cone(p, 4) == {0, 1, 2} and cone(p, 0) == frozenset()
+    assert live_ops(p) == {0, 1, 2}
+    q = slice_outputs(p, (1,))
+    assert len(q.body) == 1 and q.body[0].kind == "neg" and q.outputs == (2,) and q.out_specs == (P(),)
+    np.testing.assert_array_equal(predict(q).outputs[0].device_values, predict(p).outputs[1].device_values)
+
+
+@given(programs(max_ops=6))
+def test_slices_keep_the_outputs_they_keep(p) -> None:  # type: ignore[no-untyped-def]
+    pred = predict(p)
+    if pred.error is not None or len(p.outputs) < 2:
+        return
+    q = slice_outputs(p, (len(p.outputs) - 1,))
+    got = predict(q)
+    assert got.error is None
+    np.testing.assert_array_equal(got.outputs[0].device_values, pred.outputs[-1].device_values)
