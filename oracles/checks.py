@@ -11,10 +11,11 @@ After tracing the body:
      does not), no out_spec is longer than its output's rank, no out_spec repeats an axis,
      and with check_vma=True every axis an output varies along is named in its out_spec.
 
-Each check raises `OracleError` with the facts jax's message must name. The docs say
-in_specs is "a pytree of PartitionSpecs": a None in_spec is predicted as a spec-type
-error (jax's own message for in_specs=None says "did you mean P()?"), although jax 0.10.2
-accepts it as replicated (see reports/known_divergences.toml).
+Each check raises `OracleError` with the facts jax's message must name. A None in_spec
+is not an error: jax 0.10.2's `shard_map` docstring says "If ``None``, inputs will be
+treated as static", and a static argument reaches every device whole (its global value,
+invariant: no varying axes), as P() would give it. A None out_spec is an empty pytree
+(a structure error after tracing, step 6).
 """
 
 from __future__ import annotations
@@ -30,8 +31,11 @@ def _fail(kind: ErrorKind, why: str, *facts: str, output: int | None = None) -> 
 def check_spec_types_and_axes(p: Program, specs: tuple[Spec, ...], which: str) -> None:
     """Steps 1-2: spec objects, then the axes they name."""
     for i, s in enumerate(specs):
-        if s.kind == "none" and which == "out_specs":
-            continue  # an empty pytree: a structure error after tracing (step 6)
+        if s.kind == "none":
+            # in_specs: a static argument (the docstring: "If None, inputs will be
+            # treated as static"); out_specs: an empty pytree, a structure error after
+            # tracing (step 6)
+            continue
         if s.kind != "P":
             raise _fail(
                 ErrorKind.SPEC_TYPE,

@@ -314,7 +314,6 @@ def bad_groups(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | 
 DEFECTS: dict[str, Defect] = {
     "in_spec_str": _spec_kind("in", "str"),
     "in_spec_tuple": _spec_kind("in", "tuple"),
-    "in_spec_none": _spec_kind("in", "none"),
     "out_spec_str": _spec_kind("out", "str"),
     "out_spec_tuple": _spec_kind("out", "tuple"),
     "out_spec_none": _spec_kind("out", "none"),

@@ -14,7 +14,6 @@ from strategies.invalid import DEFECTS
 EXPECTED = {
     "in_spec_str": ErrorKind.SPEC_TYPE,
     "in_spec_tuple": ErrorKind.SPEC_TYPE,
-    "in_spec_none": ErrorKind.SPEC_TYPE,
     "out_spec_str": ErrorKind.SPEC_TYPE,
     "out_spec_tuple": ErrorKind.SPEC_TYPE,
     "out_spec_none": ErrorKind.OUT_SPECS_STRUCTURE,

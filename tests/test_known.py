@@ -18,7 +18,7 @@ from harness.judge.known import (
 )
 from harness.judge.known import _entry as entry
 from oracles import predict
-from programs.model import Mesh
+from programs.model import Mesh, Program
 
 XY = Mesh(("x", "y"), (2, 2))
 SHIFT = tuple((i, (i + 1) % 4) for i in range(4))
@@ -105,7 +105,99 @@ def test_malformed_entries_are_named(bad, phrase) -> None:  # type: ignore[no-un
 
 def test_each_entry_has_its_own_case(tmp_path: Path) -> None:
     f = tmp_path / "k.toml"
-    one = '[[divergence]]\nid = "{}"\nreason = "r"\nlink = "l"\ncase = "same.json"\nsignatures = ["value|*|*"]\n'
+    case = tmp_path / "same.json"
+    case.write_text("{}")
+    one = '[[divergence]]\nid = "{}"\nreason = "r"\nlink = "l"\ncase = "CASE"\nsignatures = ["value|*|*"]\n'.replace("CASE", str(case))
     f.write_text(one.format("a") + one.format("b"))
     with pytest.raises(KnownDivergencesError, match="share case"):
         load(f)
+
+
+# ------------------------------------------------------------ the entries on real jax
+
+from collections.abc import Iterator  # noqa: E402
+from dataclasses import replace  # noqa: E402
+
+from harness.judge.check import evaluate  # noqa: E402
+from harness.judge.known import case_path, entry_case_shows, entry_modes, explain_all  # noqa: E402
+from harness.run.modes import DEFAULT_MODES  # noqa: E402
+from harness.run.pool import Pool  # noqa: E402
+from programs.model import Input  # noqa: E402
+from programs.serialize import from_json  # noqa: E402
+
+ENTRIES = load()
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[Pool]:
+    p = Pool(1, timeout_s=60.0)
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="module")
+def faulty_pool() -> Iterator[Pool]:
+    p = Pool(1, timeout_s=60.0, env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
+    yield p
+    p.close()
+
+
+def _check(pool: Pool, p, modes):  # type: ignore[no-untyped-def]
+    pool.submit(p, modes)
+    (c,) = pool.drain()
+    return evaluate(c.program, c.observations)
+
+
+@pytest.mark.parametrize("e", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_every_entry_shows_its_bug_on_its_own_case(pool: Pool, e) -> None:  # type: ignore[no-untyped-def]
+    """An entry's own case shows the bug it describes on every jax its range covers (on
+    the installed one here); an entry whose bug this jax no longer has is stale."""
+    jv = pool.info.get("jax_version", "")
+    if not e.covers(jv):
+        pytest.skip(f"{e.id}: jax_versions {e.jax_versions!r} leaves out the installed jax {jv}")
+    p = from_json(case_path(e).read_text())
+    res = _check(pool, p, entry_modes(e, DEFAULT_MODES))
+    assert entry_case_shows(e, p, res.divergences, res.prediction, jv), (
+        f"{e.id}: its case {e.case} does not show the bug on jax {jv}: "
+        + "; ".join(d.signature for d in res.divergences) or "no divergence")
+
+
+def with_unrelated_psum(p: Program) -> Program:
+    """`p` plus an argument that only an added psum reads (over every manual axis, its own
+    output with out_specs P()): nothing of the known bug reaches it."""
+    manual = tuple(a for a in p.mesh.names if a in p.manual_axes)
+    n = p.mesh.group_size(manual)
+    k = len(p.inputs)
+    shift = 1  # values are renumbered: arguments first
+    body = tuple(replace(o, operands=tuple(v + shift if v >= k else v for v in o.operands)) for o in p.body)
+    outputs = tuple(v + shift if v >= k else v for v in p.outputs)
+    base = len(p.inputs) + 1 + len(body)
+    extra = (op("const", shape=(1,), dtype="int32", value=1), op("add", k, base), op("psum", base + 1, axes=manual))
+    return replace(p, inputs=p.inputs + (Input((n,), "int32", "iota"),), in_specs=p.in_specs + (P(manual),),
+                   body=body + extra, outputs=outputs + (base + 2,), out_specs=p.out_specs + (P(),))
+
+
+RUNNING = [e for e in ENTRIES if predict(from_json(case_path(e).read_text()), values=False).error is None]
+
+
+@pytest.mark.parametrize("e", RUNNING, ids=[e.id for e in RUNNING])
+def test_a_fault_in_an_unrelated_collective_is_new_in_every_known_case(faulty_pool: Pool, e) -> None:  # type: ignore[no-untyped-def]
+    """The principle: a known bug explains only what it causes. Each known case that jax
+    runs gets an unrelated psum, whose values an injected fault breaks; the divergence
+    must come out new, in the program itself or in the program without the known bug."""
+    jv = faulty_pool.info.get("jax_version", "")
+    p = with_unrelated_psum(from_json(case_path(e).read_text()))
+    assert predict(p).error is None
+    modes = tuple(dict.fromkeys(("jit", *entry_modes(e, ("jit", "eager", "vmap", "vmap_spmd", "gspmd", "grad")))))
+    res = _check(faulty_pool, p, modes)
+    if all(o.status == "unsupported" for o in res.observations):
+        pytest.skip(f"{e.id}: jax cannot run its case here: {res.observations[0].error_message}")
+    explained = explain_all(ENTRIES, res.divergences, p, res.prediction, jv)
+    new = [x.divergence for x in explained if x.entry is None]
+    if not new:
+        used = list({x.entry.id: x.entry for x in explained if x.entry is not None}.values())
+        q = derived_program(used, p, res.prediction)
+        assert q is not None, f"{e.id}: every divergence excused and nothing left to check: {[d.signature for d in res.divergences]}"
+        qres = _check(faulty_pool, q, modes)
+        new = [x.divergence for x in explain_all(ENTRIES, qres.divergences, q, qres.prediction, jv) if x.entry is None]
+    assert any(d.kind == DivergenceKind.VALUE for d in new), f"{e.id}: the broken psum was not reported as new: {[d.signature for d in new]}"

@@ -110,24 +110,3 @@ def test_lowering_error_is_not_put_on_an_unrelated_eager_error() -> None:
                               value_types={i: ((), "float32", None) for i in range(len(p.inputs) + 1)})
     wheres = {d.mode: d.where for d in evaluate(p, [eager_at_op, lowering]).divergences}
     assert wheres["lowering"] == wheres["eager"] == "neg->ValueError"  # the second op, neg, never recorded
-
-
-def test_mode_disagreement_explained_only_by_known_per_mode_divergences() -> None:
-    """Two known bugs in two modes make the modes disagree; that says nothing new. A
-    disagreement with one unexplained per-mode divergence stays unexplained."""
-    from harness.judge.compare import Divergence
-    from harness.judge.suppressions import Suppression, find_for
-
-    sups = [
-        Suppression("eager-bug", ("unexpected_error|eager|*",), "r", when=("psum",)),
-        Suppression("grad-bug", ("unexpected_error|grad|*",), "r", when=("psum",)),
-    ]
-    eager = Divergence(DivergenceKind.UNEXPECTED_ERROR, "eager", "m", "psum->ValueError")
-    grad = Divergence(DivergenceKind.UNEXPECTED_ERROR, "grad", "m", "lowering->NotImplementedError")
-    other = Divergence(DivergenceKind.VALUE, "jit", "m", "psum")
-    dis = Divergence(DivergenceKind.MODE_DISAGREEMENT, "eager,grad", "m", "raise:eager,grad")
-    s = find_for(sups, dis, [eager, grad, dis], "0.10.2", SCAN)
-    assert s is not None and s.id == "eager-bug"
-    assert find_for(sups, dis, [eager, grad, other, dis], "0.10.2", SCAN) is None
-    assert find_for(sups, dis, [dis], "0.10.2", SCAN) is None
-    assert find_for(sups, dis, [eager, grad, dis], "0.10.2", NESTED_BAD) is None  # no psum: the entries do not apply

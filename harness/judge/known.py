@@ -10,7 +10,8 @@ An entry explains a divergence only when all of these hold:
   dtype or vma, an op the divergent value depends on (its dependency cone); for an
   error, the op jax raised at (or the one that should have raised), and its cone only
   when the entry says the bug's errors surface downstream (`errors_downstream`); only
-  when jax names no op (a compile error, a crash, a hang) any live op;
+  when jax names no op (a compile error, a crash, a hang) any op (dead ones too: eager
+  and the grad modes trace them); never a body op for an error about the specs;
 - its value features hold on the divergent value (or, unlocalised, on some live value).
 
 A mode disagreement is explained when every mode's own divergences are.
@@ -167,6 +168,7 @@ class KnownDivergence:
     case: str = ""  # its own minimized case (path from the repository root)
     link: str = ""  # the upstream issue or fix, or 'none found: ...'
     reproducer: str = ""
+    mode: str = "jit"  # the mode its reproducer runs in
 
     def covers(self, jax_version: str) -> bool:
         if self.jax_versions in ("", "*"):
@@ -222,7 +224,13 @@ def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
     elif d.kind.value in ("missing_error", "wrong_error") and pred.error is not None and pred.error.output is not None:
         value = p.outputs[pred.error.output] if pred.error.output < len(p.outputs) else None
     if value is None:
-        return Scope(None, None, live_ops(p), False)
+        if d.kind.value in ("missing_error", "wrong_error") and pred.error is not None and pred.error.op_index is None:
+            # the predicted error is about the specs (checked before or after the body,
+            # naming no output): no body op can have caused it
+            return Scope(None, None, frozenset(), True)
+        # jax named no op (a compile error, a crash, a hang): any op, dead ones too
+        # (eager and the grad modes trace every op; jit drops dead ones only when lowering)
+        return Scope(None, None, frozenset(range(len(p.body))), False)
     at_op = value - n_in if value >= n_in else None
     return Scope(value, at_op, cone(p, value), True)
 
@@ -295,7 +303,7 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
 
 # ------------------------------------------------------------------------ loading
 
-_KEYS = {"id", "reason", "signatures", "when", "jax_versions", "rewrite", "case", "link", "reproducer", "errors_downstream"}
+_KEYS = {"id", "reason", "signatures", "when", "jax_versions", "rewrite", "case", "link", "reproducer", "errors_downstream", "mode"}
 
 
 def _entry(d: dict[str, object], where: str) -> KnownDivergence:
@@ -329,6 +337,7 @@ def _entry(d: dict[str, object], where: str) -> KnownDivergence:
         op_features=ops, value_features=tuple(w for w in when if w in VALUE_FEATURES),
         errors_downstream=bool(d.get("errors_downstream", False)), rewrite=rewrite,  # type: ignore[arg-type]
         case=str(d["case"]), link=str(d["link"]), reproducer=str(d.get("reproducer", "")),
+        mode=str(d.get("mode", "jit")),
     )
 
 
@@ -346,6 +355,10 @@ def load(path: Path | None = None) -> list[KnownDivergence]:
     if not isinstance(raw, list):
         raise KnownDivergencesError(f"{path}: expected [[divergence]] tables")
     out = [_entry(d, f"{path}: [[divergence]] #{i + 1} ({d.get('id', '?')})") for i, d in enumerate(raw)]
+    for e in out:
+        if not case_path(e).exists():
+            raise KnownDivergencesError(f"{path}: entry {e.id!r}: its case {e.case!r} does not exist "
+                                        "(each entry needs its own minimized case, reports/corpus/known/*.json)")
     for attr in ("id", "case"):
         seen: set[str] = set()
         for e in out:
@@ -354,3 +367,90 @@ def load(path: Path | None = None) -> list[KnownDivergence]:
                 raise KnownDivergencesError(f"{path}: two entries share {attr} {v!r}; each entry has its own")
             seen.add(v)
     return out
+
+
+# ------------------------------------------------------------------------ use
+
+
+def known_trouble(entries: Sequence[KnownDivergence], p: Program, pred: Prediction, jax_version: str, mode: str) -> bool:
+    """Whether a valid program holds what some entry says makes jax fail or go wrong in
+    `mode` (its program features, and its op features on one live op): the value tier
+    then runs it alone, not in a batch it would make fail."""
+    live = live_ops(p)
+    for e in entries:
+        if not e.covers(jax_version) or not (e.op_features or e.program_features or e.value_features):
+            continue
+        if not any(pat.kind not in ("missing_error", "wrong_error") and (pat.modes is None or mode in pat.modes)
+                   for pat in e.patterns):
+            continue
+        if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
+            continue
+        if e.op_features and not (e.feature_ops(p, pred.value_types) & live):
+            continue
+        return True
+    return False
+
+
+@dataclass(frozen=True)
+class Explained:
+    """One divergence of a checked program and the entry that explains it (None: new)."""
+
+    divergence: Divergence
+    entry: KnownDivergence | None
+
+
+def explain_all(entries: Sequence[KnownDivergence], divs: Sequence[Divergence], p: Program, pred: Prediction,
+                jax_version: str) -> tuple[Explained, ...]:
+    return tuple(Explained(d, find(entries, d, divs, p, pred, jax_version)) for d in divs)
+
+
+ENTRY_STATUSES = ("matched", "unseen", "fixed", "not_this_version")
+
+
+@dataclass(frozen=True)
+class EntryStatus:
+    """An entry in one run: `matched` (it explained `count` divergences), `unseen`
+    (nothing matched, but its own case still shows the bug), `fixed` (its own case no
+    longer shows it on this jax: the entry is stale), `not_this_version` (its
+    jax_versions range leaves out this jax)."""
+
+    id: str
+    status: str
+    count: int
+    jax_versions: str
+    case: str
+    link: str
+
+
+def entry_case_shows(e: KnownDivergence, p: Program, res_divs: Sequence[Divergence], pred: Prediction,
+                     jax_version: str) -> bool:
+    """Whether `e` explains some divergence of its own case's check (the bug is there)."""
+    return any(d.kind != DivergenceKind.MODE_DISAGREEMENT and explains(e, d, p, pred, jax_version) for d in res_divs)
+
+
+def statuses(entries: Sequence[KnownDivergence], matched: dict[str, int], shows: dict[str, bool],
+             jax_version: str) -> tuple[EntryStatus, ...]:
+    """Every entry's status; `shows`: entry id -> whether its case showed the bug in this
+    run (absent: not checked)."""
+    out = []
+    for e in entries:
+        if not e.covers(jax_version):
+            st = "not_this_version"
+        elif matched.get(e.id):
+            st = "matched" if shows.get(e.id, True) else "fixed"
+        else:
+            st = "fixed" if shows.get(e.id) is False else "unseen"
+        out.append(EntryStatus(e.id, st, matched.get(e.id, 0), e.jax_versions, e.case, e.link))
+    return tuple(out)
+
+
+def entry_modes(e: KnownDivergence, modes: Sequence[str]) -> tuple[str, ...]:
+    """The modes (of `modes`) that its patterns name: where its case is checked."""
+    named = {m for pat in e.patterns for m in (pat.modes or modes)}
+    return tuple(m for m in modes if m in named) or tuple(modes)
+
+
+def case_path(e: KnownDivergence) -> Path:
+    """An entry's own case, from the repository root (or absolute)."""
+    p = Path(e.case)
+    return p if p.is_absolute() else DEFAULT_PATH.parents[1] / p
