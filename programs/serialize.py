@@ -2,7 +2,9 @@
 
 JSON case files are the unit of exchange between fuzzing, replay, minimization, the
 corpus and release qualification. `from_json` validates everything it reads and raises
-`ProgramFormatError` naming the offending field, so a bad case file is one clear line.
+`ProgramFormatError` naming the offending field, so a bad case file is one clear line:
+first the structure (here), then the meaning (`programs/validate.py`: a mesh jax can
+build, shapes and dtypes that exist, names that resolve).
 """
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ from typing import Any
 
 from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec
 from programs.ops import SYNTAX, WRAPS
+from programs.validate import ProgramFormatError, validate
+
+__all__ = ["SCHEMA_VERSION", "ProgramFormatError", "from_json", "program_from_dict", "program_id", "program_to_dict", "to_json"]
 
 SCHEMA_VERSION = 1
-
-
-class ProgramFormatError(ValueError):
-    """A case file or JSON document does not describe a valid program."""
 
 
 def _spec_to_json(s: Spec) -> dict[str, Any]:
@@ -109,7 +110,9 @@ def _param_from_json(v: Any, where: str) -> ParamValue:
     raise ProgramFormatError(f"{where}: parameter value {v!r} is not a scalar or list")
 
 
-def program_from_dict(d: Any) -> Program:
+def program_from_dict(d: Any, check: bool = True) -> Program:
+    """The program a JSON object describes. `check=False` skips `validate` (the worker
+    process: its programs come from a parent that read and checked them, or drew them)."""
     schema = _req(d, "schema", "program", int)
     if schema != SCHEMA_VERSION:
         raise ProgramFormatError(
@@ -128,13 +131,14 @@ def program_from_dict(d: Any) -> Program:
         w = f"inputs[{i}]"
         dtype = _req(x, "dtype", w, str)
         if dtype not in DTYPES:
-            raise ProgramFormatError(f"{w}.dtype: {dtype!r} is not one of {DTYPES}")
+            raise ProgramFormatError(f"{w}.dtype: {dtype!r} is not a dtype shardfuzz knows; use one of {DTYPES}")
         fill = x.get("fill", "small")
         if fill not in ("small", "iota"):
             raise ProgramFormatError(f"{w}.fill: {fill!r} is not 'small' or 'iota'")
-        inputs.append(
-            Input(_ints(_req(x, "shape", w, list), f"{w}.shape"), dtype, fill, int(x.get("seed", 0)))
-        )
+        seed = x.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ProgramFormatError(f"{w}.seed: expected an integer, got {seed!r}")
+        inputs.append(Input(_ints(_req(x, "shape", w, list), f"{w}.shape"), dtype, fill, seed))
     in_specs = tuple(
         _spec_from_json(s, f"in_specs[{i}]") for i, s in enumerate(_req(d, "in_specs", "program", list))
     )
@@ -151,7 +155,10 @@ def program_from_dict(d: Any) -> Program:
             raise ProgramFormatError(f"{w}: {kind} takes {syn.arity} operands, got {len(operands)}")
         for v in operands:
             if not 0 <= v < n_in + i:
-                raise ProgramFormatError(f"{w}.operands: value {v} is not defined before this op")
+                raise ProgramFormatError(
+                    f"{w}.operands: value {v} is not defined before this op; an op reads only values "
+                    f"0..{n_in + i - 1} (the {n_in} arguments, then each earlier op's result)"
+                )
         params = _req(o, "params", w, dict)
         missing = [p for p in syn.params if p not in params]
         unknown = [p for p in params if p not in syn.params and p not in syn.optional]
@@ -165,7 +172,10 @@ def program_from_dict(d: Any) -> Program:
     outputs = _ints(_req(d, "outputs", "program", list), "program.outputs")
     for v in outputs:
         if not 0 <= v < n_in + len(body):
-            raise ProgramFormatError(f"program.outputs: value {v} is not defined")
+            raise ProgramFormatError(
+                f"program.outputs: value {v} is not defined; outputs name values 0..{n_in + len(body) - 1} "
+                f"(the {n_in} arguments, then the {len(body)} ops' results)"
+            )
     out_specs = tuple(
         _spec_from_json(s, f"out_specs[{i}]") for i, s in enumerate(_req(d, "out_specs", "program", list))
     )
@@ -176,8 +186,12 @@ def program_from_dict(d: Any) -> Program:
     if not isinstance(check_vma, bool):
         raise ProgramFormatError(f"program.check_vma: expected true/false, got {check_vma!r}")
     defect = d.get("defect")
+    if defect is not None and not isinstance(defect, str):
+        raise ProgramFormatError(f"program.defect: expected a defect name or null, got {defect!r}")
     notes = d.get("notes") or {}
-    return Program(
+    if not isinstance(notes, dict):
+        raise ProgramFormatError(f"program.notes: expected an object, got {notes!r}")
+    p = Program(
         mesh=mesh,
         inputs=tuple(inputs),
         in_specs=in_specs,
@@ -189,6 +203,9 @@ def program_from_dict(d: Any) -> Program:
         defect=defect,
         notes=tuple(sorted((k, _param_from_json(v, f"notes.{k}")) for k, v in notes.items())),
     )
+    if check:
+        validate(p)
+    return p
 
 
 def from_json(text: str) -> Program:

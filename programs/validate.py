@@ -1,0 +1,150 @@
+"""What a program read from a file must satisfy before anything runs it.
+
+`serialize.program_from_dict` checks the JSON's structure (fields, types, op arity,
+operand numbering); `validate` checks the meaning: a mesh jax can build, shapes and
+dtypes that exist, names that resolve. A program that fails here is bad input (the CLI
+turns `ProgramFormatError` into one line and exit code 2), never a jax divergence.
+
+Some wrong names are deliberate: the fuzzer draws invalid programs with exactly one
+named defect (`strategies/invalid.py`), whose error the oracle predicts. A spec naming
+an axis that is not in the mesh is such a program when its recorded defect is the one
+that puts it there (`EXPLAINED_BY`); without that defect it is a mistake in the file. A
+collective over an axis that is not in the mesh is left alone: jax must raise an unbound
+axis name error, which the oracle predicts with or without a defect (the curated
+`known/unbound_assert` case has none). Nothing else checked here is ever deliberate.
+
+`check_fits(p, n)` is the one check that depends on the machine (how many devices jax
+has); the harness calls it before running a program. No jax here.
+"""
+
+from __future__ import annotations
+
+from programs.model import AXIS_TYPES, DTYPES, Op, Program, Spec
+from programs.ops import SYNTAX
+
+
+class ProgramFormatError(ValueError):
+    """A case file or JSON document does not describe a valid program."""
+
+
+# Where a name that is not a mesh axis may appear, and the defects (strategies/invalid.py
+# DEFECTS; a test checks the names) that put it there on purpose.
+EXPLAINED_BY: dict[str, frozenset[str]] = {
+    "in_specs": frozenset({"in_spec_unknown_axis"}),
+    "out_specs": frozenset({"out_spec_unknown_axis"}),
+}
+
+DEVICES_FLAG = "XLA_FLAGS=--xla_force_host_platform_device_count"
+
+
+def _fail(msg: str) -> ProgramFormatError:
+    return ProgramFormatError(msg)
+
+
+def _check_mesh(p: Program) -> None:
+    m = p.mesh
+    if not m.names:
+        raise _fail("mesh: has no axes; give it at least one (names and sizes, e.g. [\"x\"], [2])")
+    seen: set[str] = set()
+    for name in m.names:
+        if not name:
+            raise _fail("mesh.names: an axis name is empty; name every axis")
+        if name in seen:
+            raise _fail(f"mesh.names: axis {name!r} appears twice in {list(m.names)}; give each mesh axis its own name")
+        seen.add(name)
+    for name, size in zip(m.names, m.sizes):
+        if size < 1:
+            raise _fail(f"mesh.sizes: axis {name!r} has size {size}; every mesh axis needs size >= 1")
+    for name, t in zip(m.names, m.axis_types):
+        if t not in AXIS_TYPES:
+            raise _fail(f"mesh.axis_types: axis {name!r} has type {t!r}; use one of {AXIS_TYPES}")
+
+
+def _check_shape(shape: object, where: str) -> None:
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) and not isinstance(n, bool) for n in shape):
+        raise _fail(f"{where}: expected a list of integers, got {shape!r}")
+    bad = [n for n in shape if n < 0]
+    if bad:
+        raise _fail(f"{where}: {list(shape)} has a negative dimension ({bad[0]}); sizes must be >= 0")
+
+
+def _check_dtype(dtype: object, where: str) -> None:
+    if dtype not in DTYPES:
+        raise _fail(f"{where}: dtype {dtype!r} is not a dtype shardfuzz knows; use one of {DTYPES}")
+
+
+def _check_spec_axes(p: Program, specs: tuple[Spec, ...], which: str) -> None:
+    mesh = set(p.mesh.names)
+    for i, s in enumerate(specs):
+        for a in s.axes():
+            if a not in mesh and p.defect not in EXPLAINED_BY[which]:
+                raise _fail(
+                    f"{which}[{i}]={s!r} names {a!r}, which is not a mesh axis (mesh axes: {list(p.mesh.names)}); "
+                    f"name a mesh axis, or record defect {sorted(EXPLAINED_BY[which])[0]!r} if the mistake is deliberate"
+                )
+
+
+def _check_op(p: Program, op: Op, where: str) -> None:
+    mesh = set(p.mesh.names)
+    params = op.param_dict
+    if "dtype" in params:
+        _check_dtype(params["dtype"], f"{where}.params.dtype")
+    if op.kind == "const":
+        _check_shape(op.p("shape"), f"{where}.params.shape")
+    axes = params.get("axes")
+    if "axes" in params:
+        if not isinstance(axes, tuple) or not all(isinstance(a, str) for a in axes):
+            raise _fail(f"{where}.params.axes: expected a list of axis names, got {axes!r}")
+    if op.kind == "shard_map":
+        inner_axes = op.p("inner_axes")
+        if not isinstance(inner_axes, tuple) or not all(isinstance(a, str) for a in inner_axes):
+            raise _fail(f"{where}.params.inner_axes: expected a list of axis names, got {inner_axes!r}")
+        for a in inner_axes:
+            if a not in mesh:
+                raise _fail(f"{where}.params.inner_axes: {a!r} is not a mesh axis (mesh axes: {list(p.mesh.names)})")
+        inner = op.p("inner")
+        if inner not in SYNTAX or inner == "shard_map" or SYNTAX[str(inner)].arity != 1:
+            raise _fail(f"{where}.params.inner: {inner!r} is not an op of one operand (e.g. 'psum', 'neg')")
+        pairs = op.p("inner_params")
+        if not isinstance(pairs, tuple) or not all(isinstance(kv, tuple) and len(kv) == 2 and isinstance(kv[0], str) for kv in pairs):
+            raise _fail(f"{where}.params.inner_params: expected a list of [name, value] pairs, got {pairs!r}")
+        _check_op(p, op.inner_op(), f"{where} (inner {inner})")
+
+
+def validate(p: Program) -> None:
+    """Raise ProgramFormatError (one line: where, what, the fix) unless `p` is a program
+    shardfuzz can run and judge: a valid one, or an invalid one whose mistakes are the
+    kind its recorded defect makes."""
+    _check_mesh(p)
+    for i, x in enumerate(p.inputs):
+        _check_shape(x.shape, f"inputs[{i}].shape")
+        _check_dtype(x.dtype, f"inputs[{i}]")
+    for i, op in enumerate(p.body):
+        _check_op(p, op, f"body[{i}]")
+    _check_spec_axes(p, p.in_specs, "in_specs")
+    _check_spec_axes(p, p.out_specs, "out_specs")
+    if p.axis_names is not None:
+        if not p.axis_names:
+            raise _fail("program.axis_names: is empty (jax reads that as every mesh axis); write null for all axes")
+        for a in p.axis_names:
+            if a not in p.mesh.names:
+                raise _fail(
+                    f"program.axis_names: {a!r} is not a mesh axis (mesh axes: {list(p.mesh.names)}); "
+                    "list only mesh axes, or write null for all of them"
+                )
+    if p.defect is not None and not isinstance(p.defect, str):
+        raise _fail(f"program.defect: expected a defect name or null, got {p.defect!r}")
+
+
+def check_fits(p: Program, n_devices: int, reproducer: bool = False) -> None:
+    """The mesh must fit on the devices jax has (`n_devices`); `reproducer`: on the CPU
+    devices an emitted reproducer forces (it cannot be given more)."""
+    if p.mesh.size <= n_devices:
+        return
+    need = f"mesh {dict(zip(p.mesh.names, p.mesh.sizes))} needs {p.mesh.size} devices"
+    if reproducer:
+        raise _fail(f"{need} but a reproducer forces {n_devices} CPU devices; use a mesh of at most {n_devices} devices")
+    raise _fail(
+        f"{need} but jax here has {n_devices} CPU devices (shardfuzz forces 8 unless XLA_FLAGS asks for "
+        f"more); use a smaller mesh, or run with {DEVICES_FLAG}={p.mesh.size}"
+    )
