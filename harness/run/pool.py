@@ -3,6 +3,10 @@
 A worker that dies (segfault, abort inside XLA) or hangs past the per-mode timeout costs
 one program: its current mode is recorded as a `crash` / `timeout` observation (with the
 tail of the worker's stderr), the worker is replaced, and the run goes on.
+
+Each worker's stderr goes to a log file in a directory the pool owns (`log_dir`, made
+with `tempfile.mkdtemp`); `close()` removes it, and so does a finalizer should a pool
+never be closed, so a run or a test leaves nothing in the system temp directory.
 """
 
 from __future__ import annotations
@@ -10,11 +14,13 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,8 +57,8 @@ class Completed:
 
 
 class _Worker:
-    def __init__(self, python: str, env: dict[str, str]) -> None:
-        self.log = tempfile.NamedTemporaryFile(prefix="shardfuzz-worker-", suffix=".log", delete=False)
+    def __init__(self, python: str, env: dict[str, str], log_dir: Path) -> None:
+        self.log = tempfile.NamedTemporaryFile(prefix="shardfuzz-worker-", suffix=".log", dir=log_dir, delete=False)
         self.proc = subprocess.Popen(
             [python, "-m", "harness.run.worker"],
             stdin=subprocess.PIPE,
@@ -90,6 +96,7 @@ class _Worker:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        self.log.close()
         try:
             os.unlink(self.log.name)
         except OSError:
@@ -119,9 +126,15 @@ class Pool:
         self.timeouts = 0
         self.info: dict[str, Any] = {}
         self._pending: list[Completed] = []  # completions seen while waiting to submit
-        for _ in range(self.n):
-            self._spawn()
-        self._await_ready()
+        self.log_dir = Path(tempfile.mkdtemp(prefix="shardfuzz-pool-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.log_dir), True)
+        try:
+            for _ in range(self.n):
+                self._spawn()
+            self._await_ready()
+        except BaseException:
+            self.close()  # the workers that did start, and the log directory
+            raise
 
     def worker_cpu_s(self) -> float:
         """CPU seconds the live workers have spent, as of their last finished jobs (the
@@ -129,7 +142,7 @@ class Pool:
         return sum(w.cpu_s for w in self.workers)
 
     def _spawn(self) -> _Worker:
-        w = _Worker(self.python, self.env)
+        w = _Worker(self.python, self.env, self.log_dir)
         assert w.proc.stdout is not None
         self.sel.register(w.proc.stdout, selectors.EVENT_READ, w)
         self.workers.append(w)
@@ -299,6 +312,7 @@ class Pool:
             except OSError:
                 pass
             self._retire(w)
+        self._cleanup()  # the log directory (each log is already gone with its worker)
 
 
 def _signame(rc: int | None) -> str:

@@ -1,4 +1,5 @@
-"""A worker process: initialises jax once (8 forced CPU devices) and runs many programs.
+"""A worker process: initialises jax once (8 forced CPU devices, or the count XLA_FLAGS
+asks for when that is more) and runs many programs.
 
 Speaks JSON lines: reads `{"id", "program", "modes"}` from stdin; writes
 `{"event": "ready"}` once, then per job `{"event": "start", "mode"}` before each mode
@@ -14,8 +15,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
+
+from harness.run.compat import N_DEVICES
+
+
+def host_device_count(xla_flags: str | None = None) -> int:
+    """How many CPU devices shardfuzz gives jax: N_DEVICES (8), or more where `XLA_FLAGS`
+    asks for more (`--xla_force_host_platform_device_count=N`), never fewer (the
+    strategies draw meshes of up to 8 devices)."""
+    flags = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
+    asked = re.findall(r"--xla_force_host_platform_device_count=(\d+)", flags)
+    return max(N_DEVICES, int(asked[-1])) if asked else N_DEVICES
 
 
 def main() -> int:
@@ -26,7 +39,7 @@ def main() -> int:
     os.dup2(2, 1)
     from harness.run import compat
 
-    compat.force_host_devices()
+    compat.force_host_devices(host_device_count())
     from harness.run.faults import install_from_env
     from harness.run.modes import COMPILED, MODES, observation_to_dict
     from programs.serialize import program_from_dict
@@ -49,12 +62,14 @@ def main() -> int:
             from harness.run.batch import run_batch
 
             send({"id": jid, "event": "start", "mode": "jit"})
-            progs = [program_from_dict(d) for d in job["batch"]]
+            progs = [program_from_dict(d, check=False) for d in job["batch"]]
             for i, o in enumerate(run_batch(progs)):
                 send({"id": jid, "event": "obs", "index": i, "observation": observation_to_dict(o)}, flush=False)
             send({"id": jid, "event": "done", "cpu_s": time.process_time()})
             continue
-        p = program_from_dict(job["program"])
+        # (not validated again: the parent read and checked it, or drew it, or it is a
+        # minimizer's candidate, which must run even where a file could not say it)
+        p = program_from_dict(job["program"], check=False)
         for m in job["modes"]:
             if len(job["modes"]) > 1:  # (a one-mode job's mode is known to the parent)
                 send({"id": jid, "event": "start", "mode": m})
