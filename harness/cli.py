@@ -5,7 +5,9 @@
     shardfuzz emit CASE.json        print a standalone reproducer
     shardfuzz explain CASE.json     the spec checker: shapes and varying axes op by op
 
-Exit codes: 0 nothing diverged, 1 something did, 2 bad input (one line on stderr).
+Exit codes: 0 nothing diverged, 1 something did, 2 bad input (one line on stderr), 3 a
+shardfuzz bug (one line on stderr; the traceback in the report directory, or in a fresh
+temporary file for replay, explain, emit and minimize).
 """
 
 from __future__ import annotations
@@ -17,28 +19,86 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from harness.usage import UsageError
+from harness.run.worker import host_device_count
+from harness.usage import UsageError, at_least, fraction, positive
 from programs.model import Program
 from programs.serialize import ProgramFormatError, from_json
+from programs.validate import check_fits
+
+# Modes the harness runs for itself (harness/judge/check.py localises value divergences
+# with "probe"); never offered by --modes.
+INTERNAL_MODES = ("probe",)
+# The emitted reproducers force this many CPU devices (programs/emit.py).
+EMIT_DEVICES = 8
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default, unless the text already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default is argparse.SUPPRESS or not action.option_strings:
+            return text
+        return super()._get_help_string(action) or text
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
-def _load_case(path: str) -> Program:
+def versions() -> str:
+    """shardfuzz's version and jax's, from the installed distributions (jax not imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return f"shardfuzz {v('shardfuzz')} (jax {v('jax')}, jaxlib {v('jaxlib')}, python {sys.version.split()[0]})"
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the shardfuzz and jax versions and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[no-untyped-def, override]
+        print(versions())
+        parser.exit()
+
+
+def _fits(p: Program, where: str, emit: bool = False) -> None:
+    """The program's mesh fits on the devices jax has here (or, for `emit`, on the 8 CPU
+    devices the reproducer forces); a UsageError naming `where` otherwise."""
+    try:
+        check_fits(p, EMIT_DEVICES if emit else host_device_count(), reproducer=emit)
+    except ProgramFormatError as e:
+        raise UsageError(f"{where}: {e}") from None
+
+
+def _load_case(path: str, emit: bool = False) -> Program:
     f = Path(path)
     if not f.exists():
         raise UsageError(f"{path}: no such file; pass a case file written by 'shardfuzz fuzz' (reports/.../cases/*.json)")
     if f.is_dir():
         raise UsageError(f"{path}: is a directory; pass one case file")
     try:
-        return from_json(f.read_text())
+        p = from_json(f.read_text())
     except ProgramFormatError as e:
         raise UsageError(f"{path}: {e}") from None
     except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a text file") from None
+        raise UsageError(f"{path}: not a text file; pass a JSON case file") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read it ({e.strerror})") from None
+    _fits(p, path, emit)
+    return p
 
 
 def _defects(text: str | None) -> tuple[str, ...]:
@@ -56,10 +116,11 @@ def _defects(text: str | None) -> tuple[str, ...]:
 def _modes(text: str) -> tuple[str, ...]:
     from harness.run.modes import MODES
 
+    public = [m for m in MODES if m not in INTERNAL_MODES]
     modes = tuple(m.strip() for m in text.split(",") if m.strip())
-    bad = [m for m in modes if m not in MODES]
+    bad = [m for m in modes if m not in public]
     if bad or not modes:
-        raise UsageError(f"--modes: unknown mode(s) {bad or text!r}; choose from {','.join(MODES)}")
+        raise UsageError(f"--modes: unknown mode(s) {bad or text!r}; choose from {','.join(public)}")
     return modes
 
 
@@ -105,10 +166,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             if getattr(a, k) == FUZZ_DEFAULTS[k]:
                 setattr(a, k, v)
 
-    if a.max_examples < 1:
-        raise UsageError(f"--max-examples={a.max_examples} must be >= 1")
-    if a.budget is not None and a.budget <= 0:
-        raise UsageError(f"--budget={a.budget} must be a positive number of seconds")
+    # (every number was range-checked by its argparse type; RunConfig checks them again)
     report = _writable_dir(a.report, "--report")
     corpus = None
     if a.corpus:
@@ -116,9 +174,13 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         from harness.campaign.fuzz import load_corpus
 
         try:
-            load_corpus(corpus)
+            cases = load_corpus(corpus)
         except ProgramFormatError as e:
             raise UsageError(f"--corpus: {e}; fix or remove that file") from None
+        except (UnicodeDecodeError, OSError) as e:
+            raise UsageError(f"--corpus {corpus}: a file there cannot be read as a JSON case ({e}); fix or remove it") from None
+        for f, p, _ in cases:
+            _fits(p, f"--corpus: {f}")
     cfg = RunConfig(
         seed=a.seed,
         max_examples=a.max_examples,
@@ -253,7 +315,7 @@ def cmd_minimize(a: argparse.Namespace) -> int:
 def cmd_emit(a: argparse.Namespace) -> int:
     from programs.emit import REPRO_MODES, reproducer_mode, to_python
 
-    p = _load_case(a.case)
+    p = _load_case(a.case, emit=True)
     mode = a.mode
     if mode is None:  # the mode of the case's first divergence
         try:
@@ -285,18 +347,24 @@ def cmd_explain(a: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from harness.run.modes import DEFAULT_MODES, MODES
 
+    public = ",".join(m for m in MODES if m not in INTERNAL_MODES)
+    seconds = positive(float, "seconds")
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
+    ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     f = sub.add_parser("fuzz", help="draw programs and check them against the oracle")
-    f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--max-examples", type=int, default=FUZZ_DEFAULTS["max_examples"])
-    f.add_argument("--budget", type=float, default=FUZZ_DEFAULTS["budget"], help="stop after this many seconds")
-    f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win)")
+    f.add_argument("--seed", type=int, default=0,
+                   help="which programs: the same seed and options draw the same programs (programs_digest in the summary)")
+    f.add_argument("--max-examples", type=at_least(1), default=FUZZ_DEFAULTS["max_examples"],
+                   help="how many programs to draw (Hypothesis examples), at least 1")
+    f.add_argument("--budget", type=seconds, default=FUZZ_DEFAULTS["budget"],
+                   help="stop after this many seconds (default: none, only --max-examples)")
+    f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win; default: none)")
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
-    f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {','.join(MODES)}")
+    f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {public}")
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
-    f.add_argument("--value-share", type=float, default=0.25, help="share of programs run in every mode; the rest only in the abstract tier")
-    f.add_argument("--batch", type=int, default=8, help="value-tier programs compiled together as one jit")
+    f.add_argument("--value-share", type=fraction, default=0.25, help="share of programs run in every mode; the rest only in the abstract tier")
+    f.add_argument("--batch", type=at_least(1, what="1: no batching"), default=8, help="value-tier programs compiled together as one jit")
     f.add_argument(
         "--codegen",
         choices=("fast", "default"),
@@ -304,20 +372,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="XLA CPU backend in the workers: fast (LLVM -O0, no fusion emitters: ~1.5x faster compiles; "
         "tracing, Shardy and the SPMD partitioner untouched) or default (as users run it)",
     )
-    f.add_argument("--corpus", default=None, help="persistent corpus directory: replayed first, failing cases added")
-    f.add_argument("--minimize-budget", type=float, default=FUZZ_DEFAULTS["minimize_budget"], help="seconds to minimize each new bucket (0: off)")
-    f.add_argument("--minimize-total", type=float, default=FUZZ_DEFAULTS["minimize_total"],
+    f.add_argument("--corpus", default=None,
+                   help="persistent corpus directory: replayed first, failing cases added (default: none)")
+    f.add_argument("--minimize-budget", type=at_least(0.0, float, "0: off"), default=FUZZ_DEFAULTS["minimize_budget"],
+                   help="seconds to minimize each new bucket (0: off)")
+    f.add_argument("--minimize-total", type=at_least(0.0, float, "0: no limit"), default=FUZZ_DEFAULTS["minimize_total"],
                    help="seconds for minimizing all new buckets together, most frequent first (0: no limit)")
-    f.add_argument("--invalid", type=float, default=0.25, help="share of programs given one deliberate defect")
+    f.add_argument("--invalid", type=fraction, default=0.25, help="share of programs given one deliberate defect")
     f.add_argument("--defects", default=None, help="comma-separated defect names to draw from (default: all; see strategies/invalid.py)")
-    f.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes (0: in-process)")
-    f.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in a worker, seconds")
+    cores = len(os.sched_getaffinity(0))
+    f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=cores,
+                   help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")
+    f.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in a worker, seconds")
     f.set_defaults(fn=cmd_fuzz)
     m = sub.add_parser("minimize", help="shrink a case while it keeps its divergence signature")
     m.add_argument("case", help="a JSON case file")
     m.add_argument("--signature", default=None, help="KIND|MODE|WHERE to keep (default: the case's first)")
-    m.add_argument("--budget", type=float, default=120.0, help="seconds to spend")
-    m.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in the worker")
+    m.add_argument("--budget", type=at_least(0.0, float, "0: no shrinking"), default=120.0, help="seconds to spend")
+    m.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in the worker, seconds")
     m.set_defaults(fn=cmd_minimize)
     for name, fn, hlp in (
         ("replay", cmd_replay, "re-run one case and print the verdict"),
@@ -327,9 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=hlp)
         s.add_argument("case", help="a JSON case file")
         if name == "replay":
-            s.add_argument("--modes", default=",".join(DEFAULT_MODES))
-            s.add_argument("--suppressions", default=None)
-            s.add_argument("--timeout", type=float, default=30.0, help="per-mode timeout in the worker")
+            s.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {public}")
+            s.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+            s.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in the worker, seconds")
         if name == "emit":
             s.add_argument("--mode", default=None, help="run it as this mode does (default: the mode of the case's first divergence, else jit)")
         if name == "explain":
@@ -341,35 +413,80 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _qualify_corpus_fits(a: argparse.Namespace) -> None:
+    """`qualify --corpus`: every case's mesh fits on the workers' devices (its other
+    checks are qualify.load_corpus's)."""
+    from harness.campaign.qualify import load_corpus
+
+    root = Path(a.corpus)
+    for c in load_corpus(root):
+        _fits(c.program, f"--corpus: {root / c.name}.json")
+
+
+def _saved(a: argparse.Namespace | None) -> str:
+    """What is safe on disk after a command stopped early, in that command's terms."""
+    cmd = getattr(a, "cmd", None)
+    if cmd == "fuzz":
+        return f"every case found so far is saved in {Path(a.report) / 'cases'}"  # type: ignore[union-attr]
+    if cmd == "qualify":
+        return f"no report was written to {a.report}"  # type: ignore[union-attr]
+    if cmd == "minimize":
+        return f"{a.case} is unchanged and no .min files were written"  # type: ignore[union-attr]
+    if cmd in ("replay", "explain", "emit"):
+        return f"{a.case} is unchanged"  # type: ignore[union-attr]
+    return "nothing was written"
+
+
+def _internal_error(e: Exception, a: argparse.Namespace | None) -> int:
+    """A shardfuzz bug: one line on stderr, the traceback in the run's report directory
+    (fuzz, qualify) or a fresh temporary file (replay, explain, emit, minimize)."""
+    import tempfile
+    import traceback
+
+    text = traceback.format_exc()
+    cmd = getattr(a, "cmd", None) or "shardfuzz"
+    log: Path | None = None
+    report = getattr(a, "report", None)
+    if report:
+        try:
+            log = Path(report) / "internal-error.txt"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(text)
+        except OSError:
+            log = None
+    if log is None:
+        fd, name = tempfile.mkstemp(prefix=f"shardfuzz-{cmd}-internal-error-", suffix=".txt")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        log = Path(name)
+    what = (str(e).strip().splitlines() or [""])[0][:300]
+    print(
+        f"shardfuzz {cmd}: internal error: {type(e).__name__}: {what} (a shardfuzz bug, not a jax one; "
+        f"traceback in {log}; {_saved(a)})",
+        file=sys.stderr,
+    )
+    return 3
+
+
 def main(argv: list[str] | None = None) -> int:
+    a: argparse.Namespace | None = None
     try:
         a = build_parser().parse_args(argv)
         if a.cmd in ("fuzz", "replay", "explain", "minimize"):
             from harness.run.compat import force_host_devices
 
-            force_host_devices()
+            force_host_devices(host_device_count())
+        if a.cmd == "qualify":
+            _qualify_corpus_fits(a)
         return int(a.fn(a))
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; cases found so far are on disk", file=sys.stderr)
+        print(f"interrupted; {_saved(a)}", file=sys.stderr)
         return 130
     except Exception as e:  # a shardfuzz bug: say so, keep the traceback, lose nothing
-        import tempfile
-        import traceback
-
-        log = Path(tempfile.gettempdir()) / "shardfuzz-internal-error.txt"
-        log.write_text(traceback.format_exc())
-        print(
-            f"shardfuzz internal error: {type(e).__name__}: {e} (a shardfuzz bug, not a jax one; "
-            f"traceback in {log}; every case found so far is already saved)",
-            file=sys.stderr,
-        )
-        return 3
-    except json.JSONDecodeError as e:  # pragma: no cover - from_json wraps these
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _internal_error(e, a)
 
 
 if __name__ == "__main__":

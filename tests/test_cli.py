@@ -34,7 +34,7 @@ def case(tmp_path: Path) -> Path:
         (["replay", "/nonexistent.json"], "no such file"),
         (["emit", "{tmp}/bad.json"], "not valid JSON"),
         (["explain", "{tmp}/unknown_op.json"], "unknown op"),
-        (["fuzz", "--max-examples", "0"], "--max-examples=0"),
+        (["fuzz", "--max-examples", "0"], "argument --max-examples: 0 must be >= 1"),
         (["fuzz", "--modes", "jit,warp"], "unknown mode"),
         (["fuzz", "--seed", "banana"], "invalid int value"),
         (["frobnicate"], "invalid choice"),

@@ -185,6 +185,34 @@ class RunConfig:
     minimize_budget_s: float = 30.0  # per new bucket, after the run; 0 disables
     minimize_total_s: float = 0.0  # for all new buckets together (0: no limit); most frequent first
 
+    def __post_init__(self) -> None:
+        """Every number in range, or a ConfigError (a UsageError and a ValueError) naming
+        the field, its `shardfuzz fuzz` option, the value and the rule."""
+        from harness.usage import ConfigError
+
+        def bad(name: str, option: str, rule: str) -> ConfigError:
+            return ConfigError(f"RunConfig.{name}={getattr(self, name)!r} ({option}) must be {rule}")
+
+        if self.max_examples < 1:
+            raise bad("max_examples", "--max-examples", ">= 1")
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise bad("budget_s", "--budget", "> 0 seconds, or None for no time limit")
+        if self.workers < 0:
+            raise bad("workers", "--workers", ">= 0 (0: in this process)")
+        if not self.timeout_s > 0:
+            raise bad("timeout_s", "--timeout", "> 0 seconds")
+        for name, option in (("invalid", "--invalid"), ("value_share", "--value-share")):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise bad(name, option, "a share between 0 and 1")
+        if self.batch < 1:
+            raise bad("batch", "--batch", ">= 1 (1: no batching)")
+        if not self.minimize_budget_s >= 0:
+            raise bad("minimize_budget_s", "--minimize-budget", ">= 0 seconds (0: off)")
+        if not self.minimize_total_s >= 0:
+            raise bad("minimize_total_s", "--minimize-total", ">= 0 seconds (0: no limit)")
+        if not self.modes:
+            raise bad("modes", "--modes", "at least one mode")
+
 
 def atomic_write(path: Path, text: str) -> None:
     """Write via a temporary file and rename, so a crash never leaves half a file."""

@@ -547,13 +547,17 @@ def cmd_qualify(a: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add the `qualify` subcommand to shardfuzz's subparsers."""
     q = sub.add_parser("qualify", help="run a corpus against several jax installations and compare them")
-    q.add_argument("--corpus", required=True, help="directory of JSON cases (searched recursively)")
+    from harness.usage import at_least, positive
+
+    q.add_argument("--corpus", required=True, help="directory of JSON cases (searched recursively; required)")
     q.add_argument("--python", action="append", required=True,
-                   help="an interpreter with jax installed (repeat; the first and last are compared)")
+                   help="an interpreter with jax installed (repeat; the first and last are compared; required)")
     q.add_argument("--report", default="reports/qualify", help="directory for qualify.json/.junit.xml/.html")
-    q.add_argument("--fuzz-seed", type=int, default=None, help="also run programs drawn with this seed")
-    q.add_argument("--fuzz-examples", type=int, default=0, help="how many programs to draw (0: none)")
-    q.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)), help="worker processes per version")
-    q.add_argument("--timeout", type=float, default=60.0, help="per-mode timeout in a worker, seconds")
+    q.add_argument("--fuzz-seed", type=int, default=None, help="also run programs drawn with this seed (default: none)")
+    q.add_argument("--fuzz-examples", type=at_least(0, what="0: none"), default=0, help="how many programs to draw (0: none)")
+    cores = len(os.sched_getaffinity(0))
+    q.add_argument("--workers", type=at_least(1), default=cores,
+                   help=f"worker processes per version (default: the number of cores, here {cores})")
+    q.add_argument("--timeout", type=positive(float, "seconds"), default=60.0, help="per-mode timeout in a worker, seconds")
     q.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
     q.set_defaults(fn=cmd_qualify)
