@@ -46,6 +46,7 @@ class Divergence:
     bad_devices: tuple[tuple[int, ...], ...] = ()
     max_abs_diff: float | None = None
     device_diffs: tuple[float, ...] = ()  # max |jax - oracle| per bad device, same order
+    raised_at: int | None = None  # wrong_error: the body op jax was at when it raised (None: unknown)
 
     @property
     def signature(self) -> str:
@@ -86,6 +87,10 @@ def compare(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
         missing = [f for f in e.facts if f not in obs.error_message] if ok else []
         if not ok or missing:
             detail = why if not ok else f"the message does not name {missing}"
+            # the op being traced when jax raised (its result never recorded), when the
+            # mode records types op by op: a wrong error may come from an earlier op
+            first = next((i for i in range(p.n_values) if i not in obs.value_types), None) if obs.value_types else None
+            raised_at = first - len(p.inputs) if first is not None and first >= len(p.inputs) else None
             return [
                 Divergence(
                     DivergenceKind.WRONG_ERROR,
@@ -94,6 +99,7 @@ def compare(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
                     f"but oracle predicts {e.kind.value}: {e.why}",
                     f"{e.kind.value}->{obs.error_type}",
                     op_index=e.op_index,
+                    raised_at=raised_at,
                 )
             ]
         return []

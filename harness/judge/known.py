@@ -219,14 +219,17 @@ def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
     value: int | None = None
     if d.output is not None and d.output < len(p.outputs):
         value = p.outputs[d.output]
+    elif d.kind.value == "wrong_error" and d.raised_at is not None:
+        value = n_in + d.raised_at  # the op jax raised at (its error, not the predicted one)
     elif d.op_index is not None:
         value = n_in + d.op_index
     elif d.kind.value in ("missing_error", "wrong_error") and pred.error is not None and pred.error.output is not None:
         value = p.outputs[pred.error.output] if pred.error.output < len(p.outputs) else None
     if value is None:
-        if d.kind.value in ("missing_error", "wrong_error") and pred.error is not None and pred.error.op_index is None:
+        if d.kind.value == "missing_error" and pred.error is not None and pred.error.op_index is None:
             # the predicted error is about the specs (checked before or after the body,
-            # naming no output): no body op can have caused it
+            # naming no output) and jax raised nothing: no body op can have hidden it
+            # (a wrong error, though, may come from any op jax ran first)
             return Scope(None, None, frozenset(), True)
         # jax named no op (a compile error, a crash, a hang): any op, dead ones too
         # (eager and the grad modes trace every op; jit drops dead ones only when lowering)
