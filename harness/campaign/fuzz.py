@@ -28,7 +28,15 @@ from hypothesis.statistics import collector
 from harness.campaign.minimize import minimize_case, modes_for, pool_check, size
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values, needs_probe
 from harness.judge.compare import Divergence
-from harness.judge.suppressions import Suppression, find_for, known_trouble
+from harness.judge.known import (
+    KnownDivergence,
+    derived_program,
+    entry_case_shows,
+    entry_modes,
+    explain_all,
+    known_trouble,
+    statuses,
+)
 from harness.report.reports import write_reports
 from harness.run import compat
 from harness.run.modes import DEFAULT_MODES, Observation
@@ -171,7 +179,7 @@ class RunConfig:
     budget_s: float | None = None
     report_dir: Path = Path("reports/run")
     modes: tuple[str, ...] = DEFAULT_MODES
-    suppressions: list[Suppression] = field(default_factory=list)
+    suppressions: list[KnownDivergence] = field(default_factory=list)  # reports/known_divergences.toml
     progress: TextIO = sys.stderr
     workers: int = 2  # 0: run in this process (no crash safety)
     timeout_s: float = 30.0
@@ -290,6 +298,15 @@ class Run:
         self.repeats = 0  # programs drawn again (the same id) and not checked again
         self.batch_reconfirmed = 0
         self.generated_ids: list[str] = []  # in generation order: the run's determinism check
+        # known divergences explain only what they cause: the program without the known
+        # bugs (each entry's rewrite, or the outputs no buggy op reaches) is checked too
+        self.derived_pending: list[tuple[Program, tuple[str, ...]]] = []
+        self.derived_ids: set[str] = set()  # derived programs (not counted in programs_run)
+        self.derived_checked = 0
+        self.with_known = 0  # programs (drawn or derived) with a divergence a known entry explains
+        self.in_full_by_rewrite = 0  # ... whose derived program keeps every output (a rewrite)
+        self.entry_matches: Counter[str] = Counter()  # entry id -> divergences it explained
+        self.entry_shows: dict[str, bool] = {}  # entry id -> its own case showed the bug here
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
@@ -307,8 +324,12 @@ class Run:
         return path
 
     def record(self, res: CheckResult, from_corpus: bool = False) -> None:
-        self.n += 1
         p = res.program
+        derived = program_id(p) in self.derived_ids
+        if derived:
+            self.derived_checked += 1
+        else:
+            self.n += 1
         if res.prediction.error is not None and p.defect is None:
             self.accidents += 1  # (results arrive after their Hypothesis test case: no event())
         for key in coverage_keys(res):
@@ -317,8 +338,21 @@ class Run:
             return
         self.n_failing_programs += 1
         path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
-        for d in res.divergences:
-            sup = find_for(self.cfg.suppressions, d, res.divergences, self.jax_version, p)
+        explained = explain_all(self.cfg.suppressions, res.divergences, p, res.prediction, self.jax_version)
+        used = list({x.entry.id: x.entry for x in explained if x.entry is not None}.values())
+        if used:
+            q = derived_program(used, p, res.prediction)
+            if not derived:
+                self.with_known += 1
+                self.in_full_by_rewrite += q is not None and q.outputs == p.outputs and len(q.body) == len(p.body)
+            if q is not None and program_id(q) not in self.checked and program_id(q) not in self.derived_ids:
+                self.derived_ids.add(program_id(q))
+                modes = tuple(dict.fromkeys(o.mode for o in res.observations if o.mode != "probe"))
+                self.derived_pending.append((q, modes or self.cfg.modes))
+        for x in explained:
+            d, sup = x.divergence, x.entry
+            if sup is not None:
+                self.entry_matches[sup.id] += 1
             key = (d.signature, sup.id if sup else None)
             b = self.buckets.get(key)
             if b is None:
@@ -435,7 +469,7 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
         pred = predict(p) if cfg.batch > 1 and "jit" in modes else None
         # a program the oracle expects to fail, or one with the features of a known jax
         # bug, would only make its batch fail and be bisected: it runs alone
-        if pred is not None and pred.error is None and not known_trouble(cfg.suppressions, p, run.jax_version, "jit"):
+        if pred is not None and pred.error is None and not known_trouble(cfg.suppressions, p, pred, run.jax_version, "jit"):
             rest = tuple(m for m in modes if m != "jit")
             token = next(tokens)
             parts[token] = (1 + bool(rest), [], pred)
@@ -448,6 +482,16 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
         else:
             wait_for_free_worker()
             pool.submit(p, modes)
+
+    def submit_derived() -> None:
+        """The programs without their known bugs (see Run.record), checked like any other."""
+        while run.derived_pending:
+            q, modes = run.derived_pending.pop(0)
+            if pool is None:
+                run.record(check_program(q, modes))
+            else:
+                wait_for_free_worker()
+                pool.submit(q, modes)
 
     def check(p: Program, reused: bool = False) -> None:
         if cfg.budget_s is not None and run.elapsed() > cfg.budget_s:
@@ -465,6 +509,7 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
             run.record(check_program(p, tier_modes(p, cfg)))
         else:
             submit(p)
+        submit_derived()
         run.progress()
 
     try:
@@ -490,13 +535,15 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
         if pool is not None:
             for size_ in list(queues):
                 flush(size_)
-            while pool.busy() or parts:
+            while pool.busy() or parts or run.derived_pending:
+                submit_derived()
                 for c in pool.drain():
                     handle(c)
                 if parts and not pool.busy():
                     break  # a part was lost (cannot happen unless a worker misbehaved)
     run.progress(force=True)
     try:
+        check_entry_cases(run, pool)
         if cfg.minimize_budget_s > 0:
             minimize_buckets(run, pool)
     finally:
@@ -562,6 +609,36 @@ def replay_corpus(run: Run, pool: Pool | None) -> None:
         run.corpus_replayed += 1
         run.record(res, from_corpus=True)
         run.progress()
+
+
+def check_entry_cases(run: Run, pool: Pool | None) -> None:
+    """Each known entry nothing matched in this run: does its own case still show its
+    bug on this jax? No: the entry is reported `fixed` (stale); yes: `unseen`."""
+    from harness.judge.known import case_path
+
+    todo = []
+    for e in run.cfg.suppressions:
+        if e.id in run.entry_matches or not e.covers(run.jax_version):
+            continue
+        try:
+            q = program_from_dict(json.loads(case_path(e).read_text()).get("program") or json.loads(case_path(e).read_text()))
+        except (OSError, ValueError, KeyError, ProgramFormatError):
+            continue  # (validated when the file was loaded: a case gone since is left unseen)
+        todo.append((e, q, entry_modes(e, run.cfg.modes)))
+    if not todo:
+        return
+    print(f"checking the own cases of {len(todo)} known entries nothing matched", file=run.cfg.progress, flush=True)
+    results = []
+    if pool is None:
+        results = [(e, check_program(q, modes)) for e, q, modes in todo]
+    else:
+        for i, (_e, q, modes) in enumerate(todo):
+            while pool.free() == 0:
+                results.extend((todo[c.tag][0], evaluate(c.program, c.observations)) for c in pool.wait(1.0))
+            pool.submit(q, modes, tag=i)
+        results.extend((todo[c.tag][0], evaluate(c.program, c.observations)) for c in pool.drain())
+    for e, res in results:
+        run.entry_shows[e.id] = entry_case_shows(e, res.program, res.divergences, res.prediction, run.jax_version)
 
 
 def minimize_buckets(run: Run, pool: Pool | None) -> None:
@@ -677,6 +754,15 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
         "database_replayed": run.database_replayed,
         "programs_digest": hashlib.sha256(" ".join(run.generated_ids).encode()).hexdigest()[:16],
         "unseen_suppressions": sorted(s.id for s in cfg.suppressions if s.id not in seen),
+        "known_entries": [
+            {"id": e.id, "status": e.status, "count": e.count, "jax_versions": e.jax_versions, "case": e.case, "link": e.link}
+            for e in statuses(cfg.suppressions, dict(run.entry_matches), run.entry_shows, run.jax_version)
+        ],
+        "programs_with_known": run.with_known,
+        "derived_checked": run.derived_checked,
+        # a program is checked in full when no known entry explained any of its
+        # divergences, or one did and its rewrite (every output kept) was checked
+        "checked_in_full": run.n - run.with_known + run.in_full_by_rewrite,
         "statistics": _events(stats),
         "coverage": [
             {"collective": c, "mesh_rank": r, "dtype": dt, "mode": m, "spec": sp, "count": n}

@@ -168,11 +168,11 @@ def check_interpreter(python: str) -> str:
 
 def verdict(res: Any, sups: list[Any], jax_version: str) -> Cell:
     """The verdict on one CheckResult (harness.judge.check) under the known divergences."""
-    from harness.judge.suppressions import find_for
+    from harness.judge.known import find
 
     unexplained, known = [], []
     for d in res.divergences:
-        s = find_for(sups, d, res.divergences, jax_version, res.program)
+        s = find(sups, d, res.divergences, res.program, res.prediction, jax_version)
         if s is None:
             unexplained.append(d)
         elif s.id not in known:
@@ -290,6 +290,26 @@ def changes(cases: list[Case], first: Column, last: Column) -> dict[str, list[di
     return out
 
 
+def entries_fixed(sups: list[Any], col: Column, corpus: str) -> list[str]:
+    """The known entries whose range covers this jax but whose own case (when it is in
+    the corpus) no longer shows their bug here: fixed on this version, stale entries."""
+    from harness.judge.known import case_path
+
+    if not corpus:
+        return []
+    root = Path(corpus).resolve()
+    out = []
+    for e in sups:
+        try:
+            name = case_path(e).resolve().relative_to(root).with_suffix("").as_posix()
+        except ValueError:
+            continue  # its case is not in this corpus
+        cell = col.cells.get(name)
+        if cell is not None and e.covers(col.jax_version) and e.id not in cell.known:
+            out.append(e.id)
+    return out
+
+
 def qualify(
     cases: list[Case],
     pythons: list[str],
@@ -312,6 +332,7 @@ def qualify(
         run_column(col, cases, preds, sups, workers, timeout_s, report, progress, tuple(c.label for c in cols))
         cols.append(col)
     ch = changes(cases, cols[0], cols[-1])
+    fixed = {col.label: entries_fixed(sups, col, corpus) for col in cols}
     doc = {
         "schema": SCHEMA,
         "modes": list(MODES),
@@ -319,7 +340,7 @@ def qualify(
         "fuzz": fuzz,
         "versions": [
             {"label": c.label, "python": c.python, "jax_version": c.jax_version, "counts": c.counts(),
-             "elapsed_s": round(c.elapsed_s, 1)}
+             "elapsed_s": round(c.elapsed_s, 1), "entries_fixed": fixed[c.label]}
             for c in cols
         ],
         "first": cols[0].label,
@@ -498,7 +519,7 @@ def table_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def cmd_qualify(a: argparse.Namespace) -> int:
-    from harness.judge.suppressions import SuppressionsError, load
+    from harness.judge.known import KnownDivergencesError, load
 
     if a.fuzz_examples < 0:
         raise UsageError(f"--fuzz-examples={a.fuzz_examples} must be >= 0")
@@ -508,7 +529,7 @@ def cmd_qualify(a: argparse.Namespace) -> int:
     pythons = [check_interpreter(py) for py in a.python]
     try:
         sups = load(Path(a.suppressions) if a.suppressions else None)
-    except SuppressionsError as e:
+    except KnownDivergencesError as e:
         raise UsageError(str(e)) from None
     report = Path(a.report)
     try:
@@ -537,6 +558,8 @@ def cmd_qualify(a: argparse.Namespace) -> int:
     for r in ch["regressions"]:
         print(f"  REGRESSION {r['case']}: {', '.join(r['signatures'])}")
     for col in doc["versions"]:
+        if col.get("entries_fixed"):
+            print(f"  {col['label']}: known entries fixed there (their own case passes): {', '.join(col['entries_fixed'])}")
         fails = [c["case"] for c in doc["cases"] if c["verdicts"].get(col["label"], {}).get("verdict") == "fail"]
         if fails:
             print(f"  {col['label']} fails {len(fails)}: {', '.join(fails[:8])}{' ...' if len(fails) > 8 else ''}")
