@@ -92,3 +92,20 @@ def test_fuzz_writes_summary(tmp_path: Path) -> None:
     for b in s["buckets"]:
         assert Path(b["case"]).exists()
     assert any(k.startswith("op: ") for k in s["statistics"]), s["statistics"]
+
+
+def test_readme_is_what_ci_runs_and_links_only_inside() -> None:
+    """The README's test command is `.ci/run`'s (with -rs: skip reasons shown), it makes
+    the virtual environment first, and every relative link resolves in the repository."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    ci = [ln for ln in (ROOT / ".ci/run").read_text().splitlines() if ln.startswith("python -m pytest")]
+    assert len(ci) == 1 and "-rs" in ci[0] and ci[0] in readme.splitlines()
+    assert "python3 -m venv .venv && . .venv/bin/activate" in readme and "apt-get install chromium" in readme
+    links = re.findall(r"\]\(([^)#]+)\)", readme)
+    assert "docs/ARCHITECTURE.md" in links
+    for link in links:
+        if "://" not in link:
+            assert (ROOT / link).resolve().is_relative_to(ROOT) and (ROOT / link).exists(), link
+    assert "../" not in readme
