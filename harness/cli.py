@@ -37,7 +37,7 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "default" in text or action.default is argparse.SUPPRESS or not action.option_strings:
+        if "default" in text or action.default is argparse.SUPPRESS or not action.option_strings or action.required:
             return text
         return super()._get_help_string(action) or text
 
@@ -149,7 +149,7 @@ def _writable_dir(path: str, option: str) -> Path:
 
 
 # Presets for `fuzz --profile` (the same names as the pytest Hypothesis profiles).
-PROFILES = {
+PROFILES: dict[str, dict[str, object]] = {
     "dev": {"max_examples": 200},
     "ci": {"max_examples": 100, "minimize_budget": 0.0},
     "nightly": {"max_examples": 10**9, "budget": 8 * 3600.0, "minimize_total": 3600.0},

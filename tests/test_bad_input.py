@@ -218,7 +218,7 @@ def test_every_option_states_its_default(tmp_path: Path) -> None:
     for name, parser in subs.choices.items():
         fmt = _Help(name)
         for action in parser._actions:
-            if not action.option_strings or action.dest == "help":
+            if not action.option_strings or action.dest == "help" or action.required:
                 continue
             seen += 1
             assert "default" in fmt._get_help_string(action), (name, action.option_strings)
