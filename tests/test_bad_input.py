@@ -284,3 +284,18 @@ def test_replay_leaves_no_worker_log(tmp_path: Path) -> None:
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
     assert list(tmp.iterdir()) == []
 
+
+
+def test_a_killed_parent_leaves_no_worker_log(tmp_path: Path) -> None:
+    """kill -9 of the parent: its workers find the pipe closed and remove their logs."""
+    import time
+
+    code = ("import os, signal\nfrom harness.run.pool import Pool\n"
+            "pool = Pool(2, timeout_s=60.0)\nprint(pool.log_dir, len(os.listdir(pool.log_dir)), flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)")
+    r = sf(code=code, env={"TMPDIR": str(tmp_path)})
+    assert r.returncode == -9 and r.stdout.split()[1] == "2", r.stdout + r.stderr
+    deadline = time.monotonic() + 60
+    while list(tmp_path.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert list(tmp_path.iterdir()) == []

@@ -6,7 +6,9 @@ tail of the worker's stderr), the worker is replaced, and the run goes on.
 
 Each worker's stderr goes to a log file in a directory the pool owns (`log_dir`, made
 with `tempfile.mkdtemp`); `close()` removes it, and so does a finalizer should a pool
-never be closed, so a run or a test leaves nothing in the system temp directory.
+never be closed, so a run or a test leaves nothing in the system temp directory. A
+parent killed outright cannot clean up: its workers then remove their own logs (and the
+empty directory) when they find the pipe to it closed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.run.modes import Observation, observation_from_dict
+from harness.run.worker import LOG_ENV
 from programs.model import Program
 from programs.serialize import program_to_dict
 
@@ -65,7 +68,7 @@ class _Worker:
             stdout=subprocess.PIPE,
             stderr=self.log,
             text=True,
-            env=env,
+            env={**env, LOG_ENV: self.log.name},
             cwd=str(ROOT),
             start_new_session=True,
         )

@@ -31,7 +31,32 @@ def host_device_count(xla_flags: str | None = None) -> int:
     return max(N_DEVICES, int(asked[-1])) if asked else N_DEVICES
 
 
+LOG_ENV = "SHARDFUZZ_WORKER_LOG"  # the worker's own stderr log (harness/run/pool.py)
+
+
+def _remove_own_log() -> None:
+    """The parent is gone or done with this worker (stdin closed, or the pipe to it
+    broken: a parent killed with SIGKILL cannot clean up): remove this worker's log, and
+    the pool's log directory once it is empty."""
+    log = os.environ.get(LOG_ENV)
+    if not log:
+        return
+    for remove in (os.unlink, os.rmdir):
+        try:
+            remove(log if remove is os.unlink else os.path.dirname(log))
+        except OSError:
+            pass
+
+
 def main() -> int:
+    try:
+        return _serve()
+    except BrokenPipeError:  # the parent died mid-job
+        _remove_own_log()
+        os._exit(0)  # (nothing to flush to: a broken pipe again at exit otherwise)
+
+
+def _serve() -> int:
     # The protocol owns the real stdout; anything else printing goes to stderr.
     # buffered: flushed when a mode starts (so a crash is put on the right mode, with
     # every earlier observation already out) and when a job is done
@@ -79,6 +104,7 @@ def main() -> int:
         if job.get("clear_caches"):
             jax.clear_caches()
             COMPILED.clear()  # (it holds jitted callables: their executables too)
+    _remove_own_log()  # stdin closed: the parent closed the pool, or died
     return 0
 
 
