@@ -1,9 +1,11 @@
-"""Print a program as Python: a readable body (its repr) and a standalone reproducer.
+"""Print a program as Python: a readable body (its repr) and the source pieces of a
+standalone reproducer (mesh, inputs, body, the shard_map call, each mode's call).
 
-`to_python(p)` returns a script that needs only jax and numpy: it forces 8 CPU devices,
-builds the mesh, the inputs and the shard_map call exactly as the harness does, runs it
-the way one harness mode does (jit by default) and prints each output (or the exception
-jax raised).
+The asserting reproducer, which carries the oracle's prediction and exits 1 (`BUG:`)
+while jax diverges from it, is `harness.report.reproducer.reproducer`, built from these
+pieces (programs/ never imports the oracle). `to_python(p)` is the plain form: a script
+(jax + numpy only) that runs the program the way one harness mode does and prints what
+jax returned, comparing nothing.
 """
 
 from __future__ import annotations
@@ -110,12 +112,17 @@ def specs_src(specs: tuple[Spec, ...]) -> str:
     return "(" + ", ".join(repr(s) for s in specs) + ("," if len(specs) == 1 else "") + ")"
 
 
-def body_source(p: Program, fn: str = "body") -> str:
+def body_source(p: Program, fn: str = "body", record: str = "") -> str:
+    """The shard_map body as a Python function. `record`: the name of a function called,
+    before the return, with every value by name (`record(a0=a0, v0=v0, ...)`), so that a
+    reproducer can read `jax.typeof` of each while jax traces the body."""
     names = value_names(p)
     args = ", ".join(names[: len(p.inputs)])
     lines = [f"def {fn}({args}):"]
     for i, op in enumerate(p.body):
         lines.append(f"  {names[len(p.inputs) + i]} = {op_source(op, names)}")
+    if record:
+        lines.append(f"  {record}(" + ", ".join(f"{n}={n}" for n in names) + ")")
     outs = ", ".join(names[o] for o in p.outputs)
     lines.append(f"  return {outs}" + ("," if len(p.outputs) == 1 else ""))
     return "\n".join(lines)
@@ -133,18 +140,56 @@ def shard_map_kwargs_src(p: Program) -> str:
     return ", ".join(kw)
 
 
+def input_expr(p: Program, i: int, batch: str = "0") -> str:
+    """The expression making argument `i` for batch member `batch` (a Python expression;
+    "0" is the plain program), exactly as `Input.materialize(batch)` does."""
+    x = p.inputs[i]
+    n = 1
+    for d in x.shape:
+        n *= d
+    if x.fill == "iota":
+        src = f"np.arange({n})" if batch == "0" else f"(np.arange({n}) + 100 * {batch})"
+    else:
+        seed = str(x.seed) if batch == "0" else f"{x.seed} + 7919 * {batch}"
+        src = f"np.random.default_rng({seed}).integers(-3, 4, size={n})"
+    return f"{src}.reshape({x.shape!r}).astype(np.{x.dtype})"
+
+
 def inputs_src(p: Program) -> list[str]:
-    lines = []
-    for i, x in enumerate(p.inputs):
-        n = 1
-        for d in x.shape:
-            n *= d
-        if x.fill == "iota":
-            src = f"np.arange({n})"
-        else:
-            src = f"np.random.default_rng({x.seed}).integers(-3, 4, size={n})"
-        lines.append(f"a{i} = {src}.reshape({x.shape!r}).astype(np.{x.dtype})")
-    return lines
+    return [f"a{i} = {input_expr(p, i)}" for i in range(len(p.inputs))]
+
+
+def inputs_fn_src(p: Program) -> list[str]:
+    """`def inputs(b=0)`: the arguments of batch member b (the vmap modes stack them)."""
+    items = ", ".join(input_expr(p, i, "b") for i in range(len(p.inputs)))
+    return ["def inputs(b=0):", f"  return [{items}]"]
+
+
+def args_src(p: Program) -> str:
+    """'a0, a1' (the argument names)."""
+    return ", ".join(f"a{i}" for i in range(len(p.inputs)))
+
+
+def mesh_src(p: Program) -> list[str]:
+    """The mesh over devices 0..n-1 in row-major order, as the harness builds it."""
+    types = ", ".join(f"AxisType.{t.capitalize()}" for t in p.mesh.axis_types)
+    comma = "," if len(p.mesh.axis_types) == 1 else ""
+    return [
+        f"devices = np.array(jax.devices()[:{p.mesh.size}]).reshape({p.mesh.sizes!r})",
+        f"mesh = jax.sharding.Mesh(devices, {p.mesh.names!r}, axis_types=({types}{comma}))",
+    ]
+
+
+FORCE_DEVICES = [
+    'os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"',
+    'os.environ.setdefault("JAX_PLATFORMS", "cpu")',
+]
+JAX_IMPORTS = [
+    "import numpy as np",
+    "import jax",
+    "import jax.numpy as jnp",
+    "from jax.sharding import AxisType, PartitionSpec as P",
+]
 
 
 REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "vmap_spmd", "smap", "grad", "grad_remat")
@@ -186,7 +231,8 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
         n = p.mesh.axis_size(axis) if axis else 2
         vm = f"jax.vmap(f, spmd_axis_name={axis!r})" if axis else "jax.vmap(f)"
         return [
-            f"  outs = jax.jit({vm})(*[np.stack([a + i for i in range({n})]) for a in ({args},)])  # a batch of {n}",
+            f"  batch = [inputs(b) for b in range({n})]  # a batch of {n}, member b as the harness makes it",
+            f"  outs = jax.jit({vm})(*[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})])",
             "  for i, o in enumerate(outs):",
             '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
             "    print(np.asarray(o))",
@@ -231,23 +277,17 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
     does (one of REPRO_MODES: jit, eager, gspmd, abstract, lowering, vmap, grad,
     grad_remat); it prints the outputs (per-device blocks where there are values) or the
     exception jax raised, and exits 1 on an exception."""
-    types = ", ".join(f"AxisType.{t.capitalize()}" for t in p.mesh.axis_types)
-    comma = "," if len(p.mesh.axis_types) == 1 else ""
-    args = ", ".join(f"a{i}" for i in range(len(p.inputs)))
+    args = args_src(p)
     body = "jax.checkpoint(body)" if mode == "grad_remat" else "body"
     lines = [
         f'"""{title or "shardfuzz reproducer"} (mode: {mode})"""',
         "import os",
-        'os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"',
-        'os.environ.setdefault("JAX_PLATFORMS", "cpu")',
-        "import numpy as np",
-        "import jax",
-        "import jax.numpy as jnp",
-        "from jax.sharding import AxisType, PartitionSpec as P",
+        *FORCE_DEVICES,
+        *JAX_IMPORTS,
         "",
-        f"devices = np.array(jax.devices()[:{p.mesh.size}]).reshape({p.mesh.sizes!r})",
-        f"mesh = jax.sharding.Mesh(devices, {p.mesh.names!r}, axis_types=({types}{comma}))",
+        *mesh_src(p),
         *inputs_src(p),
+        *(inputs_fn_src(p) if mode in ("vmap", "vmap_spmd") else []),
         "",
         body_source(p),
         "",
