@@ -313,19 +313,23 @@ def cmd_minimize(a: argparse.Namespace) -> int:
 
 
 def cmd_emit(a: argparse.Namespace) -> int:
-    from programs.emit import REPRO_MODES, reproducer_mode, to_python
+    from harness.report.reproducer import NoReproducer, case_mode, pytest_reproducer, reproducer
+    from programs.emit import REPRO_MODES
 
     p = _load_case(a.case, emit=True)
     mode = a.mode
-    if mode is None:  # the mode of the case's first divergence
+    if mode is None:  # the mode of the case's first divergence (or its signature), else jit
         try:
-            divs = json.loads(Path(a.case).read_text()).get("divergences") or [{}]
-            mode = reproducer_mode(str(divs[0].get("mode", "jit")))
-        except (ValueError, AttributeError):
+            mode = case_mode(json.loads(Path(a.case).read_text()))
+        except ValueError:
             mode = "jit"
     if mode not in REPRO_MODES:
         raise UsageError(f"--mode {mode!r}: choose from {', '.join(REPRO_MODES)}")
-    print(to_python(p, title=f"shardfuzz reproducer for {a.case}", mode=mode))
+    make = pytest_reproducer if a.pytest else reproducer
+    try:
+        print(make(p, mode=mode, title=f"shardfuzz reproducer for {a.case}"))
+    except NoReproducer as e:
+        raise UsageError(f"{a.case}: {e}; pass another --mode") from None
     return 0
 
 
@@ -404,6 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
             s.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in the worker, seconds")
         if name == "emit":
             s.add_argument("--mode", default=None, help="run it as this mode does (default: the mode of the case's first divergence, else jit)")
+            s.add_argument("--pytest", action="store_true",
+                           help="write a pytest test (jax's tests/shard_map_test.py style) instead of a script")
         if name == "explain":
             s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")
         s.set_defaults(fn=fn)

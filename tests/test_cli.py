@@ -61,23 +61,29 @@ def test_replay_explain_emit(case: Path) -> None:
     r = sf("emit", str(case))
     assert r.returncode == 0
     script = r.stdout
+    assert "EXPECTED_OUTPUTS" in script and "dict(shape=(16, 1), dtype='int32'" in script  # the prediction, embedded
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "out[0] shape=(16, 1) dtype=int32" in run.stdout
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert run.stdout.startswith("FIXED:") and "jax agrees" in run.stdout
 
 
 def test_emit_reproduces_in_the_case_mode() -> None:
-    """A grad-only divergence gets a grad reproducer (jvp and vjp under jit), and it
-    reproduces jax's failure standalone (known zero-size Shardy export bug)."""
+    """A grad-only divergence gets a grad reproducer (jvp and vjp under jit) that fails
+    standalone with BUG: (known zero-size Shardy export bug); in jit, where jax is right,
+    the same program's script says FIXED:. --pytest writes a test function instead."""
     case = ROOT / "reports/corpus/known/zero_grad_lowering.json"
     r = sf("emit", str(case))
     assert r.returncode == 0 and "jax.vjp" in r.stdout, r.stdout + r.stderr
     run = subprocess.run([sys.executable, "-c", r.stdout], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 1 and "GlobalToLocalShape" in run.stdout, run.stdout[-2000:]
+    assert run.returncode == 1 and run.stdout.startswith("BUG:") and "GlobalToLocalShape" in run.stdout, run.stdout[-2000:]
     r = sf("emit", str(case), "--mode", "jit")
     run = subprocess.run([sys.executable, "-c", r.stdout], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout[-2000:]
+    assert run.returncode == 0 and run.stdout.startswith("FIXED:"), run.stdout[-2000:]
+    r = sf("emit", str(case), "--pytest")
+    assert r.returncode == 0 and "def test_shard_map_zero_grad_lowering():" in r.stdout, r.stdout + r.stderr
     assert sf("emit", str(case), "--mode", "nope").returncode == 2
+    r = sf("emit", str(ROOT / "reports/corpus/known/ppermute_order.json"), "--mode", "grad")  # no float32 argument
+    assert r.returncode == 2 and "does not apply" in r.stderr, r.stderr
 
 
 def test_fuzz_writes_summary(tmp_path: Path) -> None:
