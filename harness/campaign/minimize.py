@@ -10,9 +10,11 @@ reproduce. The result is what a JAX developer reads, so smaller always wins.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 
 from programs.model import Input, Mesh, Op, Program, Spec
 
@@ -247,3 +249,25 @@ def pool_check(pool, modes: tuple[str, ...]) -> Check:  # type: ignore[no-untype
 
 def minimize_case(pool, p: Program, signature: str, all_modes: tuple[str, ...], budget_s: float, log=None):  # type: ignore[no-untyped-def]
     return minimize(p, signature, pool_check(pool, modes_for(signature, all_modes)), budget_s=budget_s, log=log)
+
+
+def minimized_reproducer(p: Program, signature: str, title: str) -> str:
+    """The text of the `.min.py` written beside a minimized case: the asserting
+    reproducer (harness/report/reproducer.py) in the mode of `signature` (KIND|MODE|WHERE),
+    which exits 1 with `BUG:` while jax still shows the divergence. Where that mode does
+    not apply to the program (the harness reports it unsupported), the jit one."""
+    from harness.report.reproducer import NoReproducer, reproducer
+    from programs.emit import reproducer_mode
+
+    mode = reproducer_mode(signature.split("|")[1]) if signature.count("|") == 2 else "jit"
+    try:
+        return reproducer(p, mode=mode, title=title)
+    except NoReproducer:
+        return reproducer(p, mode="jit", title=title)
+
+
+def write_minimized_reproducer(path: Path, p: Program, signature: str, title: str) -> None:
+    """Write `minimized_reproducer(...)` to `path` (CASE.min.py) atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(minimized_reproducer(p, signature, title))
+    os.replace(tmp, path)

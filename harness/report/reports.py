@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from programs.emit import reproducer_mode, to_python
+from harness.report.reproducer import reproducer
+from programs.emit import reproducer_mode
 from programs.model import Program, Spec
 from programs.serialize import program_from_dict
 
@@ -341,13 +342,12 @@ def _case_body(
         f'<div class="meta">case <code>{_esc(case.path)}</code> · replay: <code>shardfuzz replay {_esc(case.path)}</code></div>'
     )
     try:
-        repro = to_python(
-            p, title=f"shardfuzz reproducer: {title}", mode=reproducer_mode(mode)
-        )
+        repro = reproducer(p, mode=reproducer_mode(mode), title=f"shardfuzz reproducer: {title}")
     except Exception as e:  # noqa: BLE001 - an op emit does not know must not lose the page
         repro = f"# no reproducer: {type(e).__name__}: {e}"
     out.append(
-        f"<details><summary>standalone reproducer (jax + numpy only)</summary><pre>{_esc(repro)}</pre></details>"
+        "<details><summary>asserting reproducer (jax + numpy only; exit 1 <code>BUG:</code> while jax diverges, "
+        f"0 <code>FIXED:</code> once it agrees)</summary><pre>{_esc(repro)}</pre></details>"
     )
     return out
 
