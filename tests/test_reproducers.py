@@ -1,0 +1,276 @@
+"""Asserting reproducers (harness/report/reproducer.py) against real jax.
+
+Every known divergence's case (reports/corpus/known) gives a script that exits 1 with
+`BUG:` on this jax, in the mode its divergence was found in; a bug this jax no longer has
+(psum_batching_0_8, jax 0.8 only) and every curated case (all pass today) give scripts
+that exit 0 with `FIXED:`. Tampering with one embedded expectation turns a passing script
+into a failing one (each comparison can fail), and the `--pytest` form fails under pytest
+on a bug and passes where jax is right.
+
+The scripts run in subprocesses: known cases' scripts in the modes where jax aborts or
+hangs (gspmd, grad) as `python SCRIPT` (the script's own child process turns an abort or
+a hang into `BUG:`); the others several to one process through tests/repro_runner.py
+(one jax start-up for many).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.report.reproducer import NoReproducer, case_mode, pytest_reproducer, reproducer
+from programs import from_json
+from programs.emit import REPRO_MODES
+from programs.model import Program
+from strategies import programs
+
+ROOT = Path(__file__).resolve().parent.parent
+KNOWN = sorted((ROOT / "reports/corpus/known").glob("*.json"))
+CURATED = sorted((ROOT / "reports/corpus/curated").glob("*.json"))
+RUNNER = Path(__file__).with_name("repro_runner.py")
+
+# jax 0.8-only bugs: fixed on the jax these tests run against
+FIXED_HERE = {"psum_batching_0_8"}
+# Known cases that are plain programs (no recorded divergence): the first mode in which
+# `shardfuzz replay` shows them diverging on jax 0.10.2 (others: jit).
+PLAIN_MODES = {
+    "a2a_axis_oob": "abstract", "dup_same_entry": "abstract", "eager_nested_invariant": "eager",
+    "eager_partial_manual": "eager", "groups_incomplete": "abstract", "groups_incomplete_pmin": "abstract",
+    "groups_vma": "jit", "groups_vma_pmin": "jit", "pmax_grad": "grad", "pmin_grad": "grad",
+    "ppermute_range": "abstract", "ps_axis_oob": "abstract", "psum_batching_0_8": "vmap", "ragged_vma": "abstract",
+    "unbound_assert": "abstract", "vmap_out_rank": "vmap", "vmap_spmd_static_arg": "vmap_spmd",
+}
+# Known cases whose recorded first divergence jax 0.10.2 no longer shows (reported, not hidden)
+STALE = {
+    "vmap_spmd_nested_shard_map": "the case records value|gspmd|psum first, but on 0.10.2 gspmd gives the "
+    "predicted values (shardfuzz replay agrees); its bug shows in eager and vmap_spmd",
+}
+# Curated (case, mode) pairs that do not pass today (shardfuzz replay agrees): left out
+CURATED_FAILING = {
+    ("in_spec_none_static", "vmap_spmd"): "vmap with spmd_axis_name raises AssertionError('ManualAxisType(varying="
+    "frozenset({'x'}), ...)') for this valid program (a new divergence, not yet a known entry)",
+}
+# More (case, mode) pairs whose script must say BUG: the failing side of the modes the
+# known cases' own modes leave out (lowering, smap, grad_remat, a value divergence under vmap)
+EXTRA_BUGS = [("ragged_vma", "lowering"), ("zero_jit", "smap"), ("all_to_all_untiled_transpose", "grad_remat"),
+              ("ppermute_order", "vmap")]
+HANG_LIMIT_S = "15"
+RISKY = ("gspmd", "grad", "grad_remat")  # modes in which known cases abort or hang: run standalone  # SHARDFUZZ_REPRO_TIMEOUT for the scripts: neg_scatter_scan_grad_hang hangs
+
+
+def _load(path: Path) -> Program:
+    try:
+        return from_json(path.read_text())
+    except Exception as e:  # noqa: BLE001 - a case another change made invalid: say which
+        pytest.fail(f"{path.name}: {e}")
+
+
+def _mode_of(path: Path) -> str:
+    doc = json.loads(path.read_text())
+    if doc.get("divergences") or doc.get("signature"):
+        return case_mode(doc)
+    return PLAIN_MODES.get(path.stem, "jit")
+
+
+def _ragged(p: Program) -> bool:
+    return any(op.kind == "ragged_all_to_all" for op in p.body)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "SHARDFUZZ_REPRO_CHILD"}
+    env["SHARDFUZZ_REPRO_TIMEOUT"] = HANG_LIMIT_S
+    env["PYTHONPATH"] = ""  # the scripts need jax and numpy only
+    return env
+
+
+def _standalone(script: Path) -> tuple[int, str]:
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=_env())
+    return r.returncode, r.stdout
+
+
+def _batch(scripts: list[Path]) -> dict[Path, tuple[int, str]]:
+    r = subprocess.run([sys.executable, str(RUNNER), *map(str, scripts)], capture_output=True, text=True,
+                       timeout=300, env=_env())
+    assert r.returncode == 0, f"the runner failed on {[s.name for s in scripts]}: {r.stderr[-2000:]}"
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    return {Path(k): (int(c), out) for k, (c, out) in got.items()}
+
+
+def run_scripts(jobs: Iterable[tuple[Path, bool]]) -> dict[Path, tuple[int, str]]:
+    """Every script's exit code and output, for (path, standalone) pairs: standalone ones
+    as `python SCRIPT` (those that may crash or hang), the rest in two batches."""
+    jobs = list(jobs)
+    alone = [s for s, a in jobs if a]
+    rest = [s for s, a in jobs if not a]
+    halves = [rest[0::2], rest[1::2]]
+    out: dict[Path, tuple[int, str]] = {}
+    with ThreadPoolExecutor(3) as pool:  # (a hanging script waits without using a core)
+        singles = {s: pool.submit(_standalone, s) for s in alone}
+        batches = [pool.submit(_batch, h) for h in halves if h]
+        for b in batches:
+            out.update(b.result())
+        for s, f in singles.items():
+            out[s] = f.result()
+    return out
+
+
+def _write(tmp: Path, name: str, p: Program, mode: str) -> Path:
+    path = tmp / f"{name}__{mode}.py"
+    path.write_text(reproducer(p, mode=mode, title=f"{name} ({mode})"))
+    return path
+
+
+def _curated_pairs() -> list[tuple[str, Program, str]]:
+    """Every curated case in jit (abstract for ragged_all_to_all, which XLA:CPU cannot run),
+    and, so that every mode's passing side is exercised, each other mode on the first
+    three curated cases it applies to."""
+    pairs = []
+    per_mode: dict[str, int] = {}
+    for path in CURATED:
+        p = _load(path)
+        pairs.append((path.stem, p, "abstract" if _ragged(p) else "jit"))
+        for mode in REPRO_MODES:
+            if mode == "jit" or per_mode.get(mode, 0) >= 3 or (_ragged(p) and mode not in ("abstract", "lowering")):
+                continue
+            if (path.stem, mode) in CURATED_FAILING:
+                continue
+            try:
+                reproducer(p, mode=mode)
+            except NoReproducer:
+                continue
+            per_mode[mode] = per_mode.get(mode, 0) + 1
+            pairs.append((path.stem, p, mode))
+    assert set(per_mode) == set(REPRO_MODES) - {"jit"}, f"modes no curated case exercises: {set(REPRO_MODES) - set(per_mode)}"
+    return pairs
+
+
+# (script name, the literal to replace, its replacement): each breaks one comparison
+TAMPER = [
+    ("psum_scatter_tiled", "jit", "blocks=np.array([", "blocks=1 + np.array(["),  # per-device values
+    ("psum_one_of_two_axes", "vmap", "value=np.array([", "value=1 + np.array(["),  # the batch
+    ("all_gather_tiled", "lowering", "regions=1,", "regions=0,"),  # the manual region
+    ("pmean_two_axes_int", "abstract", "'int32', ['x', 'y']),", "'int32', ['x']),"),  # a body value's vma
+    ("err_collective_vma", "jit", "types=('ValueError',)", "types=('TypeError',)"),  # the error type
+    ("err_in_spec_rank", "jit", "facts=(", "facts=('no such fact',"),  # the facts it names
+]
+
+
+def test_known_cases_fail_and_curated_pass(tmp_path: Path) -> None:
+    """One pool for all scripts (a few seconds of jax start-up each, two cores)."""
+    known: dict[Path, str] = {}
+    expect_xfail: dict[Path, str] = {}
+    jobs: list[tuple[Path, str]] = []
+    for path in KNOWN:
+        mode = _mode_of(path)
+        s = _write(tmp_path, path.stem, _load(path), mode)
+        known[s] = path.stem
+        if path.stem in STALE:
+            expect_xfail[s] = STALE[path.stem]
+        jobs.append((s, mode in RISKY))
+    for name, mode in EXTRA_BUGS:
+        s = _write(tmp_path, name, _load(ROOT / "reports/corpus/known" / f"{name}.json"), mode)
+        known[s] = name
+        jobs.append((s, mode in RISKY))
+    curated = {}
+    for name, p, mode in _curated_pairs():
+        s = _write(tmp_path, name, p, mode)
+        curated[s] = name
+        jobs.append((s, False))
+    tampered = {}
+    for name, mode, old, new in TAMPER:
+        s = tmp_path / f"{name}__{mode}.py"
+        if not s.exists():
+            s = _write(tmp_path, name, _load(ROOT / "reports/corpus/curated" / f"{name}.json"), mode)
+        text = s.read_text()
+        assert old in text, f"{name} ({mode}): the literal {old!r} to tamper with is not in the script"
+        t = tmp_path / f"tampered_{name}__{mode}.py"
+        t.write_text(text.replace(old, new, 1))
+        tampered[t] = f"{name} ({mode})"
+        jobs.append((t, False))
+    results = run_scripts(jobs)
+
+    wrong = []
+    for s, name in known.items():
+        code, out = results[s]
+        want = (0, "FIXED:") if name in FIXED_HERE else (1, "BUG:")
+        ok = code == want[0] and out.startswith(want[1])
+        if s in expect_xfail:
+            if ok:
+                wrong.append(f"{s.name}: listed as stale ({expect_xfail[s]}) but now says BUG: drop it from STALE")
+            continue
+        if not ok:
+            wrong.append(f"{s.name}: exit {code}, want {want[0]} and {want[1]!r}: {out[-600:]!r}")
+        elif want[1] == "BUG:":
+            assert "\n" not in out.strip(), f"{s.name}: the BUG message must be one paragraph: {out!r}"
+    for s in curated:
+        code, out = results[s]
+        if code != 0 or not out.startswith("FIXED:"):
+            wrong.append(f"curated {s.name}: exit {code}, want 0 and 'FIXED:': {out[-600:]!r}")
+    for s, what in tampered.items():
+        code, out = results[s]
+        if code != 1 or not out.startswith("BUG:"):
+            wrong.append(f"tampered {what}: exit {code}, want 1 and 'BUG:' (the check cannot fail?): {out[-600:]!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_stale_cases_still_exist() -> None:
+    for name in set(STALE) | FIXED_HERE | {n for n, _ in EXTRA_BUGS}:
+        assert (ROOT / "reports/corpus/known" / f"{name}.json").exists(), name
+
+
+def test_pytest_form_fails_on_a_bug_and_passes_where_jax_is_right(tmp_path: Path) -> None:
+    cases = {  # file stem: (case, mode, whether the test must pass)
+        "test_bug_values": ("known/ppermute_order", "jit", False),
+        "test_bug_missing_error": ("known/groups_vma", "jit", False),
+        "test_bug_grad": ("known/pmax_grad", "grad", False),
+        "test_ok_values": ("curated/psum_scatter_tiled", "jit", True),
+        "test_ok_error": ("curated/err_collective_vma", "jit", True),
+        "test_ok_lowering": ("curated/all_gather_tiled", "lowering", True),
+    }
+    for stem, (case, mode, _) in cases.items():
+        p = _load(ROOT / "reports/corpus" / f"{case}.json")
+        text = pytest_reproducer(p, mode=mode, name=stem)
+        ast.parse(text)
+        assert f"def {stem}():" in text and ("pytest.raises(" in text or "np.testing.assert_" in text or mode == "lowering")
+        (tmp_path / f"{stem}.py").write_text(text)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-p", "no:xdist",
+                        *[f"{s}.py" for s in cases]], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_env())
+    for stem, (case, _, passes) in cases.items():
+        verdict = f"{'PASSED' if passes else 'FAILED'} {stem}.py::{stem}"
+        assert verdict in r.stdout, f"{case}: want {verdict}\n{r.stdout[-3000:]}"
+
+
+def test_modes_that_do_not_apply_are_refused() -> None:
+    p = _load(ROOT / "reports/corpus/known/ppermute_order.json")  # int32 only, names both axes
+    for mode in ("grad", "vmap_spmd", "nope"):
+        with pytest.raises(NoReproducer):
+            reproducer(p, mode=mode)
+
+
+def test_case_mode() -> None:
+    assert case_mode({"divergences": [{"mode": "eager,grad"}]}) == "eager"
+    assert case_mode({"divergences": [], "signature": "timeout|grad|timeout"}) == "grad"
+    assert case_mode({"divergences": [{"mode": "probe"}]}) == "jit"
+    assert case_mode({"schema": 1}) == "jit"
+
+
+@settings(max_examples=20, deadline=None)
+@given(programs(max_ops=4), st.sampled_from(REPRO_MODES))
+def test_reproducer_is_python(p: Program, mode: str) -> None:
+    for make in (reproducer, pytest_reproducer):
+        try:
+            text = make(p, mode=mode, title='a "title" with {braces}')
+        except NoReproducer:
+            return
+        ast.parse(text)
+        assert ("EXPECTED_ERROR = " in text) if make is reproducer else ("pytest.raises(" in text or "\n  assert " in text)
