@@ -178,9 +178,10 @@ def _lowering_literal(p: Program, pred: Prediction) -> list[str]:
     from harness.judge.compare import _expected_shardings
 
     manual = tuple(pred.manual_axes)
-    nested = []
+    nested: list[list[str]] = []
     for op in p.body:
-        inner = sorted(op.p("inner_axes") or ()) if op.kind == "shard_map" else []  # type: ignore[call-overload]
+        axes = op.p("inner_axes") if op.kind == "shard_map" else ()
+        inner = sorted(str(a) for a in axes) if isinstance(axes, tuple) else []
         if inner and any(p.mesh.axis_size(a) > 1 for a in inner):
             nested += [inner] * (2 if op.p("wrap") == "cond" else 1)  # one region per lax.cond branch
     n_in = len(p.inputs)
@@ -268,8 +269,8 @@ def _run_lines(p: Program, mode: str) -> list[str]:
             *shapes_only,
         ]
     if mode in ("vmap", "vmap_spmd"):
-        axis = p.spmd_axis() if mode == "vmap_spmd" else None
-        vm = f"jax.vmap(f, spmd_axis_name={axis!r})" if axis else "jax.vmap(f)"
+        spmd = p.spmd_axis() if mode == "vmap_spmd" else None
+        vm = f"jax.vmap(f, spmd_axis_name={spmd!r})" if spmd else "jax.vmap(f)"
         n = _batch(p, mode)
         return [
             "def run():",
@@ -676,8 +677,10 @@ def reproducer(p: Program, mode: str = "jit", title: str = "") -> str:
         "",
         *_expectations(p, pred, mode),
         "",
-        *[h.rstrip("\n") for h in helpers],
-        _MAIN.format(checks="\n".join(calls), **fmt).rstrip("\n"),
+        "\n\n\n".join(h.strip("\n") for h in helpers),
+        "",
+        "",
+        _MAIN.format(checks="\n".join(calls), **fmt).strip("\n"),
         "",
     ]
     return "\n".join(lines)
@@ -748,18 +751,18 @@ def pytest_reproducer(p: Program, mode: str = "jit", title: str = "", name: str 
 
 def _pytest_asserts(p: Program, pred: Prediction, mode: str) -> list[str]:
     if pred.error is not None:
-        e = pred.error
-        sig = ERROR_TABLE[e.kind]
+        err = pred.error
+        sig = ERROR_TABLE[err.kind]
         types = ", ".join(sig.types)
         known = {"ValueError", "TypeError", "NameError", "NotImplementedError", "IndexError"}
         exc = "(" + ", ".join(t if t in known else f"getattr(jax.errors, {t!r}, ValueError)" for t in sig.types) + ",)"
         phrase = "|".join(re.escape(ph) for ph in sig.phrases)
         lines = [
-            f"# {e.kind.value}: {e.why}",
+            f"# {err.kind.value}: {err.why}",
             f"with pytest.raises({exc}, match={phrase!r}) as exc:  # {types}",
             "  run()",
         ]
-        lines += [f"assert {x!r} in str(exc.value)" for x in e.facts]
+        lines += [f"assert {x!r} in str(exc.value)" for x in err.facts]
         return lines
     lines = [
         "outs, facts = run()",
