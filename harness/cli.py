@@ -320,7 +320,7 @@ def cmd_emit(a: argparse.Namespace) -> int:
     mode = a.mode
     if mode is None:  # the mode of the case's first divergence (or its signature), else jit
         try:
-            mode = case_mode(json.loads(Path(a.case).read_text()))
+            mode = case_mode(json.loads(Path(a.case).read_text()), p)
         except ValueError:
             mode = "jit"
     if mode not in REPRO_MODES:

@@ -28,7 +28,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.report.reproducer import NoReproducer, case_mode, pytest_reproducer, reproducer
+from harness.campaign.minimize import minimized_reproducer
+from harness.report.reproducer import (
+    NoReproducer,
+    case_mode,
+    divergence_mode,
+    pytest_reproducer,
+    reproducer,
+)
 from programs import from_json
 from programs.emit import REPRO_MODES
 from programs.model import Program
@@ -78,7 +85,7 @@ def _load(path: Path) -> Program:
 def _mode_of(path: Path) -> str:
     doc = json.loads(path.read_text())
     if doc.get("divergences") or doc.get("signature"):
-        return case_mode(doc)
+        return case_mode(doc, _load(path))
     return PLAIN_MODES.get(path.stem, "jit")
 
 
@@ -266,6 +273,15 @@ def test_case_mode() -> None:
     assert case_mode({"divergences": [], "signature": "timeout|grad|timeout"}) == "grad"
     assert case_mode({"divergences": [{"mode": "probe"}]}) == "jit"
     assert case_mode({"schema": 1}) == "jit"
+    disagree = {"kind": "mode_disagreement", "mode": "eager,jit"}
+    assert case_mode({"divergences": [disagree, {"kind": "value", "mode": "vmap"}]}) == "vmap"
+    # modes that raise where jax must raise are right: the reproducer runs a quiet mode
+    dup = _load(ROOT / "reports/corpus/known/dup_same_entry.json")  # jax must raise; eval_shape does not
+    assert divergence_mode(dup, "mode_disagreement", "eager,gspmd,jit,lowering,vmap") == "abstract"
+    assert minimized_reproducer(dup, "mode_disagreement|eager,gspmd,jit,lowering,vmap|raise:eager", "t").count("(mode: abstract)") == 1
+    # modes that raise where jax must run are wrong: the reproducer runs one of them
+    grad = _load(ROOT / "reports/corpus/known/all_to_all_untiled_transpose.json")
+    assert divergence_mode(grad, "mode_disagreement", "grad,grad_remat") == "grad"
 
 
 @settings(max_examples=20, deadline=None)

@@ -253,13 +253,13 @@ def minimize_case(pool, p: Program, signature: str, all_modes: tuple[str, ...], 
 
 def minimized_reproducer(p: Program, signature: str, title: str) -> str:
     """The text of the `.min.py` written beside a minimized case: the asserting
-    reproducer (harness/report/reproducer.py) in the mode of `signature` (KIND|MODE|WHERE),
-    which exits 1 with `BUG:` while jax still shows the divergence. Where that mode does
-    not apply to the program (the harness reports it unsupported), the jit one."""
-    from harness.report.reproducer import NoReproducer, reproducer
-    from programs.emit import reproducer_mode
+    reproducer (harness/report/reproducer.py) in the mode of `signature` (KIND|MODE|WHERE;
+    for a mode disagreement, a mode on its wrong side), which exits 1 with `BUG:` while jax
+    still shows the divergence. Where that mode does not apply to the program (the
+    harness reports it unsupported), the jit one."""
+    from harness.report.reproducer import NoReproducer, divergence_mode, reproducer
 
-    mode = reproducer_mode(signature.split("|")[1]) if signature.count("|") == 2 else "jit"
+    mode = divergence_mode(p, *signature.split("|")[:2]) if signature.count("|") == 2 else "jit"
     try:
         return reproducer(p, mode=mode, title=title)
     except NoReproducer:

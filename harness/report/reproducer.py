@@ -50,18 +50,35 @@ class NoReproducer(ValueError):
     """The mode does not apply to this program (the harness reports it unsupported)."""
 
 
-def case_mode(document: object) -> str:
-    """The reproducer mode of a case file's JSON document: its first divergence's mode,
-    else the mode of its `signature` (minimized cases), else jit."""
+def divergence_mode(p: Program | None, kind: str, modes: str) -> str:
+    """The mode a reproducer of one divergence (its kind and mode field) runs in: the
+    divergence's first mode; for a mode disagreement (`modes` lists the modes that
+    raised), the side that is wrong: a raising mode where the oracle predicts success,
+    else the first mode that ran it without raising and applies to the program."""
     from programs.emit import reproducer_mode
 
+    if kind != "mode_disagreement" or p is None:
+        return reproducer_mode(modes)
+    raised = modes.split(",")
+    if predict(p, values=False).error is None:
+        return reproducer_mode(modes)
+    quiet = [m for m in ("abstract", "jit", "lowering", "eager", "gspmd", "smap", "vmap", "vmap_spmd", "grad", "grad_remat")
+             if m not in raised and not _applicable(p, m)]
+    return quiet[0] if quiet else reproducer_mode(modes)
+
+
+def case_mode(document: object, p: Program | None = None) -> str:
+    """The reproducer mode of a case file's JSON document (`p`: its program): the mode of
+    its first divergence that is not a mode disagreement, else of its first one, else of
+    its `signature` (minimized cases), else jit."""
     if isinstance(document, dict):
-        divs = document.get("divergences") or []
-        if divs and isinstance(divs[0], dict) and divs[0].get("mode"):
-            return reproducer_mode(str(divs[0]["mode"]))
+        divs = [d for d in document.get("divergences") or [] if isinstance(d, dict) and d.get("mode")]
+        divs = [d for d in divs if d.get("kind") != "mode_disagreement"] or divs
+        if divs:
+            return divergence_mode(p, str(divs[0].get("kind", "")), str(divs[0]["mode"]))
         sig = document.get("signature")
         if isinstance(sig, str) and sig.count("|") == 2:
-            return reproducer_mode(sig.split("|")[1])
+            return divergence_mode(p, *sig.split("|")[:2])
     return "jit"
 
 
