@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.report.reproducer import reproducer
-from programs.emit import reproducer_mode
+from harness.report.reproducer import divergence_mode, reproducer
 from programs.model import Program, Spec
 from programs.serialize import program_from_dict
 
@@ -342,7 +341,8 @@ def _case_body(
         f'<div class="meta">case <code>{_esc(case.path)}</code> · replay: <code>shardfuzz replay {_esc(case.path)}</code></div>'
     )
     try:
-        repro = reproducer(p, mode=reproducer_mode(mode), title=f"shardfuzz reproducer: {title}")
+        # (a mode disagreement: a mode on its wrong side)
+        repro = reproducer(p, mode=divergence_mode(p, str(d.get("kind", "")), mode), title=f"shardfuzz reproducer: {title}")
     except Exception as e:  # noqa: BLE001 - an op emit does not know must not lose the page
         repro = f"# no reproducer: {type(e).__name__}: {e}"
     out.append(
