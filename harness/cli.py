@@ -125,11 +125,11 @@ def _modes(text: str) -> tuple[str, ...]:
 
 
 def _suppressions(path: str | None):  # type: ignore[no-untyped-def]
-    from harness.judge.suppressions import SuppressionsError, load
+    from harness.judge.known import KnownDivergencesError, load
 
     try:
         return load(Path(path) if path else None)
-    except SuppressionsError as e:
+    except KnownDivergencesError as e:
         raise UsageError(str(e)) from None
 
 
@@ -239,41 +239,76 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
     return 1 if failing else 0
 
 
-def cmd_replay(a: argparse.Namespace) -> int:
+def _check_in_pool(pool, p, modes):  # type: ignore[no-untyped-def]
+    """Submit, drain, evaluate, and put value divergences on the op that goes wrong."""
     from harness.judge.check import evaluate, localise_values, needs_probe
-    from harness.judge.suppressions import find_for
+
+    pool.submit(p, modes)
+    (c,) = pool.drain()
+    res = evaluate(p, c.observations)
+    if needs_probe(res):
+        pool.submit(p, ("probe",))
+        res = localise_values(res, pool.drain()[0].observations[0])
+    return res
+
+
+def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
+    """Print each mode and divergence; returns (new divergences, known entry ids, unsupported modes)."""
+    from harness.judge.known import explain_all
+
+    unsupported = []
+    for o in res.observations:
+        if o.status == "unsupported":
+            unsupported.append(o.mode)
+        if o.status in ("crash", "timeout", "unsupported"):
+            print(f"{indent}  {o.mode:>8}: {o.status}: {o.error_message[:200]}")
+            continue
+        what = f"raised {o.error_type}" if o.raised else f"ran, {len(o.outputs)} outputs"
+        print(f"{indent}  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
+    pred = res.prediction
+    print(f"{indent}  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
+    new, known = 0, []
+    for x in explain_all(entries, res.divergences, res.program, pred, jv):
+        new += x.entry is None
+        if x.entry is not None and x.entry.id not in known:
+            known.append(x.entry.id)
+        print(f"{indent}{'known (' + x.entry.id + ')' if x.entry else 'DIVERGES'}: {x.divergence.signature}\n{indent}  {x.divergence.message}")
+    return new, known, unsupported
+
+
+def cmd_replay(a: argparse.Namespace) -> int:
+    from harness.judge.known import derived_program
     from harness.run.compat import jax_version
     from harness.run.pool import Pool
 
     p = _load_case(a.case)
-    sups = _suppressions(a.suppressions)
+    entries = _suppressions(a.suppressions)
     modes = _modes(a.modes)
+    jv = jax_version()
     pool = Pool(1, timeout_s=a.timeout)  # a case may crash jax: never in this process
     try:
-        pool.submit(p, modes)
-        (c,) = pool.drain()
-        res = evaluate(p, c.observations)
-        if needs_probe(res):
-            pool.submit(p, ("probe",))
-            res = localise_values(res, pool.drain()[0].observations[0])
+        res = _check_in_pool(pool, p, modes)
+        new, known, unsupported = _print_result(res, entries, jv)
+        if known:
+            # a known bug explains only what it causes: the program without it is checked in full
+            used = [e for e in entries if e.id in known]
+            q = derived_program(used, p, res.prediction)
+            if q is not None:
+                kept = "its rewrite" if q.outputs == p.outputs and len(q.body) == len(p.body) else f"its outputs {list(range(len(q.outputs)))} no known bug reaches"
+                print(f"  checking the program without the known bug ({kept}):")
+                n2, k2, _ = _print_result(_check_in_pool(pool, q, modes), entries, jv, indent="    ")
+                new += n2
+                known += [k for k in k2 if k not in known]
     finally:
         pool.close()
-    jv = jax_version()
-    for o in res.observations:
-        if o.status in ("crash", "timeout", "unsupported"):
-            print(f"  {o.mode:>8}: {o.status}: {o.error_message[:200]}")
-            continue
-        what = f"raised {o.error_type}" if o.raised else f"ran, {len(o.outputs)} outputs"
-        print(f"  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
-    pred = res.prediction
-    print(f"  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
-    new = 0
-    for d in res.divergences:
-        sup = find_for(sups, d, res.divergences, jv, p)
-        new += sup is None
-        print(f"{'known (' + sup.id + ')' if sup else 'DIVERGES'}: {d.signature}\n  {d.message}")
-    if not res.divergences:
-        print(f"{a.case}: PASS (oracle and jax {jv} agree in {len(res.observations)} modes)")
+    ran = len(res.observations) - len(unsupported)
+    extra = f", {len(unsupported)} unsupported: {','.join(unsupported)}" if unsupported else ""
+    if new:
+        print(f"{a.case}: DIVERGES ({new} divergences no known entry explains; jax {jv}, {ran} modes run{extra})")
+    elif known:
+        print(f"{a.case}: KNOWN ({', '.join(known)}; jax {jv}, {ran} modes run{extra})")
+    else:
+        print(f"{a.case}: PASS (oracle and jax {jv} agree in {ran} modes{extra})")
     return 1 if new else 0
 
 

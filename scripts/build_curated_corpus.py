@@ -105,6 +105,10 @@ def cases() -> dict[str, tuple[Program, str, ErrorKind | None]]:
              [op("const", shape=(), dtype="float32", value=2), op("mul", 0, 1)],
              [2], [P()]),
         "a rank-0 replicated argument and a scalar const: nothing varies, out_specs P()")
+    add("in_spec_none_static",
+        prog(X2, [iota(4)], [Spec((), "none")], [op("neg", 0)], [1], [P()]),
+        "an in_specs entry of None: a static argument (the docstring: 'If None, inputs will be "
+        "treated as static'), which every device sees whole and invariant, as P() would give it")
     # ------------------------------------------------------------------ reductions
     add("psum_one_of_two_axes",
         prog(XY, [iota(8, 4)], [P("x", "y")], [op("psum", 0, axes=("y",))], [1], [P("x")]),

@@ -155,7 +155,7 @@ def run_dir(tmp_path: Path) -> tuple[dict[str, Any], Path]:
                 "count": 1,
             },
         ],
-        "fixed": [{"signature": FIXED_SIG, "case": fixed_case}],
+        "fixed": [{"signatures": [FIXED_SIG], "case": fixed_case}],  # as fuzz.replay_corpus writes it
     }
     return summary, report
 

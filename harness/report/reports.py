@@ -262,6 +262,18 @@ def _header(
         )
     else:
         out.append("<p><b>Unseen suppressions</b>: none</p>")
+    entries = s.get("known_entries") or []
+    if entries:
+        rows = "".join(
+            f'<tr><td class="mono">{_esc(e["id"])}</td><td><span class="badge {"fixed" if e["status"] == "fixed" else "known"}">'
+            f'{_esc(e["status"])}</span></td><td>{_esc(e["count"])}</td><td class="mono">{_esc(e["jax_versions"])}</td>'
+            f'<td class="mono">{_esc(e["case"])}</td><td>{_esc(e["link"])}</td></tr>'
+            for e in entries
+        )
+        out.append('<details><summary><b>Known entries</b>: ' + ", ".join(
+            f"{sum(1 for e in entries if e['status'] == st)} {st}" for st in ("matched", "unseen", "fixed", "not_this_version"))
+            + '</summary><table><tr><th>entry</th><th>status</th><th>divergences explained</th><th>jax_versions</th>'
+            f'<th>own case</th><th>link</th></tr>{rows}</table></details>')
     if new:
         items = "".join(
             f'<li><a href="#new-{i}" class="mono">{_esc(b.get("signature", "?"))}</a> × {_esc(b.get("count", "?"))}</li>'
@@ -463,8 +475,9 @@ def _fixed_section(fixed: list[dict[str, Any]], report_dir: Path) -> str:
     if not fixed:
         out.append("<p>Nothing that failed before passes now.</p>")
     for i, f in enumerate(fixed):
-        sig = str(f.get("signature", "?"))
-        case = load_case(f.get("case"), sig, report_dir)
+        sigs = list(f.get("signatures") or ["?"])  # (a fixed case is written with all its signatures)
+        sig = ", ".join(sigs)
+        case = load_case(f.get("case"), sigs[0], report_dir)
         out += [
             f'<article class="bucket fixed" id="fixed-{i}"><div class="sig">{_esc(sig)}</div>',
             '<div class="meta"><span class="badge fixed">fixed</span> no longer diverges</div>',
