@@ -233,6 +233,9 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         print(f"  note: {s['accidentally_invalid']} drawn programs were invalid by accident (strategy bug)")
     if s["unseen_suppressions"]:
         print(f"  known divergences not seen in this run: {', '.join(s['unseen_suppressions'])}")
+    stale = [e["id"] for e in s.get("known_entries", []) if e["status"] == "fixed"]
+    if stale:
+        print(f"  known entries FIXED on this jax (their own case passes; narrow or retire them): {', '.join(stale)}")
     print(f"  reports: {report / 'summary.json'}, {report / 'junit.xml'}, {report / 'index.html'}")
     if failing:
         print(f"  next: shardfuzz replay {failing[0]['case']}   |   shardfuzz explain {failing[0]['case']}")
