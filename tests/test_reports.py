@@ -187,7 +187,8 @@ def test_junit_counts_new_known_and_run(run_dir: tuple[dict[str, Any], Path]) ->
     failure = new.find("failure")
     assert failure is not None and "values <differ> & more" in (failure.get("message") or "")
     assert "new.json" in (failure.text or "")
-    skipped = by_name[KNOWN_SIG].find("skipped")
+    assert len(by_name) == len(cases)  # unique names: a known bucket names its entry
+    skipped = by_name[f"{KNOWN_SIG} [known: gather-vma]"].find("skipped")
     assert skipped is not None and skipped.get("message") == "known: gather-vma"
     run = by_name["run"]
     assert run.find("failure") is None and run.find("skipped") is None

@@ -168,7 +168,7 @@ class Bucket:
     programs: list[str] = field(default_factory=list)
     minimized_case: str | None = None
     minimized_size: list[int] | None = None
-    new: bool = True  # False when the first program in the bucket came from the corpus
+    new: bool = True  # False when known, or when the first program in the bucket came from the corpus
     first_seen_at: int = 0  # programs checked when the bucket was first seen
 
 
@@ -357,7 +357,8 @@ class Run:
             b = self.buckets.get(key)
             if b is None:
                 b = Bucket(d.signature, d.kind.value, d.mode, case=str(path), message=d.message,
-                           suppressed_by=sup.id if sup else None, new=not from_corpus, first_seen_at=self.n)
+                           suppressed_by=sup.id if sup else None, new=not from_corpus and sup is None,
+                           first_seen_at=self.n)
                 self.buckets[key] = b
                 if sup:
                     print(f"[known: {sup.id}] {d.signature}", file=self.cfg.progress)

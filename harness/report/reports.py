@@ -90,7 +90,8 @@ def junit_xml(summary: dict[str, Any]) -> str:
             suite,
             "testcase",
             classname=f"shardfuzz.{_clean(b.get('kind', '?'))}",
-            name=_clean(b.get("signature", "?")),
+            # unique: one bucket per (signature, known entry), so a known bucket names its entry
+            name=_clean(b.get("signature", "?") + (f" [known: {b['suppressed_by']}]" if b.get("suppressed_by") else "")),
         )
         if b.get("suppressed_by"):
             ET.SubElement(case, "skipped", message=_clean(f"known: {b['suppressed_by']}"))
