@@ -317,10 +317,9 @@ def cmd_replay(a: argparse.Namespace) -> int:
 
 def cmd_minimize(a: argparse.Namespace) -> int:
     from harness.campaign.fuzz import atomic_write, case_document
-    from harness.campaign.minimize import minimize_case, size
+    from harness.campaign.minimize import minimize_case, minimized_reproducer, size
     from harness.run.modes import DEFAULT_MODES
     from harness.run.pool import Pool
-    from programs.emit import reproducer_mode, to_python
 
     p = _load_case(a.case)
     sig = a.signature
@@ -344,8 +343,7 @@ def cmd_minimize(a: argparse.Namespace) -> int:
     from harness.run.compat import jax_version
 
     atomic_write(out_json, case_document(best, (), jax_version(), {"minimized_from": a.case, "signature": sig}))
-    atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer for {sig} (minimized from {a.case})",
-                                   mode=reproducer_mode(sig.split("|")[1])))
+    atomic_write(out_py, minimized_reproducer(best, sig, title=f"shardfuzz reproducer for {sig} (minimized from {a.case})"))
     print(f"done after {n} checks: {size(p)} -> {size(best)}\n  {out_json}\n  {out_py}\n\n{best!r}")
     return 0
 

@@ -25,7 +25,13 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 from hypothesis.statistics import collector
 
-from harness.campaign.minimize import minimize_case, modes_for, pool_check, size
+from harness.campaign.minimize import (
+    minimize_case,
+    minimized_reproducer,
+    modes_for,
+    pool_check,
+    size,
+)
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values, needs_probe
 from harness.judge.compare import Divergence
 from harness.judge.known import (
@@ -42,7 +48,6 @@ from harness.run import compat
 from harness.run.modes import DEFAULT_MODES, Observation
 from harness.run.pool import Completed, Pool
 from oracles import Prediction, predict
-from programs.emit import reproducer_mode, to_python
 from programs.model import Program
 from programs.serialize import ProgramFormatError, program_from_dict, program_id, program_to_dict
 from strategies import programs
@@ -691,7 +696,7 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         out_json, out_py = Path(f"{stem}.json"), Path(f"{stem}.py")
         sig_div = [d for d in check_sync(run, pool, best).divergences if d.signature == b.signature]
         atomic_write(out_json, case_document(best, tuple(sig_div), run.jax_version, {"minimized_from": str(case)}))
-        atomic_write(out_py, to_python(best, title=f"shardfuzz reproducer: {b.signature}", mode=reproducer_mode(b.mode)))
+        atomic_write(out_py, minimized_reproducer(best, b.signature, title=f"shardfuzz reproducer: {b.signature}"))
         b.minimized_case = str(out_json)
         b.minimized_size = list(size(best))
         done.setdefault(b.case, (best, out_json))
