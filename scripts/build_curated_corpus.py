@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,210 +75,275 @@ X1Y2 = Mesh(("x", "y"), (1, 2))
 XYZ = Mesh(("x", "y", "z"), (2, 2, 2))
 
 
+@dataclass(frozen=True)
+class Case:
+    """One curated case: its file name (without `.json`), the program, why it is in the
+    corpus, and the error kind the oracle must predict for it (None: a valid program)."""
+
+    name: str
+    program: Program
+    reason: str
+    expect: ErrorKind | None = None
+
+
+# the valid program the spec defects below break, one rule each
+_VALID = prog(X2, [iota(4, 2)], [P("x")], [op("neg", 0)], [1], [P("x")])
+
+
+def local_ops() -> list[Case]:
+    """Local ops (no named axis): arithmetic across dtypes, consts, casts, transposes, a static argument."""
+    return [
+        Case("local_binary_mixed_dtypes",
+            prog(X2, [iota(4, 3), small(4, 3)], [P("x"), P("x")],
+                 [op("add", 0, 1), op("sub", 2, 0), op("mul", 3, 1), op("max", 4, 0), op("min", 5, 2)],
+                 [6], [P("x")]),
+            "add/sub/mul/max/min of an int32 and a float32 block: float32 results, exact values"),
+        Case("local_const_neg_cast",
+            prog(X2, [small(2, 2, dtype="int32", seed=3)], [P(None, "x")],
+                 [op("const", shape=(), dtype="int32", value=3), op("mul", 0, 1), op("neg", 2),
+                  op("cast", 3, dtype="float32"), op("cast", 4, dtype="int32")],
+                 [5, 4], [P(None, "x"), P(None, "x")]),
+            "a scalar const broadcast into a block, neg, and casts int32 -> float32 -> int32"),
+        Case("local_transpose_reduce_sum",
+            prog(X2, [iota(4, 3, 2, dtype="float32")], [P("x")],
+                 [op("transpose", 0, perm=(2, 0, 1)), op("reduce_sum", 1, axis=-1)],
+                 [2], [P(None, "x")]),
+            "transpose moves the split dimension; reduce_sum with a negative axis on the block"),
+        Case("local_rank0_replicated",
+            prog(X2, [small(dtype="float32", seed=5)], [P()],
+                 [op("const", shape=(), dtype="float32", value=2), op("mul", 0, 1)],
+                 [2], [P()]),
+            "a rank-0 replicated argument and a scalar const: nothing varies, out_specs P()"),
+        Case("in_spec_none_static",
+            prog(X2, [iota(4)], [Spec((), "none")], [op("neg", 0)], [1], [P()]),
+            "an in_specs entry of None: a static argument (the docstring: 'If None, inputs will be "
+            "treated as static'), which every device sees whole and invariant, as P() would give it"),
+    ]
+
+
+def reductions() -> list[Case]:
+    """psum, pmean, pmax and pmin: over one or several axes, of invariant operands, with axis_index_groups."""
+    return [
+        Case("psum_one_of_two_axes",
+            prog(XY, [iota(8, 4)], [P("x", "y")], [op("psum", 0, axes=("y",))], [1], [P("x")]),
+            "psum over the minor axis of a 2x4 mesh: varies over x only, out_spec names x"),
+        Case("psum_invariant_operand",
+            prog(X4, [iota(3)], [P()], [op("psum", 0, axes=("x",))], [1], [P()]),
+            "psum of a replicated operand: implicitly pvary'd, so 4 times the value"),
+        Case("pmean_two_axes_int",
+            prog(XY, [iota(8, 4)], [P("y", "x")], [op("pmean", 0, axes=("x", "y"))], [1], [P()]),
+            "pmean over both axes of an int32 block gives float32; axes named minor-major in the spec"),
+        Case("pmax_pmin",
+            prog(XY, [small(4, 8, dtype="int32", seed=7)], [P("x", "y")],
+                 [op("pmax", 0, axes=("x",)), op("pmin", 0, axes=("y",)), op("sub", 1, 2)],
+                 [3], [P("x", "y")]),
+            "pmax over x and pmin over y of the same block, combined"),
+        Case("pmax_groups_unchecked",
+            prog(X4, [iota(4, 2)], [P("x")], [op("pmax", 0, axes=("x",), groups=((0, 1), (2, 3)))],
+                 [1], [P("x")], check_vma=False),
+            "pmax with axis_index_groups (two groups of two) under check_vma=False"),
+        Case("psum_groups_unchecked",
+            prog(X4, [iota(4)], [P("x")], [op("psum", 0, axes=("x",), groups=((0, 2), (1, 3)))],
+                 [1], [P("x")], check_vma=False),
+            "psum with interleaved axis_index_groups under check_vma=False"),
+    ]
+
+
+def gathers_and_scatters() -> list[Case]:
+    """all_gather (tiled, untiled, to='invarying') and psum_scatter (tiled, untiled)."""
+    return [
+        Case("all_gather_tiled",
+            prog(XY, [iota(4, 4)], [P("x", "y")], [op("all_gather", 0, axes=("y",), axis=1, tiled=True)],
+                 [1], [P("x", "y")]),
+            "tiled all_gather along dimension 1 over y: every device of a row holds the row"),
+        Case("all_gather_untiled_negative_axis",
+            prog(X3, [iota(6, 2)], [P("x")], [op("all_gather", 0, axes=("x",), axis=-1, tiled=False)],
+                 [1], [P("x")]),
+            "untiled all_gather with axis=-1 on a size-3 axis inserts a new last dimension"),
+        Case("all_gather_to_invarying",
+            prog(X2, [iota(4)], [P("x")], [op("all_gather", 0, axes=("x",), axis=0, tiled=True, to="invarying")],
+                 [1], [P()]),
+            "all_gather(to='invarying') is invariant over x, so out_specs P() is accepted (jax >= 0.9)"),
+        Case("psum_scatter_tiled",
+            prog(XY, [iota(4, 8)], [P(None, "y")], [op("psum_scatter", 0, axes=("y",), scatter_dimension=0, tiled=True)],
+                 [1], [P("y", None)]),
+            "tiled psum_scatter: sum over y, device k keeps row block k"),
+        Case("psum_scatter_untiled",
+            prog(X2, [iota(4, 3)], [P("x")], [op("psum_scatter", 0, axes=("x",), scatter_dimension=0, tiled=False)],
+                 [1], [P("x")]),
+            "untiled psum_scatter removes the scattered dimension (its size equals the group size)"),
+    ]
+
+
+def movement() -> list[Case]:
+    """all_to_all, pswapaxes, ppermute, pshuffle, pcast and ragged_all_to_all: values moved between devices."""
+    return [
+        Case("all_to_all_tiled",
+            prog(X2, [iota(4, 4)], [P("x")], [op("all_to_all", 0, axes=("x",), split_axis=1, concat_axis=0, tiled=True)],
+                 [1], [P(None, "x")]),
+            "tiled all_to_all: split dimension 1, concatenate along 0 (a distributed transpose)"),
+        Case("all_to_all_untiled",
+            prog(X4, [iota(4, 4, dtype="float32")], [P("x")],
+                 [op("all_to_all", 0, axes=("x",), split_axis=1, concat_axis=0, tiled=False)],
+                 [1], [P("x")]),
+            "untiled all_to_all on a size-4 axis: the split dimension is removed, a new one inserted"),
+        Case("pswapaxes",
+            prog(X2, [iota(2, 2, 3)], [P("x")], [op("pswapaxes", 0, axes=("x",), axis=1)], [1], [P("x")]),
+            "pswapaxes swaps block dimension 1 (size 2) with the mesh axis"),
+        Case("ppermute_cycle",
+            prog(X4, [iota(8)], [P("x")], [op("ppermute", 0, axes=("x",), perm=((0, 1), (1, 2), (2, 3), (3, 0)))],
+                 [1], [P("x")]),
+            "ppermute by one step around a 4-cycle"),
+        Case("ppermute_partial_zeros",
+            prog(X3, [iota(3, 2, dtype="float32")], [P("x")], [op("ppermute", 0, axes=("x",), perm=((2, 0),))],
+                 [1], [P("x")]),
+            "a partial ppermute: devices that are no destination get zeros"),
+        Case("pshuffle",
+            prog(X4, [iota(4)], [P("x")], [op("pshuffle", 0, axes=("x",), perm=(2, 0, 3, 1))], [1], [P("x")]),
+            "pshuffle: device i receives the block of device perm[i]"),
+        Case("pcast_to_varying",
+            prog(X4, [iota(4)], [P()], [op("pcast", 0, axes=("x",), to="varying"), op("add", 1, 0)], [2], [P("x")]),
+            "pcast(to='varying'): a replicated value, typed as varying over x, may be output with P('x')"),
+        Case("ragged_all_to_all_rows",
+            prog(X4, [iota(8, 3)], [P("x")],
+                 [op("const", shape=(4,), dtype="int32", value=0), op("const", shape=(4,), dtype="int32", value=1),
+                  op("axis_index", axes=("x",)), op("add", 1, 3), op("const", shape=(4, 3), dtype="int32", value=0),
+                  op("ragged_all_to_all", 0, 5, 1, 2, 4, 2, axes=("x",))],
+                 [6], [P("x")], check_vma=False),
+            "ragged_all_to_all: each device sends its first row to every peer, written at the sender's index "
+            "(values need a GPU; on CPU abstract and lowering check shapes; check_vma=False because jax 0.10.2 "
+            "types the result as its output buffer, see known/ragged_vma.json)"),
+    ]
+
+
+def nesting() -> list[Case]:
+    """A nested shard_map over an axis the outer one left automatic, and collectives under lax.scan / lax.cond."""
+    return [
+        Case("nested_shard_map_psum",
+            prog(XY, [iota(4, 8)], [P("x")],
+                 [op("shard_map", 0, inner_axes=("y",), in_spec=(None, ("y",)), out_spec=(), inner="psum",
+                     inner_params=(("axes", ("y",)),), check_vma=True)],
+                 [1], [P("x")], axis_names=("x",)),
+            "a nested shard_map over y, which the outer one (axis_names={'x'}) left automatic: column pairs "
+            "split over y are summed by an inner psum, out_spec P()"),
+        Case("scan_and_cond_wrapped_collectives",
+            prog(XY, [iota(4, 8)], [P("x", "y")],
+                 [op("psum", 0, axes=("y",), wrap="scan"), op("ppermute", 1, axes=("x",), perm=((0, 1), (1, 0)), wrap="cond")],
+                 [2], [P("x")]),
+            "psum inside a lax.scan body and ppermute inside both lax.cond branches: the same values as unwrapped"),
+    ]
+
+
+def axis_index_and_meshes() -> list[Case]:
+    """axis_index, and the meshes that matter: size-1 axes, three axes, partial-manual axis_names, check_vma=False."""
+    return [
+        Case("axis_index_two_axes",
+            prog(XY, [iota(2, 4)], [P("x", "y")], [op("axis_index", axes=("x", "y")), op("add", 0, 1)],
+                 [2], [P("x", "y")]),
+            "axis_index over (x, y) is the row-major device index, added to each block"),
+        Case("size1_axis_collectives",
+            prog(X1Y2, [iota(2, 2)], [P("x", "y")],
+                 [op("psum", 0, axes=("x",)), op("all_gather", 1, axes=("x",), axis=0, tiled=True),
+                  op("ppermute", 2, axes=("y",), perm=((0, 1), (1, 0)))],
+                 [3], [P("x", "y")]),
+            "collectives over a size-1 axis are identities; the ppermute over y swaps"),
+        Case("three_axes_multi_axis_spec",
+            prog(XYZ, [iota(8, 2)], [P(("x", "z"), "y")], [op("psum", 0, axes=("x", "z")), op("neg", 1)],
+                 [2], [P(None, "y")]),
+            "a 2x2x2 mesh; one dimension split over (x, z), psum over the same two axes"),
+        Case("partial_manual_axis_names",
+            prog(XY22, [iota(4, 2)], [P("x")], [op("psum", 0, axes=("x",))], [1], [P()],
+                 axis_names=("x",)),
+            "axis_names=('x',): y stays automatic; the eager mode of this is missing before jax 0.7"),
+        Case("unchecked_replication",
+            prog(X2, [iota(4)], [P("x")], [op("neg", 0)], [1], [P()], check_vma=False),
+            "check_vma=False and out_specs P() of a varying value: jax returns device 0's block"),
+    ]
+
+
+def spec_errors() -> list[Case]:
+    """Invalid programs whose in_specs / out_specs break a rule shard_map checks before tracing: one ErrorKind each."""
+    return [
+        Case("err_spec_type",
+            replace(_VALID, in_specs=(Spec((("x",),), "str"),), defect="in_spec_str"),
+            "in_specs=('x',): a bare string where a PartitionSpec is needed", ErrorKind.SPEC_TYPE),
+        Case("err_in_specs_structure",
+            replace(_VALID, in_specs=(P("x"), P()), defect="in_specs_extra"),
+            "two in_specs for a one-argument function", ErrorKind.IN_SPECS_STRUCTURE),
+        Case("err_out_specs_structure",
+            replace(_VALID, out_specs=(), defect="out_specs_missing"),
+            "no out_spec for the one output", ErrorKind.OUT_SPECS_STRUCTURE),
+        Case("err_spec_unknown_axis",
+            replace(_VALID, in_specs=(P("absent"),), defect="in_spec_unknown_axis"),
+            "an in_spec names 'absent', which is not a mesh axis", ErrorKind.SPEC_UNKNOWN_AXIS),
+        Case("err_spec_duplicate_axis",
+            prog(X2, [iota(4, 2)], [P("x")], [op("neg", 0)], [1], [P("x", "x")], defect="out_spec_duplicate_axis"),
+            "an out_spec maps mesh axis x to two dimensions", ErrorKind.SPEC_DUPLICATE_AXIS),
+        Case("err_in_spec_rank",
+            replace(_VALID, in_specs=(P("x", None, None),), defect="in_spec_too_long"),
+            "an in_spec with three entries for a rank-2 argument", ErrorKind.IN_SPEC_RANK),
+        Case("err_in_spec_divisibility",
+            replace(_VALID, inputs=(iota(3, 2),), defect="in_spec_indivisible"),
+            "a dimension of size 3 split over an axis of size 2", ErrorKind.IN_SPEC_DIVISIBILITY),
+    ]
+
+
+def body_errors() -> list[Case]:
+    """Invalid programs whose body breaks a rule (unbound axes, collective vma, shapes, parameters): one ErrorKind each."""
+    return [
+        Case("err_unbound_axis",
+            prog(X2, [iota(4)], [P("x")], [op("all_gather", 0, axes=("absent",), axis=0, tiled=False)],
+                 [1], [P("x")], defect="collective_unknown_axis"),
+            "all_gather over 'absent', an axis no mesh binds", ErrorKind.UNBOUND_AXIS),
+        Case("err_collective_vma",
+            prog(XY22, [iota(4)], [P("x")], [op("psum", 0, axes=("x", "y"))], [1], [P()],
+                 defect="collective_mixed_vma"),
+            "psum over (x, y) of a value varying over x only (an error from jax 0.9; older jax pvarys)",
+            ErrorKind.COLLECTIVE_VMA),
+        Case("err_collective_shape",
+            prog(X2, [iota(2, 3)], [P("x")], [op("psum_scatter", 0, axes=("x",), scatter_dimension=1, tiled=True)],
+                 [1], [P("x")], defect="psum_scatter_bad_size"),
+            "tiled psum_scatter of a dimension of size 3 over an axis of size 2", ErrorKind.COLLECTIVE_SHAPE),
+        Case("err_collective_param",
+            prog(X2, [iota(4, 2)], [P("x")], [op("all_gather", 0, axes=("x",), axis=3, tiled=False)],
+                 [1], [P("x")], defect="axis_out_of_range"),
+            "untiled all_gather with axis=3 for a rank-2 block", ErrorKind.COLLECTIVE_PARAM),
+        Case("err_unsupported_groups_checked",
+            prog(X4, [iota(4)], [P("x")], [op("psum", 0, axes=("x",), groups=((0, 1), (2, 3)))],
+                 [1], [P("x")]),
+            "psum with axis_index_groups under check_vma=True is not implemented", ErrorKind.UNSUPPORTED),
+        Case("err_local_shape",
+            prog(X2, [iota(4), iota(3)], [P(), P()], [op("add", 0, 1)], [2], [P()]),
+            "add of blocks of shapes (4,) and (3,), which do not broadcast", ErrorKind.LOCAL_SHAPE),
+    ]
+
+
+def out_spec_errors() -> list[Case]:
+    """Invalid programs whose out_specs do not fit the body's outputs: one ErrorKind each."""
+    return [
+        Case("err_out_spec_rank",
+            prog(X2, [iota(4)], [P("x")], [op("neg", 0)], [1], [P("x", None)], defect="out_spec_too_long"),
+            "an out_spec with two entries for a rank-1 output", ErrorKind.OUT_SPEC_RANK),
+        Case("err_out_spec_replication",
+            replace(_VALID, out_specs=(P(),), defect="out_spec_drops_varying_axis"),
+            "out_specs P() for an output that varies over x, with check_vma=True",
+            ErrorKind.OUT_SPEC_REPLICATION),
+    ]
+
+
+# the case groups, in the order their cases are written (a new case goes in its group)
+GROUPS = (local_ops, reductions, gathers_and_scatters, movement, nesting, axis_index_and_meshes,
+          spec_errors, body_errors, out_spec_errors)
+
+
 def cases() -> dict[str, tuple[Program, str, ErrorKind | None]]:
-    """name -> (program, reason, the error kind the oracle must predict or None)."""
+    """name -> (program, reason, the error kind the oracle must predict or None), every
+    group's cases in order; a name used twice is a bug in this script."""
     c: dict[str, tuple[Program, str, ErrorKind | None]] = {}
-
-    def add(name: str, p: Program, reason: str, expect: ErrorKind | None = None) -> None:
-        assert name not in c, name
-        c[name] = (p, reason, expect)
-
-    # ------------------------------------------------------------------ local ops
-    add("local_binary_mixed_dtypes",
-        prog(X2, [iota(4, 3), small(4, 3)], [P("x"), P("x")],
-             [op("add", 0, 1), op("sub", 2, 0), op("mul", 3, 1), op("max", 4, 0), op("min", 5, 2)],
-             [6], [P("x")]),
-        "add/sub/mul/max/min of an int32 and a float32 block: float32 results, exact values")
-    add("local_const_neg_cast",
-        prog(X2, [small(2, 2, dtype="int32", seed=3)], [P(None, "x")],
-             [op("const", shape=(), dtype="int32", value=3), op("mul", 0, 1), op("neg", 2),
-              op("cast", 3, dtype="float32"), op("cast", 4, dtype="int32")],
-             [5, 4], [P(None, "x"), P(None, "x")]),
-        "a scalar const broadcast into a block, neg, and casts int32 -> float32 -> int32")
-    add("local_transpose_reduce_sum",
-        prog(X2, [iota(4, 3, 2, dtype="float32")], [P("x")],
-             [op("transpose", 0, perm=(2, 0, 1)), op("reduce_sum", 1, axis=-1)],
-             [2], [P(None, "x")]),
-        "transpose moves the split dimension; reduce_sum with a negative axis on the block")
-    add("local_rank0_replicated",
-        prog(X2, [small(dtype="float32", seed=5)], [P()],
-             [op("const", shape=(), dtype="float32", value=2), op("mul", 0, 1)],
-             [2], [P()]),
-        "a rank-0 replicated argument and a scalar const: nothing varies, out_specs P()")
-    add("in_spec_none_static",
-        prog(X2, [iota(4)], [Spec((), "none")], [op("neg", 0)], [1], [P()]),
-        "an in_specs entry of None: a static argument (the docstring: 'If None, inputs will be "
-        "treated as static'), which every device sees whole and invariant, as P() would give it")
-    # ------------------------------------------------------------------ reductions
-    add("psum_one_of_two_axes",
-        prog(XY, [iota(8, 4)], [P("x", "y")], [op("psum", 0, axes=("y",))], [1], [P("x")]),
-        "psum over the minor axis of a 2x4 mesh: varies over x only, out_spec names x")
-    add("psum_invariant_operand",
-        prog(X4, [iota(3)], [P()], [op("psum", 0, axes=("x",))], [1], [P()]),
-        "psum of a replicated operand: implicitly pvary'd, so 4 times the value")
-    add("pmean_two_axes_int",
-        prog(XY, [iota(8, 4)], [P("y", "x")], [op("pmean", 0, axes=("x", "y"))], [1], [P()]),
-        "pmean over both axes of an int32 block gives float32; axes named minor-major in the spec")
-    add("pmax_pmin",
-        prog(XY, [small(4, 8, dtype="int32", seed=7)], [P("x", "y")],
-             [op("pmax", 0, axes=("x",)), op("pmin", 0, axes=("y",)), op("sub", 1, 2)],
-             [3], [P("x", "y")]),
-        "pmax over x and pmin over y of the same block, combined")
-    add("pmax_groups_unchecked",
-        prog(X4, [iota(4, 2)], [P("x")], [op("pmax", 0, axes=("x",), groups=((0, 1), (2, 3)))],
-             [1], [P("x")], check_vma=False),
-        "pmax with axis_index_groups (two groups of two) under check_vma=False")
-    add("psum_groups_unchecked",
-        prog(X4, [iota(4)], [P("x")], [op("psum", 0, axes=("x",), groups=((0, 2), (1, 3)))],
-             [1], [P("x")], check_vma=False),
-        "psum with interleaved axis_index_groups under check_vma=False")
-    # ------------------------------------------------------------------ all_gather
-    add("all_gather_tiled",
-        prog(XY, [iota(4, 4)], [P("x", "y")], [op("all_gather", 0, axes=("y",), axis=1, tiled=True)],
-             [1], [P("x", "y")]),
-        "tiled all_gather along dimension 1 over y: every device of a row holds the row")
-    add("all_gather_untiled_negative_axis",
-        prog(X3, [iota(6, 2)], [P("x")], [op("all_gather", 0, axes=("x",), axis=-1, tiled=False)],
-             [1], [P("x")]),
-        "untiled all_gather with axis=-1 on a size-3 axis inserts a new last dimension")
-    add("all_gather_to_invarying",
-        prog(X2, [iota(4)], [P("x")], [op("all_gather", 0, axes=("x",), axis=0, tiled=True, to="invarying")],
-             [1], [P()]),
-        "all_gather(to='invarying') is invariant over x, so out_specs P() is accepted (jax >= 0.9)")
-    # ------------------------------------------------------------------ psum_scatter
-    add("psum_scatter_tiled",
-        prog(XY, [iota(4, 8)], [P(None, "y")], [op("psum_scatter", 0, axes=("y",), scatter_dimension=0, tiled=True)],
-             [1], [P("y", None)]),
-        "tiled psum_scatter: sum over y, device k keeps row block k")
-    add("psum_scatter_untiled",
-        prog(X2, [iota(4, 3)], [P("x")], [op("psum_scatter", 0, axes=("x",), scatter_dimension=0, tiled=False)],
-             [1], [P("x")]),
-        "untiled psum_scatter removes the scattered dimension (its size equals the group size)")
-    # ------------------------------------------------------------------ all_to_all / pswapaxes
-    add("all_to_all_tiled",
-        prog(X2, [iota(4, 4)], [P("x")], [op("all_to_all", 0, axes=("x",), split_axis=1, concat_axis=0, tiled=True)],
-             [1], [P(None, "x")]),
-        "tiled all_to_all: split dimension 1, concatenate along 0 (a distributed transpose)")
-    add("all_to_all_untiled",
-        prog(X4, [iota(4, 4, dtype="float32")], [P("x")],
-             [op("all_to_all", 0, axes=("x",), split_axis=1, concat_axis=0, tiled=False)],
-             [1], [P("x")]),
-        "untiled all_to_all on a size-4 axis: the split dimension is removed, a new one inserted")
-    add("pswapaxes",
-        prog(X2, [iota(2, 2, 3)], [P("x")], [op("pswapaxes", 0, axes=("x",), axis=1)], [1], [P("x")]),
-        "pswapaxes swaps block dimension 1 (size 2) with the mesh axis")
-    # ------------------------------------------------------------------ permutations
-    add("ppermute_cycle",
-        prog(X4, [iota(8)], [P("x")], [op("ppermute", 0, axes=("x",), perm=((0, 1), (1, 2), (2, 3), (3, 0)))],
-             [1], [P("x")]),
-        "ppermute by one step around a 4-cycle")
-    add("ppermute_partial_zeros",
-        prog(X3, [iota(3, 2, dtype="float32")], [P("x")], [op("ppermute", 0, axes=("x",), perm=((2, 0),))],
-             [1], [P("x")]),
-        "a partial ppermute: devices that are no destination get zeros")
-    add("pshuffle",
-        prog(X4, [iota(4)], [P("x")], [op("pshuffle", 0, axes=("x",), perm=(2, 0, 3, 1))], [1], [P("x")]),
-        "pshuffle: device i receives the block of device perm[i]")
-    add("pcast_to_varying",
-        prog(X4, [iota(4)], [P()], [op("pcast", 0, axes=("x",), to="varying"), op("add", 1, 0)], [2], [P("x")]),
-        "pcast(to='varying'): a replicated value, typed as varying over x, may be output with P('x')")
-    add("ragged_all_to_all_rows",
-        prog(X4, [iota(8, 3)], [P("x")],
-             [op("const", shape=(4,), dtype="int32", value=0), op("const", shape=(4,), dtype="int32", value=1),
-              op("axis_index", axes=("x",)), op("add", 1, 3), op("const", shape=(4, 3), dtype="int32", value=0),
-              op("ragged_all_to_all", 0, 5, 1, 2, 4, 2, axes=("x",))],
-             [6], [P("x")], check_vma=False),
-        "ragged_all_to_all: each device sends its first row to every peer, written at the sender's index "
-        "(values need a GPU; on CPU abstract and lowering check shapes; check_vma=False because jax 0.10.2 "
-        "types the result as its output buffer, see known/ragged_vma.json)")
-    add("nested_shard_map_psum",
-        prog(XY, [iota(4, 8)], [P("x")],
-             [op("shard_map", 0, inner_axes=("y",), in_spec=(None, ("y",)), out_spec=(), inner="psum",
-                 inner_params=(("axes", ("y",)),), check_vma=True)],
-             [1], [P("x")], axis_names=("x",)),
-        "a nested shard_map over y, which the outer one (axis_names={'x'}) left automatic: column pairs "
-        "split over y are summed by an inner psum, out_spec P()")
-    add("scan_and_cond_wrapped_collectives",
-        prog(XY, [iota(4, 8)], [P("x", "y")],
-             [op("psum", 0, axes=("y",), wrap="scan"), op("ppermute", 1, axes=("x",), perm=((0, 1), (1, 0)), wrap="cond")],
-             [2], [P("x")]),
-        "psum inside a lax.scan body and ppermute inside both lax.cond branches: the same values as unwrapped")
-    # ------------------------------------------------------------------ axis_index and meshes
-    add("axis_index_two_axes",
-        prog(XY, [iota(2, 4)], [P("x", "y")], [op("axis_index", axes=("x", "y")), op("add", 0, 1)],
-             [2], [P("x", "y")]),
-        "axis_index over (x, y) is the row-major device index, added to each block")
-    add("size1_axis_collectives",
-        prog(X1Y2, [iota(2, 2)], [P("x", "y")],
-             [op("psum", 0, axes=("x",)), op("all_gather", 1, axes=("x",), axis=0, tiled=True),
-              op("ppermute", 2, axes=("y",), perm=((0, 1), (1, 0)))],
-             [3], [P("x", "y")]),
-        "collectives over a size-1 axis are identities; the ppermute over y swaps")
-    add("three_axes_multi_axis_spec",
-        prog(XYZ, [iota(8, 2)], [P(("x", "z"), "y")], [op("psum", 0, axes=("x", "z")), op("neg", 1)],
-             [2], [P(None, "y")]),
-        "a 2x2x2 mesh; one dimension split over (x, z), psum over the same two axes")
-    add("partial_manual_axis_names",
-        prog(XY22, [iota(4, 2)], [P("x")], [op("psum", 0, axes=("x",))], [1], [P()],
-             axis_names=("x",)),
-        "axis_names=('x',): y stays automatic; the eager mode of this is missing before jax 0.7")
-    add("unchecked_replication",
-        prog(X2, [iota(4)], [P("x")], [op("neg", 0)], [1], [P()], check_vma=False),
-        "check_vma=False and out_specs P() of a varying value: jax returns device 0's block")
-    # ------------------------------------------------------------------ invalid programs, one ErrorKind each
-    base = prog(X2, [iota(4, 2)], [P("x")], [op("neg", 0)], [1], [P("x")])
-    add("err_spec_type",
-        replace(base, in_specs=(Spec((("x",),), "str"),), defect="in_spec_str"),
-        "in_specs=('x',): a bare string where a PartitionSpec is needed", ErrorKind.SPEC_TYPE)
-    add("err_in_specs_structure",
-        replace(base, in_specs=(P("x"), P()), defect="in_specs_extra"),
-        "two in_specs for a one-argument function", ErrorKind.IN_SPECS_STRUCTURE)
-    add("err_out_specs_structure",
-        replace(base, out_specs=(), defect="out_specs_missing"),
-        "no out_spec for the one output", ErrorKind.OUT_SPECS_STRUCTURE)
-    add("err_spec_unknown_axis",
-        replace(base, in_specs=(P("absent"),), defect="in_spec_unknown_axis"),
-        "an in_spec names 'absent', which is not a mesh axis", ErrorKind.SPEC_UNKNOWN_AXIS)
-    add("err_spec_duplicate_axis",
-        prog(X2, [iota(4, 2)], [P("x")], [op("neg", 0)], [1], [P("x", "x")], defect="out_spec_duplicate_axis"),
-        "an out_spec maps mesh axis x to two dimensions", ErrorKind.SPEC_DUPLICATE_AXIS)
-    add("err_in_spec_rank",
-        replace(base, in_specs=(P("x", None, None),), defect="in_spec_too_long"),
-        "an in_spec with three entries for a rank-2 argument", ErrorKind.IN_SPEC_RANK)
-    add("err_in_spec_divisibility",
-        replace(base, inputs=(iota(3, 2),), defect="in_spec_indivisible"),
-        "a dimension of size 3 split over an axis of size 2", ErrorKind.IN_SPEC_DIVISIBILITY)
-    add("err_unbound_axis",
-        prog(X2, [iota(4)], [P("x")], [op("all_gather", 0, axes=("absent",), axis=0, tiled=False)],
-             [1], [P("x")], defect="collective_unknown_axis"),
-        "all_gather over 'absent', an axis no mesh binds", ErrorKind.UNBOUND_AXIS)
-    add("err_collective_vma",
-        prog(XY22, [iota(4)], [P("x")], [op("psum", 0, axes=("x", "y"))], [1], [P()],
-             defect="collective_mixed_vma"),
-        "psum over (x, y) of a value varying over x only (an error from jax 0.9; older jax pvarys)",
-        ErrorKind.COLLECTIVE_VMA)
-    add("err_collective_shape",
-        prog(X2, [iota(2, 3)], [P("x")], [op("psum_scatter", 0, axes=("x",), scatter_dimension=1, tiled=True)],
-             [1], [P("x")], defect="psum_scatter_bad_size"),
-        "tiled psum_scatter of a dimension of size 3 over an axis of size 2", ErrorKind.COLLECTIVE_SHAPE)
-    add("err_collective_param",
-        prog(X2, [iota(4, 2)], [P("x")], [op("all_gather", 0, axes=("x",), axis=3, tiled=False)],
-             [1], [P("x")], defect="axis_out_of_range"),
-        "untiled all_gather with axis=3 for a rank-2 block", ErrorKind.COLLECTIVE_PARAM)
-    add("err_unsupported_groups_checked",
-        prog(X4, [iota(4)], [P("x")], [op("psum", 0, axes=("x",), groups=((0, 1), (2, 3)))],
-             [1], [P("x")]),
-        "psum with axis_index_groups under check_vma=True is not implemented", ErrorKind.UNSUPPORTED)
-    add("err_local_shape",
-        prog(X2, [iota(4), iota(3)], [P(), P()], [op("add", 0, 1)], [2], [P()]),
-        "add of blocks of shapes (4,) and (3,), which do not broadcast", ErrorKind.LOCAL_SHAPE)
-    add("err_out_spec_rank",
-        prog(X2, [iota(4)], [P("x")], [op("neg", 0)], [1], [P("x", None)], defect="out_spec_too_long"),
-        "an out_spec with two entries for a rank-1 output", ErrorKind.OUT_SPEC_RANK)
-    add("err_out_spec_replication",
-        replace(base, out_specs=(P(),), defect="out_spec_drops_varying_axis"),
-        "out_specs P() for an output that varies over x, with check_vma=True",
-        ErrorKind.OUT_SPEC_REPLICATION)
+    for group in GROUPS:
+        for case in group():
+            assert case.name not in c, case.name
+            c[case.name] = (case.program, case.reason, case.expect)
     return c
 
 
