@@ -112,73 +112,108 @@ def _param_from_json(v: Any, where: str) -> ParamValue:
 
 def program_from_dict(d: Any, check: bool = True) -> Program:
     """The program a JSON object describes. `check=False` skips `validate` (the worker
-    process: its programs come from a parent that read and checked them, or drew them)."""
+    process: its programs come from a parent that read and checked them, or drew them).
+    Fields are checked in document order, so the first bad field is the one named."""
     schema = _req(d, "schema", "program", int)
     if schema != SCHEMA_VERSION:
         raise ProgramFormatError(
             f"program.schema: version {schema} is not supported (this shardfuzz reads {SCHEMA_VERSION})"
         )
-    m = _req(d, "mesh", "program", dict)
+    mesh = _mesh_from_json(_req(d, "mesh", "program", dict))
+    inputs = tuple(_input_from_json(x, f"inputs[{i}]") for i, x in enumerate(_req(d, "inputs", "program", list)))
+    in_specs = _specs_from_json(d, "in_specs")
+    n_in = len(inputs)
+    body = tuple(_op_from_json(o, i, n_in) for i, o in enumerate(_req(d, "body", "program", list)))
+    outputs = _outputs_from_json(d, n_in, len(body))
+    out_specs = _specs_from_json(d, "out_specs")
+    axis_names, check_vma, defect, notes = _options_from_json(d)
+    p = Program(
+        mesh=mesh,
+        inputs=inputs,
+        in_specs=in_specs,
+        body=body,
+        outputs=outputs,
+        out_specs=out_specs,
+        axis_names=axis_names,
+        check_vma=check_vma,
+        defect=defect,
+        notes=notes,
+    )
+    if check:
+        validate(p)
+    return p
+
+
+def _mesh_from_json(m: dict[str, Any]) -> Mesh:
     names = _strs(_req(m, "names", "mesh", list), "mesh.names")
     sizes = _ints(_req(m, "sizes", "mesh", list), "mesh.sizes")
     types = _strs(m.get("axis_types", ["auto"] * len(names)), "mesh.axis_types")
     try:
-        mesh = Mesh(names, sizes, types)
+        return Mesh(names, sizes, types)
     except ValueError as e:
         raise ProgramFormatError(f"mesh: {e}") from None
-    inputs = []
-    for i, x in enumerate(_req(d, "inputs", "program", list)):
-        w = f"inputs[{i}]"
-        dtype = _req(x, "dtype", w, str)
-        if dtype not in DTYPES:
-            raise ProgramFormatError(f"{w}.dtype: {dtype!r} is not a dtype shardfuzz knows; use one of {DTYPES}")
-        fill = x.get("fill", "small")
-        if fill not in ("small", "iota"):
-            raise ProgramFormatError(f"{w}.fill: {fill!r} is not 'small' or 'iota'")
-        seed = x.get("seed", 0)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise ProgramFormatError(f"{w}.seed: expected an integer, got {seed!r}")
-        inputs.append(Input(_ints(_req(x, "shape", w, list), f"{w}.shape"), dtype, fill, seed))
-    in_specs = tuple(
-        _spec_from_json(s, f"in_specs[{i}]") for i, s in enumerate(_req(d, "in_specs", "program", list))
-    )
-    body = []
-    n_in = len(inputs)
-    for i, o in enumerate(_req(d, "body", "program", list)):
-        w = f"body[{i}]"
-        kind = _req(o, "kind", w, str)
-        if kind not in SYNTAX:
-            raise ProgramFormatError(f"{w}.kind: unknown op {kind!r} (known: {', '.join(sorted(SYNTAX))})")
-        syn = SYNTAX[kind]
-        operands = _ints(_req(o, "operands", w, list), f"{w}.operands")
-        if len(operands) != syn.arity:
-            raise ProgramFormatError(f"{w}: {kind} takes {syn.arity} operands, got {len(operands)}")
-        for v in operands:
-            if not 0 <= v < n_in + i:
-                raise ProgramFormatError(
-                    f"{w}.operands: value {v} is not defined before this op; an op reads only values "
-                    f"0..{n_in + i - 1} (the {n_in} arguments, then each earlier op's result)"
-                )
-        params = _req(o, "params", w, dict)
-        missing = [p for p in syn.params if p not in params]
-        unknown = [p for p in params if p not in syn.params and p not in syn.optional]
-        if missing or unknown:
-            raise ProgramFormatError(f"{w}: {kind} params missing {missing}, unknown {unknown}")
-        if params.get("wrap") not in (None, *WRAPS):
-            raise ProgramFormatError(f"{w}.params.wrap: {params['wrap']!r} is not one of {WRAPS}")
-        body.append(
-            Op(kind, operands, tuple(sorted((k, _param_from_json(v, f"{w}.params.{k}")) for k, v in params.items())))
-        )
+
+
+def _input_from_json(x: Any, w: str) -> Input:
+    dtype = _req(x, "dtype", w, str)
+    if dtype not in DTYPES:
+        raise ProgramFormatError(f"{w}.dtype: {dtype!r} is not a dtype shardfuzz knows; use one of {DTYPES}")
+    fill = x.get("fill", "small")
+    if fill not in ("small", "iota"):
+        raise ProgramFormatError(f"{w}.fill: {fill!r} is not 'small' or 'iota'")
+    seed = x.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ProgramFormatError(f"{w}.seed: expected an integer, got {seed!r}")
+    return Input(_ints(_req(x, "shape", w, list), f"{w}.shape"), dtype, fill, seed)
+
+
+def _specs_from_json(d: dict[str, Any], key: str) -> tuple[Spec, ...]:
+    """The `in_specs` or `out_specs` list."""
+    return tuple(_spec_from_json(s, f"{key}[{i}]") for i, s in enumerate(_req(d, key, "program", list)))
+
+
+def _op_from_json(o: Any, i: int, n_in: int) -> Op:
+    """Body op `i`: a known kind, its arity, operands defined before it (the `n_in`
+    arguments, then the results of ops 0..i-1) and exactly its syntax's parameters."""
+    w = f"body[{i}]"
+    kind = _req(o, "kind", w, str)
+    if kind not in SYNTAX:
+        raise ProgramFormatError(f"{w}.kind: unknown op {kind!r} (known: {', '.join(sorted(SYNTAX))})")
+    syn = SYNTAX[kind]
+    operands = _ints(_req(o, "operands", w, list), f"{w}.operands")
+    if len(operands) != syn.arity:
+        raise ProgramFormatError(f"{w}: {kind} takes {syn.arity} operands, got {len(operands)}")
+    for v in operands:
+        if not 0 <= v < n_in + i:
+            raise ProgramFormatError(
+                f"{w}.operands: value {v} is not defined before this op; an op reads only values "
+                f"0..{n_in + i - 1} (the {n_in} arguments, then each earlier op's result)"
+            )
+    params = _req(o, "params", w, dict)
+    missing = [p for p in syn.params if p not in params]
+    unknown = [p for p in params if p not in syn.params and p not in syn.optional]
+    if missing or unknown:
+        raise ProgramFormatError(f"{w}: {kind} params missing {missing}, unknown {unknown}")
+    if params.get("wrap") not in (None, *WRAPS):
+        raise ProgramFormatError(f"{w}.params.wrap: {params['wrap']!r} is not one of {WRAPS}")
+    return Op(kind, operands, tuple(sorted((k, _param_from_json(v, f"{w}.params.{k}")) for k, v in params.items())))
+
+
+def _outputs_from_json(d: dict[str, Any], n_in: int, n_body: int) -> tuple[int, ...]:
     outputs = _ints(_req(d, "outputs", "program", list), "program.outputs")
     for v in outputs:
-        if not 0 <= v < n_in + len(body):
+        if not 0 <= v < n_in + n_body:
             raise ProgramFormatError(
-                f"program.outputs: value {v} is not defined; outputs name values 0..{n_in + len(body) - 1} "
-                f"(the {n_in} arguments, then the {len(body)} ops' results)"
+                f"program.outputs: value {v} is not defined; outputs name values 0..{n_in + n_body - 1} "
+                f"(the {n_in} arguments, then the {n_body} ops' results)"
             )
-    out_specs = tuple(
-        _spec_from_json(s, f"out_specs[{i}]") for i, s in enumerate(_req(d, "out_specs", "program", list))
-    )
+    return outputs
+
+
+def _options_from_json(
+    d: dict[str, Any],
+) -> tuple[tuple[str, ...] | None, bool, str | None, tuple[tuple[str, ParamValue], ...]]:
+    """The optional fields: axis_names, check_vma, defect and notes."""
     axis_names = d.get("axis_names")
     if axis_names is not None:
         axis_names = _strs(axis_names, "program.axis_names")
@@ -191,21 +226,7 @@ def program_from_dict(d: Any, check: bool = True) -> Program:
     notes = d.get("notes") or {}
     if not isinstance(notes, dict):
         raise ProgramFormatError(f"program.notes: expected an object, got {notes!r}")
-    p = Program(
-        mesh=mesh,
-        inputs=tuple(inputs),
-        in_specs=in_specs,
-        body=tuple(body),
-        outputs=outputs,
-        out_specs=out_specs,
-        axis_names=axis_names,
-        check_vma=check_vma,
-        defect=defect,
-        notes=tuple(sorted((k, _param_from_json(v, f"notes.{k}")) for k, v in notes.items())),
-    )
-    if check:
-        validate(p)
-    return p
+    return axis_names, check_vma, defect, tuple(sorted((k, _param_from_json(v, f"notes.{k}")) for k, v in notes.items()))
 
 
 def from_json(text: str) -> Program:
