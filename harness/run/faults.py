@@ -8,6 +8,7 @@ hang. Never active unless asked for.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -21,146 +22,163 @@ def _patch(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) 
     setattr(jax.lax, name, make(orig))
 
 
-def _faults() -> dict[str, Callable[[], None]]:
+# --- value rules: a collective answering wrong --------------------------------------
+
+
+def _psum_counts_device0_twice() -> None:
+    """psum adds the first device's block twice (still invariant, as psum must be)."""
     import jax
     import jax.numpy as jnp
 
     lax = jax.lax
 
-    def psum_counts_device0_twice() -> None:
-        # psum adds the first device's block twice (still invariant, as psum must be)
-        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
-            def psum(x: Any, axis_name: Any, **kw: Any) -> Any:
-                first = jnp.where(lax.axis_index(axis_name) == 0, x, jnp.zeros_like(x))
-                return orig(x, axis_name, **kw) + orig(first, axis_name, **kw)
-            return psum
-        _patch("psum", make)
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def psum(x: Any, axis_name: Any, **kw: Any) -> Any:
+            first = jnp.where(lax.axis_index(axis_name) == 0, x, jnp.zeros_like(x))
+            return orig(x, axis_name, **kw) + orig(first, axis_name, **kw)
+        return psum
+    _patch("psum", make)
 
-    def all_gather_reversed() -> None:
-        # all_gather returns the blocks in reverse device order
-        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
-            def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False, **kw: Any) -> Any:
-                out = orig(x, axis_name, axis=axis, tiled=tiled, **kw)
-                if tiled:
-                    return out  # only untiled stacking is broken
-                return jnp.flip(out, axis=axis)
-            return all_gather
-        _patch("all_gather", make)
 
-    def ppermute_drops_last_pair() -> None:
-        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
-            def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
-                perm = list(perm)
-                return orig(x, axis_name, perm[:-1] if len(perm) > 1 else perm)
-            return ppermute
-        _patch("ppermute", make)
+def _all_gather_reversed() -> None:
+    """all_gather returns the blocks in reverse device order (untiled only)."""
+    import jax.numpy as jnp
 
-    def pmin_is_pmax() -> None:
-        _patch("pmin", lambda orig: lambda x, axis_name, **kw: lax.pmax(x, axis_name, **kw))
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False, **kw: Any) -> Any:
+            out = orig(x, axis_name, axis=axis, tiled=tiled, **kw)
+            if tiled:
+                return out  # only untiled stacking is broken
+            return jnp.flip(out, axis=axis)
+        return all_gather
+    _patch("all_gather", make)
 
-    def abort_in_pshuffle() -> None:
-        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
-            def pshuffle(*a: Any, **kw: Any) -> Any:
-                os.abort()
-            return pshuffle
-        _patch("pshuffle", make)
 
-    def hang_in_pswapaxes() -> None:
-        def make(orig: Callable[..., Any]) -> Callable[..., Any]:
-            def pswapaxes(*a: Any, **kw: Any) -> Any:
-                time.sleep(3600)
-            return pswapaxes
-        _patch("pswapaxes", make)
+def _ppermute_drops_last_pair() -> None:
+    """ppermute forgets the last (source, destination) pair: that device gets zeros."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+            perm = list(perm)
+            return orig(x, axis_name, perm[:-1] if len(perm) > 1 else perm)
+        return ppermute
+    _patch("ppermute", make)
 
-    def psum_transpose_doubles() -> None:
-        # the transpose rule of psum scales the cotangent by 2: only reverse mode sees it
-        from harness.run.compat import internals
 
-        i = internals()
-        orig = i["transposes"][i["psum_invariant_p"]]
+def _pmin_is_pmax() -> None:
+    """pmin computes the maximum."""
+    import jax
 
-        def transpose(cts: Any, *args: Any, **kw: Any) -> Any:
-            return [None if c is None else 2 * c for c in orig(cts, *args, **kw)]
+    lax = jax.lax
+    _patch("pmin", lambda orig: lambda x, axis_name, **kw: lax.pmax(x, axis_name, **kw))
 
-        i["transposes"][i["psum_invariant_p"]] = transpose
 
-    def all_gather_batching_doubles() -> None:
-        # the batching rule of all_gather doubles its result: only vmap sees it
-        from harness.run.compat import internals
+# --- crashes and hangs ---------------------------------------------------------------
 
-        i = internals()
-        orig = i["batchers"][i["all_gather_p"]]
 
-        def batcher(*args: Any, **kw: Any) -> Any:
-            out, dim = orig(*args, **kw)
-            return out * 2, dim
+def _abort_in_pshuffle() -> None:
+    """pshuffle aborts the process (as a crash inside XLA would)."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def pshuffle(*a: Any, **kw: Any) -> Any:
+            os.abort()
+        return pshuffle
+    _patch("pshuffle", make)
 
-        i["batchers"][i["all_gather_p"]] = batcher
 
-    def eager_psum_off_by_one() -> None:
-        # eager shard_map runs each primitive through _prim_applier: make psum add one
-        # there, so only the eager path (never jit) computes it wrong
-        from harness.run.compat import internals
+def _hang_in_pswapaxes() -> None:
+    """pswapaxes never returns."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def pswapaxes(*a: Any, **kw: Any) -> Any:
+            time.sleep(3600)
+        return pswapaxes
+    _patch("pswapaxes", make)
 
-        sm = internals()["shard_map"]
-        orig = sm._prim_applier
 
-        def applier(prim: Any, *args: Any, **kw: Any) -> Any:
-            outs = orig(prim, *args, **kw)
-            if prim.name == "psum_invariant":
-                return jax.tree_util.tree_map(lambda o: o + 1, outs)
-            return outs
+# --- transformation rules: only one mode sees them -----------------------------------
 
-        sm._prim_applier = applier
 
-    # --- removed checks: each deletes one of the checks shard_map makes ---------------
+def _psum_transpose_doubles() -> None:
+    """The transpose rule of psum scales the cotangent by 2: only reverse mode sees it."""
+    from harness.run.compat import internals
 
-    def _noop(module_key: str, fn: str) -> Callable[[], None]:
-        def install() -> None:
-            from harness.run.compat import internals
+    i = internals()
+    orig = i["transposes"][i["psum_invariant_p"]]
 
-            setattr(internals()[module_key], fn, lambda *a, **k: None)
+    def transpose(cts: Any, *args: Any, **kw: Any) -> Any:
+        return [None if c is None else 2 * c for c in orig(cts, *args, **kw)]
 
-        return install
+    i["transposes"][i["psum_invariant_p"]] = transpose
 
-    return {
-        "no_check_specs": _noop("shard_map", "_check_specs"),  # spec types, unknown axes
-        "no_check_specs_vs_args": _noop("shard_map", "_check_specs_vs_args"),  # rank, divisibility
-        "no_check_out_rank": _noop("shard_map", "_check_names"),  # out_spec rank
-        "no_check_replication": _noop("shard_map", "_check_mats"),  # out_specs vs vma
-        "no_check_axis_names": _noop("parallel", "_check_axis_names"),  # unbound axes
-        "psum_transpose_doubles": psum_transpose_doubles,
-        "all_gather_batching_doubles": all_gather_batching_doubles,
-        "eager_psum_off_by_one": eager_psum_off_by_one,
-        "psum_counts_device0_twice": psum_counts_device0_twice,
-        "all_gather_reversed": all_gather_reversed,
-        "ppermute_drops_last_pair": ppermute_drops_last_pair,
-        "pmin_is_pmax": pmin_is_pmax,
-        "abort_in_pshuffle": abort_in_pshuffle,
-        "hang_in_pswapaxes": hang_in_pswapaxes,
-    }
+
+def _all_gather_batching_doubles() -> None:
+    """The batching rule of all_gather doubles its result: only vmap sees it."""
+    from harness.run.compat import internals
+
+    i = internals()
+    orig = i["batchers"][i["all_gather_p"]]
+
+    def batcher(*args: Any, **kw: Any) -> Any:
+        out, dim = orig(*args, **kw)
+        return out * 2, dim
+
+    i["batchers"][i["all_gather_p"]] = batcher
+
+
+def _eager_psum_off_by_one() -> None:
+    """Eager shard_map runs each primitive through _prim_applier: psum adds one there,
+    so only the eager path (never jit) computes it wrong."""
+    import jax
+
+    from harness.run.compat import internals
+
+    sm = internals()["shard_map"]
+    orig = sm._prim_applier
+
+    def applier(prim: Any, *args: Any, **kw: Any) -> Any:
+        outs = orig(prim, *args, **kw)
+        if prim.name == "psum_invariant":
+            return jax.tree_util.tree_map(lambda o: o + 1, outs)
+        return outs
+
+    sm._prim_applier = applier
+
+
+# --- removed checks: each deletes one of the checks shard_map makes ------------------
+
+
+def _remove_check(module_key: str, fn: str) -> None:
+    from harness.run.compat import internals
+
+    setattr(internals()[module_key], fn, lambda *a, **k: None)
+
+
+# fault name -> its installer
+_FAULTS: dict[str, Callable[[], None]] = {
+    "no_check_specs": functools.partial(_remove_check, "shard_map", "_check_specs"),  # spec types, unknown axes
+    "no_check_specs_vs_args": functools.partial(_remove_check, "shard_map", "_check_specs_vs_args"),  # rank, divisibility
+    "no_check_out_rank": functools.partial(_remove_check, "shard_map", "_check_names"),  # out_spec rank
+    "no_check_replication": functools.partial(_remove_check, "shard_map", "_check_mats"),  # out_specs vs vma
+    "no_check_axis_names": functools.partial(_remove_check, "parallel", "_check_axis_names"),  # unbound axes
+    "psum_transpose_doubles": _psum_transpose_doubles,
+    "all_gather_batching_doubles": _all_gather_batching_doubles,
+    "eager_psum_off_by_one": _eager_psum_off_by_one,
+    "psum_counts_device0_twice": _psum_counts_device0_twice,
+    "all_gather_reversed": _all_gather_reversed,
+    "ppermute_drops_last_pair": _ppermute_drops_last_pair,
+    "pmin_is_pmax": _pmin_is_pmax,
+    "abort_in_pshuffle": _abort_in_pshuffle,
+    "hang_in_pswapaxes": _hang_in_pswapaxes,
+}
 
 
 CHECK_REMOVALS = ("no_check_specs", "no_check_specs_vs_args", "no_check_out_rank", "no_check_replication", "no_check_axis_names")
-FAULT_NAMES = CHECK_REMOVALS + (
-    "psum_transpose_doubles",
-    "all_gather_batching_doubles",
-    "eager_psum_off_by_one",
-    "psum_counts_device0_twice",
-    "all_gather_reversed",
-    "ppermute_drops_last_pair",
-    "pmin_is_pmax",
-    "abort_in_pshuffle",
-    "hang_in_pswapaxes",
-)
+FAULT_NAMES = tuple(_FAULTS)  # the check removals first
 
 
 def install(names: list[str]) -> None:
-    table = _faults()
     for n in names:
-        if n not in table:
+        if n not in _FAULTS:
             raise ValueError(f"unknown fault {n!r}; known: {', '.join(FAULT_NAMES)}")
-        table[n]()
+        _FAULTS[n]()
 
 
 def install_from_env() -> None:
