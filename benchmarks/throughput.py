@@ -121,7 +121,7 @@ def pipeline(progs: list[Program], workers: int, codegen: str = "", **cfg) -> tu
         jax_cpu = pool.worker_cpu_s() - cpu0
     finally:
         pool.close()
-    assert summary["programs_run"] == len(progs), summary["programs_run"]
+    assert summary.counts.programs_run == len(progs), summary.counts.programs_run
     return len(progs) / el, clock.spent / jax_cpu
 
 

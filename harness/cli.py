@@ -210,36 +210,35 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
     if a.workers < 0:
         raise UsageError(f"--workers={a.workers} must be >= 0 (0 runs in this process)")
     s = fuzz(cfg)
-    failing = [b for b in s["buckets"] if not b["suppressed_by"]]
-    new = [b for b in failing if b.get("new", True)]
-    still = [b for b in failing if not b.get("new", True)]
-    known = [b for b in s["buckets"] if b["suppressed_by"]]
+    print_summary(s, report)
+    return 1 if s.failing else 0
+
+
+def print_summary(s, report: Path) -> None:  # type: ignore[no-untyped-def]
+    """The console summary of a RunSummary: the same Counts line as junit.xml and index.html."""
     print(
-        f"\nshardfuzz: {s['programs_run']} programs ({s.get('repeats_skipped', 0)} drawn again, not rechecked) "
-        f"on jax {s['jax_version']} (seed {s['seed']}, "
-        f"modes {','.join(s['modes'])}) in {s['elapsed_s']:.0f}s: "
-        f"{s['divergences']} divergences in {len(new)} new buckets (+{len(still)} still failing from the corpus), "
-        f"{s['suppressed']} suppressed in {len(known)} known, {len(s['fixed'])} fixed"
+        f"\nshardfuzz: jax {s.jax_version}, seed {s.seed}, modes {','.join(s.modes)}, {s.elapsed_s:.0f}s "
+        f"({s.repeats_skipped} programs drawn again, not rechecked; {s.derived_checked} programs without their "
+        f"known bug checked)\n  {s.counts.line()}"
     )
-    for b in new + still:
-        tag = "NEW  " if b in new else "STILL"
-        mini = f"  minimized: {b['minimized_case']} {b['minimized_size']}" if b.get("minimized_case") else ""
-        print(f"  {tag} {b['signature']}  x{b['count']}  {b['case']}{mini}")
-    for fx in s["fixed"]:
-        print(f"  FIXED {', '.join(fx['signatures'])}  {fx['case']}")
-    for b in known:
-        print(f"  known {b['signature']}  x{b['count']}  ({b['suppressed_by']})")
-    if s["accidentally_invalid"]:
-        print(f"  note: {s['accidentally_invalid']} drawn programs were invalid by accident (strategy bug)")
-    if s["unseen_suppressions"]:
-        print(f"  known divergences not seen in this run: {', '.join(s['unseen_suppressions'])}")
-    stale = [e["id"] for e in s.get("known_entries", []) if e["status"] == "fixed"]
+    for b in s.new + s.still:
+        tag = "NEW  " if b.new else "STILL"
+        mini = f"  minimized: {b.minimized_case} {list(b.minimized_size or ())}" if b.minimized_case else ""
+        print(f"  {tag} {b.signature}  x{b.count}  {b.case}{mini}")
+    for fx in s.fixed:
+        print(f"  FIXED {', '.join(fx.signatures)}  {fx.case}")
+    for b in s.known:
+        print(f"  known {b.signature}  x{b.count}  ({b.suppressed_by})")
+    if s.accidentally_invalid:
+        print(f"  note: {s.accidentally_invalid} drawn programs were invalid by accident (strategy bug)")
+    if s.unseen_suppressions:
+        print(f"  known divergences not seen in this run: {', '.join(s.unseen_suppressions)}")
+    stale = [e.id for e in s.known_entries if e.status == "fixed"]
     if stale:
         print(f"  known entries FIXED on this jax (their own case passes; narrow or retire them): {', '.join(stale)}")
     print(f"  reports: {report / 'summary.json'}, {report / 'junit.xml'}, {report / 'index.html'}")
-    if failing:
-        print(f"  next: shardfuzz replay {failing[0]['case']}   |   shardfuzz explain {failing[0]['case']}")
-    return 1 if failing else 0
+    if s.failing:
+        print(f"  next: shardfuzz replay {s.failing[0].case}   |   shardfuzz explain {s.failing[0].case}")
 
 
 def _check_in_pool(pool, p, modes):  # type: ignore[no-untyped-def]
@@ -373,11 +372,13 @@ def cmd_explain(a: argparse.Namespace) -> int:
     from harness.report.explain import explain_lines
 
     p = _load_case(a.case)
-    print("\n".join(explain_lines(p)))
-    if not a.no_jax:
+    if a.no_jax:
+        print("\n".join(explain_lines(p)))
+    else:
         from harness.run.modes import MODES
 
-        o = MODES["abstract"].run(p)
+        o = MODES["abstract"].run(p)  # each value's type as jax.typeof saw it while tracing
+        print("\n".join(explain_lines(p, o.value_types)))
         said = f"{o.error_type}: {o.error_message}" if o.raised else "no error (jax.eval_shape ran)"
         print(f"jax said (abstract mode): {said}")
     print("\n" + repr(p))

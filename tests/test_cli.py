@@ -115,3 +115,16 @@ def test_readme_is_what_ci_runs_and_links_only_inside() -> None:
         if "://" not in link:
             assert (ROOT / link).resolve().is_relative_to(ROOT) and (ROOT / link).exists(), link
     assert "../" not in readme
+
+
+def test_explain_shows_jax_types_beside_the_oracles_and_marks_mismatches() -> None:
+    """A vma bug (grouped pmax typed invariant) shows as a marked mismatch on the value it
+    concerns; a case where jax is right shows every value agreeing."""
+    bad = sf("explain", "reports/corpus/known/groups_vma.json")
+    assert bad.returncode == 0, bad.stderr
+    pmax = bad.stdout.split("v0 = jax.lax.pmax")[1].split("verdict")[0]
+    assert "jax: int32[1] varies over {} (invariant)   <- MISMATCH (vma)" in pmax, bad.stdout
+    good = sf("explain", "reports/corpus/curated/psum_one_of_two_axes.json")
+    assert good.returncode == 0 and "MISMATCH" not in good.stdout and "(agrees)" in good.stdout, good.stdout
+    offline = sf("explain", "--no-jax", "reports/corpus/known/groups_vma.json")
+    assert offline.returncode == 0 and "jax:" not in offline.stdout

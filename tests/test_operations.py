@@ -108,3 +108,44 @@ def test_minimize_total_budget_goes_to_the_most_frequent_bucket_first(tmp_path: 
     assert len(done) < len(new)
     assert "buckets left unminimized" in r.stderr
     assert sf("fuzz", "--minimize-total", "-1", "--report", str(tmp_path / "x")).returncode == 2
+
+
+def test_console_json_junit_and_html_give_the_same_counts(tmp_path: Path) -> None:
+    """One definition of every count: a real run (a fault makes new buckets, invalid
+    programs meet known entries) read back from summary.json, its console summary, its
+    junit.xml and its index.html must all say the same numbers."""
+    import html
+    import re
+    import xml.etree.ElementTree as ET
+
+    from harness.report.summary import RunSummary
+
+    rep = tmp_path / "rep"
+    r = sf("fuzz", "--seed", "4", "--max-examples", "40", "--report", str(rep), "--modes", "abstract,jit,eager",
+           "--workers", "1", "--value-share", "1", "--invalid", "0.4", "--minimize-budget", "0",
+           env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
+    assert r.returncode == 1, r.stderr[-1500:]
+    s = RunSummary.from_json(json.loads((rep / "summary.json").read_text()))
+    c = s.counts
+    assert c.new_buckets > 0 and c.divergences > 0 and c.known_buckets > 0 and c.suppressed > 0, c
+    assert c.failing_programs <= c.programs_with_divergences <= c.programs_run
+    assert c.divergences == sum(b.count for b in s.failing) and c.suppressed == sum(b.count for b in s.known)
+    assert c.line() in r.stdout, r.stdout[-2000:]
+    suite = ET.parse(rep / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert suite.get("failures") == str(c.new_buckets + c.still_failing_buckets)
+    assert suite.get("skipped") == str(c.known_buckets) and suite.get("tests") == str(len(s.buckets) + 1)
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert (props["programs_run"], props["failing_programs"], props["divergences"], props["suppressed"]) == tuple(
+        str(x) for x in (c.programs_run, c.failing_programs, c.divergences, c.suppressed))
+    names = [t.get("name") for t in suite.iter("testcase")]
+    assert len(names) == len(set(names))
+    run = next(t for t in suite.iter("testcase") if t.get("name") == "run")
+    assert c.line() in (run.findtext("system-out") or "")
+    page = (rep / "index.html").read_text()
+    assert html.escape(c.line()) in page
+    tiles = dict((label, int(v)) for v, label in re.findall(r'<div class="tile [^"]*"><b>(\d+)</b><span>([^<]+)</span>', page))
+    assert tiles["new buckets"] == c.new_buckets and tiles["known buckets"] == c.known_buckets
+    assert tiles["programs run"] == c.programs_run and tiles["failing programs"] == c.failing_programs
+    assert tiles["divergences (unexplained)"] == c.divergences and tiles["known divergences"] == c.suppressed
+    assert all(not b.new for b in s.known)  # a known bucket is never 'new'

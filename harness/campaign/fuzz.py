@@ -44,6 +44,7 @@ from harness.judge.known import (
     statuses,
 )
 from harness.report.reports import write_reports
+from harness.report.summary import BucketSummary, CoverageCell, FixedCase, RunSummary, counts_of
 from harness.run import compat
 from harness.run.modes import DEFAULT_MODES, Observation
 from harness.run.pool import Completed, Pool
@@ -52,8 +53,6 @@ from programs.model import Program
 from programs.serialize import ProgramFormatError, program_from_dict, program_id, program_to_dict
 from strategies import programs
 from strategies.invalid import DEFECTS
-
-SUMMARY_SCHEMA = 1
 
 # How a run drives Hypothesis: generation only (a failing example must not stop the run,
 # so nothing is shrunk inside it; minimization comes after), no deadline, no database.
@@ -290,7 +289,8 @@ class Run:
         self.cfg = cfg
         self.buckets: dict[tuple[str, str | None], Bucket] = {}
         self.n = 0
-        self.n_failing_programs = 0
+        self.n_failing_programs = 0  # programs with a divergence no known entry explains
+        self.n_with_divergences = 0  # drawn programs with any divergence
         self.t0 = time.monotonic()
         self.last_progress = 0.0
         self.jax_version = compat.jax_version()
@@ -341,9 +341,12 @@ class Run:
             self.coverage[key] += 1
         if not res.divergences:
             return
-        self.n_failing_programs += 1
         path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
         explained = explain_all(self.cfg.suppressions, res.divergences, p, res.prediction, self.jax_version)
+        if not derived:
+            self.n_with_divergences += 1
+        if any(x.entry is None for x in explained):
+            self.n_failing_programs += 1  # (a derived program's new divergence is its parent's failure)
         used = list({x.entry.id: x.entry for x in explained if x.entry is not None}.values())
         if used:
             q = derived_program(used, p, res.prediction)
@@ -394,7 +397,7 @@ class Run:
             print(line, file=self.cfg.progress, flush=True)
 
 
-def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | None = None) -> dict[str, Any]:
+def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | None = None) -> RunSummary:
     """One fuzz run: programs drawn by Hypothesis (or the `fixed` programs, in order:
     benchmarks), each checked in its tier's modes in the worker pool; then the new
     buckets are minimized and the reports written. A `pool` passed in (already started:
@@ -719,62 +722,43 @@ def _events(stats: list[dict[str, Any]]) -> dict[str, float]:
     return {k: round(v / n, 4) for k, v in sorted(counts.items())} if n else {}
 
 
-def summarise(run: Run, stats: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
+    """The run as a RunSummary (harness/report/summary.py), written to summary.json and
+    rendered as junit.xml and index.html from the same value."""
     cfg = run.cfg
-    buckets = sorted(run.buckets.values(), key=lambda b: (b.suppressed_by is not None, -b.count))
-    unsuppressed = sum(b.count for b in buckets if not b.suppressed_by)
-    suppressed = sum(b.count for b in buckets if b.suppressed_by)
+    ordered = sorted(run.buckets.values(), key=lambda b: (b.suppressed_by is not None, -b.count))
+    buckets = tuple(
+        BucketSummary(b.signature, b.kind, b.mode, b.count, b.case, b.message, b.suppressed_by, b.new,
+                      b.first_seen_at, b.minimized_case, tuple(b.minimized_size) if b.minimized_size else None)
+        for b in ordered
+    )
+    fixed = tuple(FixedCase(str(f["case"]), tuple(f["signatures"])) for f in run.fixed)
     seen = {b.suppressed_by for b in buckets if b.suppressed_by}
-    summary = {
-        "schema": SUMMARY_SCHEMA,
-        "jax_version": run.jax_version,
-        "seed": cfg.seed,
-        "modes": list(cfg.modes),
-        "codegen": cfg.worker_env.get("SHARDFUZZ_CODEGEN", os.environ.get("SHARDFUZZ_CODEGEN", "fast")),
-        "programs_run": run.n,
-        "repeats_skipped": run.repeats,
-        "failing_programs": run.n_failing_programs,
-        "divergences": unsuppressed,
-        "suppressed": suppressed,
-        "accidentally_invalid": run.accidents,
-        "elapsed_s": round(run.elapsed(), 2),
-        "buckets": [
-            {
-                "signature": b.signature,
-                "kind": b.kind,
-                "mode": b.mode,
-                "count": b.count,
-                "case": b.case,
-                "suppressed_by": b.suppressed_by,
-                "message": b.message,
-                "new": b.new,
-                "first_seen_at": b.first_seen_at,
-                "minimized_case": b.minimized_case,
-                "minimized_size": b.minimized_size,
-            }
-            for b in buckets
-        ],
-        "fixed": run.fixed,
-        "batch_reconfirmed": run.batch_reconfirmed,
-        "corpus_replayed": run.corpus_replayed,
-        "database_replayed": run.database_replayed,
-        "programs_digest": hashlib.sha256(" ".join(run.generated_ids).encode()).hexdigest()[:16],
-        "unseen_suppressions": sorted(s.id for s in cfg.suppressions if s.id not in seen),
-        "known_entries": [
-            {"id": e.id, "status": e.status, "count": e.count, "jax_versions": e.jax_versions, "case": e.case, "link": e.link}
-            for e in statuses(cfg.suppressions, dict(run.entry_matches), run.entry_shows, run.jax_version)
-        ],
-        "programs_with_known": run.with_known,
-        "derived_checked": run.derived_checked,
+    summary = RunSummary(
+        jax_version=run.jax_version,
+        seed=cfg.seed,
+        modes=tuple(cfg.modes),
+        codegen=cfg.worker_env.get("SHARDFUZZ_CODEGEN", os.environ.get("SHARDFUZZ_CODEGEN", "fast")),
+        counts=counts_of(buckets, fixed, run.n, run.n_with_divergences, run.n_failing_programs),
+        repeats_skipped=run.repeats,
+        accidentally_invalid=run.accidents,
+        elapsed_s=round(run.elapsed(), 2),
+        buckets=buckets,
+        fixed=fixed,
+        batch_reconfirmed=run.batch_reconfirmed,
+        corpus_replayed=run.corpus_replayed,
+        database_replayed=run.database_replayed,
+        programs_digest=hashlib.sha256(" ".join(run.generated_ids).encode()).hexdigest()[:16],
+        unseen_suppressions=tuple(sorted(s.id for s in cfg.suppressions if s.id not in seen)),
+        known_entries=statuses(cfg.suppressions, dict(run.entry_matches), run.entry_shows, run.jax_version),
+        programs_with_known=run.with_known,
+        derived_checked=run.derived_checked,
         # a program is checked in full when no known entry explained any of its
         # divergences, or one did and its rewrite (every output kept) was checked
-        "checked_in_full": run.n - run.with_known + run.in_full_by_rewrite,
-        "statistics": _events(stats),
-        "coverage": [
-            {"collective": c, "mesh_rank": r, "dtype": dt, "mode": m, "spec": sp, "count": n}
-            for (c, r, dt, m, sp), n in sorted(run.coverage.items())
-        ],
-    }
-    atomic_write(cfg.report_dir / "summary.json", json.dumps(summary, indent=1))
+        checked_in_full=run.n - run.with_known + run.in_full_by_rewrite,
+        statistics=_events(stats),
+        coverage=tuple(CoverageCell(c, r, dt, m, sp, n) for (c, r, dt, m, sp), n in sorted(run.coverage.items())),
+    )
+    atomic_write(cfg.report_dir / "summary.json", json.dumps(summary.to_json(), indent=1))
     write_reports(summary, cfg.report_dir)
     return summary

@@ -2,14 +2,22 @@
 
 Prints the mesh, each argument's global and per-device shape, the type (shape, dtype,
 varying axes) after every body op, each output's shapes, and, for a program jax must
-reject, which check fails and why, next to what jax actually said.
+reject, which check fails and why, next to what jax actually said. Given what jax's
+abstract run saw (each body value's shape, dtype and varying axes, read with jax.typeof
+while tracing), every value shows jax's type beside the oracle's and marks a mismatch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from oracles.interpreter import trace
+from oracles.prediction import ValueType
 from programs.emit import op_source, value_names
 from programs.model import Program
+
+# value index -> (per-device shape, dtype, varying axes or None): Observation.value_types
+Observed = Mapping[int, tuple[tuple[int, ...], str, "frozenset[str] | None"]]
 
 
 def _vma(v: frozenset[str] | None) -> str:
@@ -18,7 +26,23 @@ def _vma(v: frozenset[str] | None) -> str:
     return "{" + ", ".join(sorted(v)) + "}" if v else "{} (invariant)"
 
 
-def explain_lines(p: Program) -> list[str]:
+def _jax_side(i: int, t: ValueType | None, observed: Observed | None) -> str:
+    """What jax saw for value i, and whether it agrees with the oracle's type `t`."""
+    if observed is None:
+        return ""
+    if i not in observed:
+        return "\n      jax: (not traced)"
+    shape, dtype, vma = observed[i]
+    mine = f"{dtype}{list(shape)} varies over {_vma(vma)}"
+    if t is None:
+        return f"\n      jax: {mine}   <- MISMATCH: the oracle stops before this value"
+    bad = [w for w, ok in (("shape", tuple(shape) == t.shape), ("dtype", dtype == t.dtype),
+                           ("vma", vma is None or t.vma is None or vma == t.vma)) if not ok]
+    return f"\n      jax: {mine}" + (f"   <- MISMATCH ({', '.join(bad)})" if bad else "   (agrees)")
+
+
+def explain_lines(p: Program, observed: Observed | None = None) -> list[str]:
+    """The explanation, line by line; `observed`: what jax's abstract run saw, if run."""
     st, err = trace(p, with_values=False)
     names = value_names(p)
     mesh = p.mesh
@@ -32,7 +56,8 @@ def explain_lines(p: Program) -> list[str]:
     for i, (x, s) in enumerate(zip(p.inputs, p.in_specs)):
         local = st.types[i].shape if i < len(st.types) else "?"
         vma = _vma(st.types[i].vma) if i < len(st.types) else "?"
-        lines.append(f"  {names[i]}: global {x.dtype}{list(x.shape)}  in_spec {s!r}  per-device {local}  varies over {vma}")
+        lines.append(f"  {names[i]}: global {x.dtype}{list(x.shape)}  in_spec {s!r}  per-device {local}  varies over {vma}"
+                     + _jax_side(i, st.types[i] if i < len(st.types) else None, observed))
     lines.append("body:")
     n_in = len(p.inputs)
     for j, op in enumerate(p.body):
@@ -40,9 +65,10 @@ def explain_lines(p: Program) -> list[str]:
         src = op_source(op, names)
         if i < len(st.types):
             t = st.types[i]
-            lines.append(f"  {names[i]} = {src}\n      -> {t.dtype}{list(t.shape)} varies over {_vma(t.vma)}")
+            lines.append(f"  {names[i]} = {src}\n      -> {t.dtype}{list(t.shape)} varies over {_vma(t.vma)}"
+                         + _jax_side(i, t, observed))
         else:
-            lines.append(f"  {names[i]} = {src}\n      -> (not reached)")
+            lines.append(f"  {names[i]} = {src}\n      -> (not reached)" + _jax_side(i, None, observed))
     if err is None:
         lines.append("outputs:")
         for k, (o, s) in enumerate(zip(p.outputs, p.out_specs)):

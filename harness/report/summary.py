@@ -1,0 +1,211 @@
+"""The run summary as a type: what a fuzz run hands to every renderer.
+
+`summary.json`, the console summary, `junit.xml` and `index.html` all read one
+`RunSummary`, and every count in them comes from one `Counts`, defined once here, so the
+four can never disagree (tests/test_reports.py checks them on a real run). The JSON form
+is written and read through the same type (`to_json` / `from_json`).
+
+Schema 2 (schema 1 was the untyped dict): `failing_programs` now counts programs with a
+divergence no known entry explains (schema 1 counted any divergence: that figure is now
+`programs_with_divergences`); new: `new_buckets`, `still_failing_buckets`,
+`known_buckets`, `fixed_cases`, `known_entries`, `programs_with_known`,
+`derived_checked`, `checked_in_full`; a bucket's `new` is false for known buckets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from harness.judge.known import EntryStatus
+
+SUMMARY_SCHEMA = 2
+
+
+class SummaryFormatError(ValueError):
+    """A summary.json that does not have the fields its schema needs."""
+
+
+@dataclass(frozen=True)
+class BucketSummary:
+    """One bucket: divergences with one signature, explained by one entry (or none)."""
+
+    signature: str
+    kind: str
+    mode: str
+    count: int
+    case: str
+    message: str = ""
+    suppressed_by: str | None = None  # the known entry that explains it; None: unexplained
+    new: bool = True  # unexplained and first seen in this run's generation (not the corpus)
+    first_seen_at: int = 0  # programs checked when it was first seen
+    minimized_case: str | None = None
+    minimized_size: tuple[int, ...] | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.suppressed_by is not None
+
+    @property
+    def still_failing(self) -> bool:
+        """Unexplained, and first seen when the corpus was replayed."""
+        return not self.known and not self.new
+
+
+@dataclass(frozen=True)
+class FixedCase:
+    """A corpus case that no longer shows any of the signatures it was saved with."""
+
+    case: str
+    signatures: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CoverageCell:
+    collective: str
+    mesh_rank: int
+    dtype: str
+    mode: str
+    spec: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Every count a report shows, each with its one definition."""
+
+    programs_run: int  # distinct drawn programs checked (repeats and derived programs not counted)
+    programs_with_divergences: int  # ... with at least one divergence, known or not
+    failing_programs: int  # ... with at least one divergence no known entry explains
+    divergences: int  # divergences no known entry explains
+    suppressed: int  # divergences a known entry explains
+    new_buckets: int  # unexplained buckets first seen in this run's generation
+    still_failing_buckets: int  # unexplained buckets first seen in the corpus replay
+    known_buckets: int  # buckets a known entry explains
+    fixed_cases: int  # corpus cases that no longer diverge
+
+    @property
+    def failing_buckets(self) -> int:
+        return self.new_buckets + self.still_failing_buckets
+
+    def line(self) -> str:
+        """The one sentence every renderer prints."""
+        return (
+            f"{self.programs_run} programs run, {self.failing_programs} failing "
+            f"({self.programs_with_divergences} with any divergence); {self.divergences} divergences in "
+            f"{self.new_buckets} new and {self.still_failing_buckets} still-failing buckets; "
+            f"{self.suppressed} known in {self.known_buckets} known buckets; {self.fixed_cases} fixed"
+        )
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    jax_version: str
+    seed: int
+    modes: tuple[str, ...]
+    codegen: str
+    counts: Counts
+    repeats_skipped: int
+    accidentally_invalid: int
+    elapsed_s: float
+    buckets: tuple[BucketSummary, ...]
+    fixed: tuple[FixedCase, ...]
+    batch_reconfirmed: int
+    corpus_replayed: int
+    database_replayed: int
+    programs_digest: str
+    unseen_suppressions: tuple[str, ...]
+    known_entries: tuple[EntryStatus, ...]
+    programs_with_known: int
+    derived_checked: int
+    checked_in_full: int
+    statistics: Mapping[str, float] = field(default_factory=dict)
+    coverage: tuple[CoverageCell, ...] = ()
+    schema: int = SUMMARY_SCHEMA
+
+    @property
+    def new(self) -> tuple[BucketSummary, ...]:
+        return tuple(b for b in self.buckets if not b.known and b.new)
+
+    @property
+    def still(self) -> tuple[BucketSummary, ...]:
+        return tuple(b for b in self.buckets if b.still_failing)
+
+    @property
+    def known(self) -> tuple[BucketSummary, ...]:
+        return tuple(b for b in self.buckets if b.known)
+
+    @property
+    def failing(self) -> tuple[BucketSummary, ...]:
+        return tuple(b for b in self.buckets if not b.known)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"schema": self.schema}
+        for f in fields(self):
+            if f.name in ("schema", "counts"):
+                continue
+            v = getattr(self, f.name)
+            d[f.name] = dict(v) if f.name == "statistics" else _plain(v)
+        d.update(asdict(self.counts))  # the counts at the top level, as schema 1 had them
+        return d
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> RunSummary:
+        """Read a summary.json document (raises SummaryFormatError naming what is missing)."""
+        try:
+            if d.get("schema") != SUMMARY_SCHEMA:
+                raise SummaryFormatError(f"summary schema {d.get('schema')!r}; this shardfuzz reads {SUMMARY_SCHEMA}")
+            counts = Counts(**{f.name: int(d[f.name]) for f in fields(Counts)})
+            return RunSummary(
+                jax_version=str(d["jax_version"]), seed=int(d["seed"]), modes=tuple(d["modes"]),
+                codegen=str(d["codegen"]), counts=counts, repeats_skipped=int(d["repeats_skipped"]),
+                accidentally_invalid=int(d["accidentally_invalid"]), elapsed_s=float(d["elapsed_s"]),
+                buckets=tuple(bucket_from_json(b) for b in d["buckets"]),
+                fixed=tuple(FixedCase(str(f["case"]), tuple(f["signatures"])) for f in d["fixed"]),
+                batch_reconfirmed=int(d["batch_reconfirmed"]), corpus_replayed=int(d["corpus_replayed"]),
+                database_replayed=int(d["database_replayed"]), programs_digest=str(d["programs_digest"]),
+                unseen_suppressions=tuple(d["unseen_suppressions"]),
+                known_entries=tuple(EntryStatus(**e) for e in d["known_entries"]),
+                programs_with_known=int(d["programs_with_known"]), derived_checked=int(d["derived_checked"]),
+                checked_in_full=int(d["checked_in_full"]), statistics=dict(d["statistics"]),
+                coverage=tuple(CoverageCell(**c) for c in d["coverage"]),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, SummaryFormatError):
+                raise
+            raise SummaryFormatError(f"not a shardfuzz summary (schema {SUMMARY_SCHEMA}): {type(e).__name__}: {e}") from None
+
+
+def bucket_from_json(b: Mapping[str, Any]) -> BucketSummary:
+    size = b.get("minimized_size")
+    return BucketSummary(
+        signature=str(b["signature"]), kind=str(b["kind"]), mode=str(b["mode"]), count=int(b["count"]),
+        case=str(b["case"]), message=str(b.get("message", "")), suppressed_by=b.get("suppressed_by"),
+        new=bool(b.get("new", True)), first_seen_at=int(b.get("first_seen_at", 0)),
+        minimized_case=b.get("minimized_case"), minimized_size=tuple(size) if size is not None else None,
+    )
+
+
+def _plain(v: Any) -> Any:
+    """Frozen dataclasses and tuples as JSON values."""
+    if hasattr(v, "__dataclass_fields__"):
+        return {k: _plain(x) for k, x in asdict(v).items()}
+    if isinstance(v, Sequence) and not isinstance(v, str):
+        return [_plain(x) for x in v]
+    return v
+
+
+def counts_of(buckets: Sequence[BucketSummary], fixed: Sequence[FixedCase], programs_run: int,
+              programs_with_divergences: int, failing_programs: int) -> Counts:
+    return Counts(
+        programs_run=programs_run,
+        programs_with_divergences=programs_with_divergences,
+        failing_programs=failing_programs,
+        divergences=sum(b.count for b in buckets if not b.known),
+        suppressed=sum(b.count for b in buckets if b.known),
+        new_buckets=sum(1 for b in buckets if not b.known and b.new),
+        still_failing_buckets=sum(1 for b in buckets if b.still_failing),
+        known_buckets=sum(1 for b in buckets if b.known),
+        fixed_cases=len(fixed),
+    )
