@@ -11,30 +11,46 @@ jax returned, comparing nothing.
 from __future__ import annotations
 
 from programs.model import Op, ParamValue, Program, Spec
-
-_BINARY_SRC = {
-    "add": "{a} + {b}",
-    "sub": "{a} - {b}",
-    "mul": "{a} * {b}",
-    "max": "jnp.maximum({a}, {b})",
-    "min": "jnp.minimum({a}, {b})",
-}
+from programs.ops import MODULE_SOURCE, OP_TABLE, WRAP_SOURCE, Arg, Call, present_args, python_value
 
 
 def axes_src(axes: ParamValue) -> str:
     """'x' for one axis, ('x', 'y') for several: the forms users write."""
     assert isinstance(axes, tuple)
-    return repr(axes[0]) if len(axes) == 1 else repr(tuple(axes))
+    return repr(python_value("axes", axes))
 
 
-def _lst(v: ParamValue) -> str:
-    if isinstance(v, tuple):
-        return "[" + ", ".join(_lst(x) for x in v) + "]"
-    return repr(v)
+def _arg_src(a: Arg, names: list[str], op: Op) -> str:
+    """One template argument as source (the lowering passes the same value)."""
+    if a.source == "xs":
+        return ", ".join(names[v] for v in op.operands)
+    if a.source in ("x0", "x1"):
+        return names[op.operands[int(a.source[1])]]
+    if a.form == "fn":
+        return f"lambda b: {op_source(op.inner_op(), ['b'])}"
+    if a.form == "dtype":
+        return f"jnp.{op.p(a.source)}"
+    if a.form == "spec":
+        return repr(op.spec_param(a.source))
+    return repr(python_value(a.form, op.p(a.source)))
+
+
+def _args_src(args: tuple[Arg, ...], names: list[str], op: Op) -> list[str]:
+    return [(a.keyword + "=" if a.keyword else "") + _arg_src(a, names, op) for a in present_args(args, op)]
+
+
+def _call_src(call: Call, names: list[str], op: Op) -> str:
+    parts = _args_src(call.args, names, op)
+    if call.module == "operator":
+        return f"{parts[0]} {call.symbol} {parts[1]}" if len(parts) == 2 else f"{call.symbol}{parts[0]}"
+    if call.module == "method":
+        return f"{parts[0]}.{call.function}({', '.join(parts[1:])})"
+    return f"{MODULE_SOURCE[call.module]}.{call.function}({', '.join(parts)})"
 
 
 def op_source(op: Op, names: list[str]) -> str:
-    """The jax expression computing `op`, with operand names from `names`."""
+    """The jax expression computing `op`, with operand names from `names`: its op table
+    call template written as source (the lowering builds the same call)."""
     wrap = op.p("wrap")
     if wrap is not None:
         from dataclasses import replace
@@ -42,65 +58,12 @@ def op_source(op: Op, names: list[str]) -> str:
         inner_names = list(names)
         inner_names[op.operands[0]] = "c"
         inner = op_source(replace(op, params=tuple(kv for kv in op.params if kv[0] != "wrap")), inner_names)
-        x = names[op.operands[0]]
-        if wrap == "scan":
-            return f"jax.lax.scan(lambda c, _: (c, {inner}), {x}, None, length=1)[1][0]"
-        return f"jax.lax.cond(True, lambda c: {inner}, lambda c: {inner}, {x})"
-    a = names[op.operands[0]] if op.operands else ""
-    b = names[op.operands[1]] if len(op.operands) > 1 else ""
-    k = op.kind
-    p = op.p
-    if k in _BINARY_SRC:
-        return _BINARY_SRC[k].format(a=a, b=b)
-    if k == "const":
-        return f"jnp.full({tuple(p('shape'))!r}, {p('value')!r}, jnp.{p('dtype')})"  # type: ignore[arg-type]
-    if k == "neg":
-        return f"-{a}"
-    if k == "reduce_sum":
-        return f"jnp.sum({a}, axis={p('axis')})"
-    if k == "transpose":
-        return f"jnp.transpose({a}, {tuple(p('perm'))!r})"  # type: ignore[arg-type]
-    if k == "cast":
-        return f"{a}.astype(jnp.{p('dtype')})"
-    if k == "shard_map":
-        src = op_source(op.inner_op(), ["b"])
-        ins, outs = op.spec_param("in_spec"), op.spec_param("out_spec")
-        return (
-            f"jax.shard_map(lambda b: {src}, in_specs={ins!r}, out_specs={outs!r}, "
-            f"axis_names={set(p('inner_axes'))!r}, check_vma={p('check_vma')})({a})"  # type: ignore[arg-type]
-        )
-    ax = axes_src(p("axes"))
-    groups = p("groups")
-    g = f", axis_index_groups={_lst(groups)}" if groups is not None else ""
-    if k in ("psum", "pmean", "pmax", "pmin"):
-        return f"jax.lax.{k}({a}, {ax}{g})"
-    if k == "all_gather":
-        to = p("to")
-        t = f", to={to!r}" if to is not None else ""
-        return f"jax.lax.all_gather({a}, {ax}, axis={p('axis')}, tiled={p('tiled')}{t})"
-    if k == "psum_scatter":
-        return f"jax.lax.psum_scatter({a}, {ax}, scatter_dimension={p('scatter_dimension')}, tiled={p('tiled')})"
-    if k == "all_to_all":
-        return (
-            f"jax.lax.all_to_all({a}, {ax}, {p('split_axis')}, {p('concat_axis')}, tiled={p('tiled')})"
-        )
-    if k == "ppermute":
-        perm = p("perm")
-        assert isinstance(perm, tuple)
-        pairs = "[" + ", ".join(f"({s}, {d})" for s, d in perm) + "]"  # type: ignore[misc]
-        return f"jax.lax.ppermute({a}, {ax}, perm={pairs})"
-    if k == "pshuffle":
-        return f"jax.lax.pshuffle({a}, {ax}, perm={_lst(p('perm'))})"
-    if k == "pswapaxes":
-        return f"jax.lax.pswapaxes({a}, {ax}, {p('axis')})"
-    if k == "axis_index":
-        return f"jax.lax.axis_index({ax})"
-    if k == "pcast":
-        return f"jax.lax.pcast({a}, {ax}, to={p('to')!r})"
-    if k == "ragged_all_to_all":
-        args = ", ".join(names[v] for v in op.operands)
-        return f"jax.lax.ragged_all_to_all({args}, axis_name={ax})"
-    raise ValueError(f"no source form for op kind {k!r}")
+        return WRAP_SOURCE[str(wrap)].format(inner=inner, x=names[op.operands[0]])
+    if op.kind not in OP_TABLE:
+        raise ValueError(f"no source form for op kind {op.kind!r}")
+    call = OP_TABLE[op.kind].call
+    src = _call_src(call, names, op)
+    return f"{src}({', '.join(_args_src(call.then, names, op))})" if call.then else src
 
 
 def value_names(p: Program) -> list[str]:

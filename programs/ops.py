@@ -1,72 +1,232 @@
-"""The op vocabulary: every op kind, how many operands it reads and its parameter names.
+"""The op table: every op kind once, with its typed parameters, its syntax and its call.
 
-This is syntax only (used to validate JSON and emit code). The semantics of each op live
-in `oracles/ops.py`; its jax lowering in `harness/lowering.py`. Tests assert that the
-three agree on the set of kinds.
+Each `OpDesc` is the one description of an op kind in `programs/`:
+
+- `params`: its typed parameters (`Param`: name, type from `PARAM_TYPES`, optional);
+- `arity`: how many operands it reads;
+- `call`: the jax call a user writes (`Call`: module, function, and how operands and
+  parameters become positional and keyword arguments, as data).
+
+Both the real jax call (`harness/run/lowering.py`, which resolves the module and function
+with getattr on jax) and the reproducer's text (`programs/emit.py` `op_source`) are
+derived from `call`, so they cannot disagree. The semantics of each kind live in the
+oracle (`oracles/ops/`, one class per kind); `tests/test_op_tables.py` asserts that every
+table names the same kinds. programs/ never imports jax: a template is strings and tuples.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from programs.model import Op, ParamValue
+
+# what a parameter's value is (validated structurally by programs/serialize.py and
+# programs/validate.py)
+PARAM_TYPES = {
+    "axes": "a tuple of mesh axis names",
+    "int": "an integer",
+    "bool": "True or False",
+    "dtype": "a dtype name from programs.model.DTYPES",
+    "shape": "a tuple of non-negative integers",
+    "scalar": "a number",
+    "ints": "a tuple of integers",
+    "pairs": "a tuple of (source, destination) index pairs",
+    "groups": "a tuple of tuples of group indices (axis_index_groups)",
+    "vary": "'varying' or 'invarying'",
+    "spec": "a spec's entries (None or a tuple of axis names per dimension)",
+    "kind": "an op kind of one operand",
+    "params": "(name, value) pairs: the inner op's parameters",
+    "wrap": "'scan' or 'cond' (see WRAPS)",
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str  # a key of PARAM_TYPES
+    optional: bool = False
+
+
+# How a value becomes one argument of the call (`Arg.form`). The plain forms are Python
+# values (`python_value`), written with repr(); "dtype" and "spec" need jax objects, which
+# only the lowering makes (the emitter writes their source: jnp.float32, P('x', None)).
+ARG_FORMS = ("value", "bool", "axes", "tuple", "list", "lists", "pairs", "set", "dtype", "spec", "fn")
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument: `source` is "x0", "x1" (that operand), "xs" (every operand, in order),
+    "fn" (the inner op of a nested shard_map as a one-argument function) or a parameter
+    name; `keyword` "" for a positional argument; `omit_none`: left out when None."""
+
+    source: str
+    keyword: str = ""
+    form: str = "value"
+    omit_none: bool = False
+
+
+@dataclass(frozen=True)
+class Call:
+    """The call template. `module` is "jax", "jax.lax" or "jax.numpy" (`function` is an
+    attribute of it); "operator" (`function` is the `operator` module's name for `symbol`,
+    written infix for two arguments, prefix for one); or "method" (`function` is a method
+    of the first argument, called with the rest). `then`: arguments the result is called
+    with (jax.shard_map(f, ...)(x))."""
+
+    module: str
+    function: str
+    args: tuple[Arg, ...] = ()
+    symbol: str = ""
+    then: tuple[Arg, ...] = ()
+
+
+MODULE_SOURCE = {"jax": "jax", "jax.lax": "jax.lax", "jax.numpy": "jnp"}  # names in reproducers
+
+
+@dataclass(frozen=True)
+class OpDesc:
+    kind: str
+    arity: int  # number of operands
+    params: tuple[Param, ...]
+    call: Call
+    local: bool = False  # names no mesh axis
+    # False: XLA:CPU has no lowering for it, so on CPU only the modes that do not compile
+    # run it (harness/run/compat.py reports the others as unsupported)
+    cpu_values: bool = True
+
+
+def _x(*more: Arg) -> tuple[Arg, ...]:
+    return (Arg("x0"), *more)
+
+
+_AX = Arg("axes", form="axes")
+_GROUPS = Arg("groups", "axis_index_groups", "lists", omit_none=True)
+_AXES, _GROUPS_P = Param("axes", "axes"), Param("groups", "groups", optional=True)
+
+
+def _binary(kind: str, symbol: str = "", fn: str = "") -> OpDesc:
+    call = Call("operator", kind, (Arg("x0"), Arg("x1")), symbol) if symbol else Call("jax.numpy", fn, (Arg("x0"), Arg("x1")))
+    return OpDesc(kind, 2, (), call, local=True)
+
+
+def _reduction(kind: str) -> OpDesc:
+    return OpDesc(kind, 1, (_AXES, _GROUPS_P), Call("jax.lax", kind, _x(_AX, _GROUPS)))
+
+
+_TABLE = (
+    # local ops
+    OpDesc("const", 0, (Param("shape", "shape"), Param("dtype", "dtype"), Param("value", "scalar")),
+           Call("jax.numpy", "full", (Arg("shape", form="tuple"), Arg("value"), Arg("dtype", form="dtype"))), local=True),
+    _binary("add", "+"),
+    _binary("sub", "-"),
+    _binary("mul", "*"),
+    _binary("max", fn="maximum"),
+    _binary("min", fn="minimum"),
+    OpDesc("neg", 1, (), Call("operator", "neg", _x(), "-"), local=True),
+    OpDesc("reduce_sum", 1, (Param("axis", "int"),), Call("jax.numpy", "sum", _x(Arg("axis", "axis"))), local=True),
+    OpDesc("transpose", 1, (Param("perm", "ints"),), Call("jax.numpy", "transpose", _x(Arg("perm", form="tuple"))), local=True),
+    OpDesc("cast", 1, (Param("dtype", "dtype"),), Call("method", "astype", _x(Arg("dtype", form="dtype"))), local=True),
+    # named-axis collectives
+    _reduction("psum"),
+    _reduction("pmean"),
+    _reduction("pmax"),
+    _reduction("pmin"),
+    OpDesc("all_gather", 1, (_AXES, Param("axis", "int"), Param("tiled", "bool"), Param("to", "vary", optional=True)),
+           Call("jax.lax", "all_gather", _x(_AX, Arg("axis", "axis"), Arg("tiled", "tiled"), Arg("to", "to", omit_none=True)))),
+    OpDesc("psum_scatter", 1, (_AXES, Param("scatter_dimension", "int"), Param("tiled", "bool")),
+           Call("jax.lax", "psum_scatter", _x(_AX, Arg("scatter_dimension", "scatter_dimension"), Arg("tiled", "tiled")))),
+    OpDesc("all_to_all", 1, (_AXES, Param("split_axis", "int"), Param("concat_axis", "int"), Param("tiled", "bool")),
+           Call("jax.lax", "all_to_all", _x(_AX, Arg("split_axis"), Arg("concat_axis"), Arg("tiled", "tiled")))),
+    OpDesc("ppermute", 1, (_AXES, Param("perm", "pairs")), Call("jax.lax", "ppermute", _x(_AX, Arg("perm", "perm", "pairs")))),
+    OpDesc("pshuffle", 1, (_AXES, Param("perm", "ints")), Call("jax.lax", "pshuffle", _x(_AX, Arg("perm", "perm", "list")))),
+    OpDesc("pswapaxes", 1, (_AXES, Param("axis", "int")), Call("jax.lax", "pswapaxes", _x(_AX, Arg("axis")))),
+    OpDesc("axis_index", 0, (_AXES,), Call("jax.lax", "axis_index", (_AX,))),
+    OpDesc("pcast", 1, (_AXES, Param("to", "vary")), Call("jax.lax", "pcast", _x(_AX, Arg("to", "to")))),
+    # operand, output, input_offsets, send_sizes, output_offsets, recv_sizes
+    OpDesc("ragged_all_to_all", 6, (_AXES,), Call("jax.lax", "ragged_all_to_all", (Arg("xs"), Arg("axes", "axis_name", "axes"))),
+           cpu_values=False),
+    # a nested shard_map (mesh from context) over `inner_axes`, axes the outer body left
+    # automatic: jax.shard_map(lambda b: <inner op>(b), in_specs=P(*in_spec),
+    # out_specs=P(*out_spec), axis_names=set(inner_axes), check_vma=check_vma)(x);
+    # the inner op is one op of kind `inner` with parameters `inner_params` (pairs)
+    OpDesc("shard_map", 1,
+           (Param("inner_axes", "axes"), Param("in_spec", "spec"), Param("out_spec", "spec"), Param("inner", "kind"),
+            Param("inner_params", "params"), Param("check_vma", "bool")),
+           Call("jax", "shard_map", (Arg("fn", form="fn"), Arg("in_spec", "in_specs", "spec"), Arg("out_spec", "out_specs", "spec"),
+                                     Arg("inner_axes", "axis_names", "set"), Arg("check_vma", "check_vma", "bool")),
+                then=(Arg("x0"),))),
+)  # fmt: skip
+
+# Any op reading one or two operands may run inside a control-flow wrapper with the same
+# meaning: wrap="scan": lax.scan over a length-1 loop whose body applies the op to the
+# carry; wrap="cond": lax.cond whose two branches both apply the op. The oracle ignores
+# it; jax must give the same types and values (collectives inside scan and cond bodies,
+# through their batching, transpose and partitioning rules). Each wrapper's source, with
+# {inner} the op applied to the carry c and {x} its first operand (the lowering builds the
+# same calls):
+WRAP_SOURCE = {
+    "scan": "jax.lax.scan(lambda c, _: (c, {inner}), {x}, None, length=1)[1][0]",
+    "cond": "jax.lax.cond(True, lambda c: {inner}, lambda c: {inner}, {x})",
+}
+WRAPS = tuple(WRAP_SOURCE)
+_WRAP = Param("wrap", "wrap", optional=True)
+
+OP_TABLE: dict[str, OpDesc] = {
+    d.kind: OpDesc(d.kind, d.arity, d.params + (_WRAP,), d.call, d.local, d.cpu_values) if 1 <= d.arity <= 2 else d
+    for d in _TABLE
+}
+
 
 @dataclass(frozen=True)
 class OpSyntax:
+    """An op's syntax, derived from its table entry (what serialize and validate read)."""
+
     kind: str
     arity: int  # number of operands
     params: tuple[str, ...]  # required parameter names
     optional: tuple[str, ...] = ()
 
 
-_SYNTAX = [
-    # local ops
-    OpSyntax("const", 0, ("shape", "dtype", "value")),
-    OpSyntax("add", 2, ()),
-    OpSyntax("sub", 2, ()),
-    OpSyntax("mul", 2, ()),
-    OpSyntax("max", 2, ()),
-    OpSyntax("min", 2, ()),
-    OpSyntax("neg", 1, ()),
-    OpSyntax("reduce_sum", 1, ("axis",)),
-    OpSyntax("transpose", 1, ("perm",)),
-    OpSyntax("cast", 1, ("dtype",)),
-    # named-axis collectives
-    OpSyntax("psum", 1, ("axes",), ("groups",)),
-    OpSyntax("pmean", 1, ("axes",), ("groups",)),
-    OpSyntax("pmax", 1, ("axes",), ("groups",)),
-    OpSyntax("pmin", 1, ("axes",), ("groups",)),
-    OpSyntax("all_gather", 1, ("axes", "axis", "tiled"), ("to",)),
-    OpSyntax("psum_scatter", 1, ("axes", "scatter_dimension", "tiled")),
-    OpSyntax("all_to_all", 1, ("axes", "split_axis", "concat_axis", "tiled")),
-    OpSyntax("ppermute", 1, ("axes", "perm")),
-    OpSyntax("pshuffle", 1, ("axes", "perm")),
-    OpSyntax("pswapaxes", 1, ("axes", "axis")),
-    OpSyntax("axis_index", 0, ("axes",)),
-    OpSyntax("pcast", 1, ("axes", "to")),
-    # operand, output, input_offsets, send_sizes, output_offsets, recv_sizes
-    OpSyntax("ragged_all_to_all", 6, ("axes",)),
-    # a nested shard_map (mesh from context) over `inner_axes`, axes the outer body left
-    # automatic: jax.shard_map(lambda b: <inner op>(b), in_specs=P(*in_spec),
-    # out_specs=P(*out_spec), axis_names=set(inner_axes), check_vma=check_vma)(x);
-    # the inner op is one op of kind `inner` with parameters `inner_params` (pairs)
-    OpSyntax("shard_map", 1, ("inner_axes", "in_spec", "out_spec", "inner", "inner_params", "check_vma")),
-]
-
-# Any op reading an operand may run inside a control-flow wrapper with the same meaning:
-# wrap="scan": lax.scan over a length-1 loop whose body applies the op to the carry;
-# wrap="cond": lax.cond whose two branches both apply the op. The oracle ignores it;
-# jax must give the same types and values (collectives inside scan and cond bodies,
-# through their batching, transpose and partitioning rules).
-WRAPS = ("scan", "cond")
-_SYNTAX = [
-    OpSyntax(s.kind, s.arity, s.params, s.optional + ("wrap",)) if 1 <= s.arity <= 2 else s for s in _SYNTAX
-]
-
-SYNTAX: dict[str, OpSyntax] = {s.kind: s for s in _SYNTAX}
-LOCAL_OPS = frozenset(
-    ["const", "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast"]
-)
+SYNTAX: dict[str, OpSyntax] = {
+    d.kind: OpSyntax(
+        d.kind, d.arity, tuple(p.name for p in d.params if not p.optional), tuple(p.name for p in d.params if p.optional)
+    )
+    for d in OP_TABLE.values()
+}
+LOCAL_OPS = frozenset(d.kind for d in OP_TABLE.values() if d.local)
 NESTED_INNER = ("psum", "pmax", "pmin", "all_gather", "ppermute", "neg")  # inner ops drawn
 COLLECTIVES = frozenset(SYNTAX) - LOCAL_OPS
 BINARY_OPS = ("add", "sub", "mul", "max", "min")
 REDUCTIONS = ("psum", "pmean", "pmax", "pmin")
+NO_CPU_VALUES = frozenset(d.kind for d in OP_TABLE.values() if not d.cpu_values)
+
+
+def python_value(form: str, v: ParamValue) -> object:
+    """A parameter as the plain Python value the call receives (the forms that need no
+    jax object): 'x' or ('x', 'y') for axes, lists where jax wants lists."""
+    if form == "axes":
+        assert isinstance(v, tuple)
+        return v[0] if len(v) == 1 else tuple(v)
+    if form == "bool":
+        return bool(v)
+    if v is None or form == "value":
+        return v
+    assert isinstance(v, tuple), (form, v)
+    if form == "tuple":
+        return tuple(v)
+    if form == "list":
+        return list(v)
+    if form == "lists":
+        return [list(g) for g in v]  # type: ignore[arg-type]
+    if form == "pairs":
+        return [tuple(pr) for pr in v]  # type: ignore[arg-type]
+    if form == "set":
+        return set(v)
+    raise ValueError(f"form {form!r} has no plain Python value")
+
+
+def present_args(args: tuple[Arg, ...], op: Op) -> tuple[Arg, ...]:
+    """The arguments `op` passes: `args` without the omit_none ones whose parameter is None.
+    Positional ones first, as the template lists them (the lowering and emit both use it)."""
+    out = tuple(a for a in args if not (a.omit_none and op.p(a.source) is None))
+    return tuple(a for a in out if not a.keyword) + tuple(a for a in out if a.keyword)
