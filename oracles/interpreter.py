@@ -2,7 +2,7 @@
 
 `predict(program)` runs, in order, the checks jax makes before tracing (specs against
 the mesh and the arguments), the body op by op on every device at once (each op's check,
-shape, vma and value rule from `oracles/ops.py`), and the checks jax makes after tracing
+shape, vma and value rule from `oracles/ops/`), and the checks jax makes after tracing
 (out_specs against the outputs, replication). It never imports jax.
 
 Semantics follow jax 0.10.2's docs/notebooks/shard_map.md ("API Specification": in_specs

@@ -1,0 +1,120 @@
+"""The base of every op's rules: `Ctx` (what a rule may consult), `OpDef` (one op's
+check, shape, dtype, vma and value rules) and `Collective` (the named-axis checks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from oracles.devices import from_groups, local_offset, to_groups
+from oracles.prediction import ErrorKind, OracleError, PredictedError, ValueType
+from programs.model import Mesh, Op
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What every rule may consult: the mesh, the manual axes, the vma flag, the op."""
+
+    mesh: Mesh
+    manual: tuple[str, ...]
+    check_vma: bool
+    op_index: int
+    op: Op
+
+    def fail(self, kind: ErrorKind, why: str, *facts: str) -> OracleError:
+        return OracleError(PredictedError(kind, tuple(facts), why, self.op_index))
+
+
+def vma_of(vs: list[ValueType]) -> frozenset[str]:
+    out: frozenset[str] = frozenset()
+    for v in vs:
+        out |= v.vma or frozenset()
+    return out
+
+
+def canon_axis(axis: int, rank: int, ctx: Ctx, what: str) -> int:
+    if not -rank <= axis < rank:
+        raise ctx.fail(
+            ErrorKind.COLLECTIVE_PARAM,
+            f"{ctx.op.kind}: {what}={axis} is out of range for an operand of rank {rank}",
+            what,
+            str(axis),
+        )
+    return axis % rank
+
+
+class OpDef:
+    """One op. Subclasses override the rules they need."""
+
+    kind: ClassVar[str]
+
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        """Raise `OracleError` (via `ctx.fail`) when jax must reject the op."""
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return ins[0].shape
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return ins[0].dtype
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        return vma_of(ins)
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        raise NotImplementedError
+
+    # exactness: whether float32 arithmetic of this op on exact integers stays exact
+    exact_op: ClassVar[bool] = True
+
+
+class Collective(OpDef):
+    """Common checks: every named axis must be a bound (manual) mesh axis."""
+
+    def axes(self, ctx: Ctx) -> tuple[str, ...]:
+        return tuple(ctx.op.p("axes"))  # type: ignore[arg-type]
+
+    def n(self, ctx: Ctx) -> int:
+        return ctx.mesh.group_size(self.axes(ctx))
+
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        for a in self.axes(ctx):
+            if a not in ctx.manual:
+                where = "is not a mesh axis" if a not in ctx.mesh.names else "is not manual here (not in axis_names)"
+                raise ctx.fail(
+                    ErrorKind.UNBOUND_AXIS,
+                    f"{self.kind} names axis {a!r}, which {where}; collectives can only name "
+                    f"the manual axes {ctx.manual}",
+                    a,
+                )
+        self.check_params(ins, ctx)
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        pass
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        # implicit pvary over the named axes, then the collective keeps them varying
+        return vma_of(ins) | frozenset(self.axes(ctx))
+
+    def grouped(self, x: np.ndarray, ctx: Ctx) -> np.ndarray:
+        return to_groups(x, ctx.mesh, self.axes(ctx))
+
+    def ungrouped(self, t: np.ndarray, ctx: Ctx) -> np.ndarray:
+        return from_groups(t, ctx.mesh, self.axes(ctx))
+
+    def lo(self, ctx: Ctx) -> int:
+        return local_offset(ctx.mesh, self.axes(ctx))
+
+
+def all_or_none(x: ValueType, axes: tuple[str, ...], ctx: Ctx) -> None:
+    """psum and psum_scatter (`_get_from` in parallel.py): the operand must vary over all
+    of the named axes or none of them (then it is pvary'd), never some."""
+    varying = {a for a in axes if a in (x.vma or ())}
+    if varying and len(varying) != len(axes):
+        raise ctx.fail(
+            ErrorKind.COLLECTIVE_VMA,
+            f"{ctx.op.kind} over {axes}: the operand varies over {sorted(varying)} but not "
+            f"{sorted(set(axes) - varying)}; it must vary over all or none of them",
+            *axes,
+        )

@@ -1,0 +1,169 @@
+"""Ops about the device and its types: axis_index, pcast, ragged_all_to_all and the
+nested shard_map (jax 0.10.2 `jax/_src/lax/parallel.py`, `jax/_src/shard_map.py`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracles.devices import assemble_local, group_index, split_local
+from oracles.ops.base import Collective, Ctx, OpDef, vma_of
+from oracles.prediction import ErrorKind, ValueType
+
+
+class AxisIndex(Collective):
+    """axis_index(axes): the device's index in its group, major axis first; int32 scalar
+    varying over the named axes."""
+
+    kind = "axis_index"
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return ()
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return "int32"
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        return frozenset(self.axes(ctx))
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        return group_index(ctx.mesh, self.axes(ctx)).astype(np.int32)
+
+
+class Pcast(Collective):
+    """pcast(x, axes, to='varying') (the public pvary): the same values, now typed as
+    varying over `axes`. With check_vma, every named axis must be invariant in the
+    operand (parallel.py `_get_from` / `_pcast_funcs`: varying->varying is unsupported,
+    a mix is rejected); with check_vma=False it is the identity."""
+
+    kind = "pcast"
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if ctx.op.p("to") != "varying":
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"pcast: to={ctx.op.p('to')!r} is not generated", "to")
+        if ctx.check_vma:
+            axes = self.axes(ctx)
+            varying = [a for a in axes if a in (ins[0].vma or ())]
+            if varying:
+                # no facts: jax 0.10.2 says only "Unsupported pcast from=varying,
+                # to='varying'", without the axis. Naming it would be nicer, but nothing
+                # documents that it must, so a missing axis is message quality, not a
+                # divergence: the error's kind and phrase are what is checked (a decision
+                # recorded with the known-divergence audit)
+                raise ctx.fail(
+                    ErrorKind.COLLECTIVE_VMA,
+                    f"pcast(to='varying') over {axes}: the operand already varies over {varying}",
+                )
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        return xs[0]
+
+
+class RaggedAllToAll(Collective):
+    """ragged_all_to_all(operand, output, input_offsets, send_sizes, output_offsets,
+    recv_sizes): sender j writes operand_j[input_offsets_j[i] : + send_sizes_j[i]] into
+    device i's copy of `output` at output_offsets_j[i] (parallel.py docstring). The
+    result has the output's shape and dtype; it holds data received from every device of
+    the group, so it varies over the named axes (jax 0.10.2 types it as the output
+    buffer alone; see known_divergences.toml). Values: one offset/size per peer."""
+
+    kind = "ragged_all_to_all"
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        for name, t in zip(("input_offsets", "send_sizes", "output_offsets", "recv_sizes"), ins[2:]):
+            if t.dtype != "int32":
+                raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"ragged_all_to_all: {name} must be integer type", name)
+            if len(t.shape) != 1 or t.shape[0] < 1:
+                raise ctx.fail(
+                    ErrorKind.COLLECTIVE_PARAM, f"ragged_all_to_all: {name} must be rank 1 with positive size, got {t.shape}", name
+                )
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return ins[1].shape
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return ins[1].dtype
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        return vma_of(ins[:2]) | frozenset(self.axes(ctx))
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        operand, output, in_off, send, out_off, _recv = (self.grouped(x, ctx) for x in xs)
+        n = operand.shape[0]
+        if in_off.shape[-1] != n:
+            raise NotImplementedError("ragged_all_to_all values: one offset/size per peer only")
+        result = output.copy()
+        rest = operand.shape[1 : self.lo(ctx)]
+        for r in np.ndindex(*rest):
+            for j in range(n):  # sender
+                for i in range(n):  # receiver
+                    a, s, b = int(in_off[(j, *r, i)]), int(send[(j, *r, i)]), int(out_off[(j, *r, i)])
+                    result[(i, *r)][b : b + s] = operand[(j, *r)][a : a + s]
+        return self.ungrouped(result, ctx)
+
+
+class NestedShardMap(OpDef):
+    """A shard_map inside the body over `inner_axes`, axes the outer one left automatic
+    (partial manual), with the mesh from context: each device's block is split again by
+    `in_spec` over the inner axes, the inner op runs with the outer manual axes plus the
+    inner ones manual, and `out_spec` concatenates the results back; the inner axes are
+    automatic again afterwards, so the result does not vary over them (the out_spec must
+    name every inner axis the inner result varies over)."""
+
+    kind = "shard_map"
+
+    def _entries(self, ctx: Ctx, key: str) -> tuple[tuple[str, ...] | None, ...]:
+        return ctx.op.spec_param(key).entries
+
+    def _inner(self, ins: list[ValueType], ctx: Ctx) -> tuple[OpDef, Ctx, ValueType]:
+        axes = tuple(ctx.op.p("inner_axes"))  # type: ignore[arg-type]
+        manual = tuple(a for a in ctx.mesh.names if a in ctx.manual or a in axes)
+        op = ctx.op.inner_op()
+        ictx = Ctx(ctx.mesh, manual, ctx.check_vma, ctx.op_index, op)
+        ent = self._entries(ctx, "in_spec")
+        x = ins[0]
+        local = tuple(n // ctx.mesh.group_size(ent[d]) if d < len(ent) and ent[d] else n for d, n in enumerate(x.shape))
+        vma = None if x.vma is None else x.vma | {a for e in ent if e for a in e}
+        from oracles.ops import OPS  # the table of every kind (this module is in it)
+
+        return OPS[op.kind], ictx, ValueType(local, x.dtype, frozenset(vma) if vma is not None else None)
+
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        axes = tuple(ctx.op.p("inner_axes"))  # type: ignore[arg-type]
+        for a in axes:
+            if a not in ctx.mesh.names or a in ctx.manual:
+                raise ctx.fail(ErrorKind.UNBOUND_AXIS, f"nested shard_map over {a!r}, which is not an automatic axis here", a)
+        ent = self._entries(ctx, "in_spec")
+        for d, e in enumerate(ent):
+            if e and (d >= len(ins[0].shape) or ins[0].shape[d] % ctx.mesh.group_size(e)):
+                raise ctx.fail(ErrorKind.IN_SPEC_DIVISIBILITY, f"nested shard_map: in_spec {ent} does not divide {ins[0].shape}")
+        d, ictx, t = self._inner(ins, ctx)
+        d.check([t], ictx)
+        if ctx.check_vma:
+            out_vma = d.vma([t], ictx)
+            named = {a for e in self._entries(ctx, "out_spec") if e for a in e}
+            missing = sorted((out_vma & set(axes)) - named)
+            if missing:
+                raise ctx.fail(ErrorKind.OUT_SPEC_REPLICATION, f"nested shard_map: the inner result varies over {missing}", *missing)
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        d, ictx, t = self._inner(ins, ctx)
+        small = d.shape([t], ictx)
+        out = self._entries(ctx, "out_spec")
+        return tuple(n * ctx.mesh.group_size(out[k]) if k < len(out) and out[k] else n for k, n in enumerate(small))
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        d, ictx, t = self._inner(ins, ctx)
+        return d.dtype([t], ictx)
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        d, ictx, t = self._inner(ins, ctx)
+        return d.vma([t], ictx) - frozenset(ctx.op.p("inner_axes"))  # type: ignore[arg-type]
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        d, ictx, t = self._inner(ins, ctx)
+        y = d.value([split_local(xs[0], ctx.mesh, self._entries(ctx, "in_spec"))], [t], ictx)
+        return assemble_local(y, ctx.mesh, self._entries(ctx, "out_spec"))
+
+    @property
+    def exact_op(self) -> bool:  # type: ignore[override]
+        return True  # its inner ops are psum, pmax, pmin, all_gather, ppermute, neg

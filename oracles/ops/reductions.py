@@ -1,0 +1,152 @@
+"""The reductions over named axes: psum, pmean, pmax, pmin (optionally over
+axis_index_groups) and psum_scatter (jax 0.10.2 `jax/_src/lax/parallel.py`)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from oracles.ops.base import Collective, Ctx, all_or_none, canon_axis, vma_of
+from oracles.prediction import ErrorKind, ValueType
+
+
+class Reduction(Collective):
+    """psum / pmax / pmin: every device of a group gets the reduction over its group.
+
+    `groups` (axis_index_groups) partitions the group index into subgroups that reduce
+    separately (parallel.py: "Groups must cover all axis indices exactly once").
+    """
+
+    reducer: ClassVar[str]
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        groups = ctx.op.p("groups")
+        if groups is not None:
+            flat = sorted(i for g in groups for i in g)  # type: ignore[union-attr]
+            if flat != list(range(self.n(ctx))):
+                raise ctx.fail(
+                    ErrorKind.COLLECTIVE_PARAM,
+                    f"{self.kind}: axis_index_groups={groups} must cover 0..{self.n(ctx) - 1} exactly once",
+                    "axis_index_groups",
+                )
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        groups = ctx.op.p("groups")
+        if groups is not None and len(groups) > 1:  # type: ignore[arg-type]
+            # Each group gets its own answer: the result still differs along the axes.
+            # (jax 0.10.2 drops the axes anyway; see known_divergences.toml.)
+            return vma_of(ins) | frozenset(self.axes(ctx))
+        return vma_of(ins) - frozenset(self.axes(ctx))
+
+    def reduce(self, t: np.ndarray, ctx: Ctx) -> np.ndarray:
+        groups = ctx.op.p("groups")
+        fn = getattr(np, self.reducer)
+        if groups is None:
+            r = fn(t, axis=0, keepdims=True, dtype=t.dtype) if self.reducer == "sum" else fn(t, axis=0, keepdims=True)
+            return np.broadcast_to(r, t.shape)
+        out = np.empty_like(t)
+        for g in groups:  # type: ignore[union-attr]
+            idx = list(g)  # type: ignore[call-overload]
+            sub = t[idx]
+            r = fn(sub, axis=0, keepdims=True, dtype=t.dtype) if self.reducer == "sum" else fn(sub, axis=0, keepdims=True)
+            out[idx] = r
+        return out
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        return self.ungrouped(self.reduce(self.grouped(xs[0], ctx), ctx), ctx)
+
+
+class Psum(Reduction):
+    """psum: sum over the group. With check_vma, the operand must vary over all or none
+    of the named axes (`_get_from` in parallel.py); invariant operands are pvary'd first
+    and so multiplied by the group size. axis_index_groups with check_vma=True raises
+    NotImplementedError in jax 0.10.2 (`bind_psum_invariant`)."""
+
+    kind, reducer = "psum", "sum"
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        super().check_params(ins, ctx)
+        if ctx.check_vma:
+            all_or_none(ins[0], self.axes(ctx), ctx)
+            if ctx.op.p("groups") is not None:
+                raise ctx.fail(
+                    ErrorKind.UNSUPPORTED,
+                    f"{self.kind} with axis_index_groups is not implemented when check_vma=True",
+                )
+
+
+class Pmean(Psum):
+    """pmean = psum(x) / group size; int32 operands give float32 (true division)."""
+
+    kind = "pmean"
+    exact_op = False
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return "float32"
+
+    def group_sizes(self, ctx: Ctx) -> int:
+        groups = ctx.op.p("groups")
+        return len(groups[0]) if groups is not None else self.n(ctx)  # type: ignore[index, arg-type]
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        # jax sums in the operand's dtype (int32 wraps), then divides in float32
+        return super().value(xs, ins, ctx).astype(np.float64) / self.group_sizes(ctx)
+
+
+class Pmax(Reduction):
+    kind, reducer = "pmax", "max"
+
+
+class Pmin(Reduction):
+    kind, reducer = "pmin", "min"
+
+
+class PsumScatter(Collective):
+    """psum_scatter: sum over the group, then device k keeps block k of dim
+    `scatter_dimension` (untiled: that dim must equal the group size and is removed;
+    tiled: it must be divisible by it and shrinks)."""
+
+    kind = "psum_scatter"
+
+    def dim(self, ins: list[ValueType], ctx: Ctx) -> int:
+        return canon_axis(int(ctx.op.p("scatter_dimension")), len(ins[0].shape), ctx, "scatter_dimension")  # type: ignore[arg-type]
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if ctx.check_vma:
+            all_or_none(ins[0], self.axes(ctx), ctx)
+        if len(ins[0].shape) == 0:
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, "psum_scatter of a scalar", "scatter_dimension")
+        d, n = self.dim(ins, ctx), self.n(ctx)
+        size = ins[0].shape[d]
+        ok = size % n == 0 if ctx.op.p("tiled") else size == n
+        if not ok:
+            rule = "divisible by" if ctx.op.p("tiled") else "equal to"
+            raise ctx.fail(
+                ErrorKind.COLLECTIVE_SHAPE,
+                f"psum_scatter: dimension {d} has size {size}, which must be {rule} the group size {n}",
+                str(size),
+                str(n),
+            )
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        s = list(ins[0].shape)
+        d = self.dim(ins, ctx)
+        if ctx.op.p("tiled"):
+            s[d] //= self.n(ctx)
+        else:
+            del s[d]
+        return tuple(s)
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        t = self.grouped(xs[0], ctx)
+        lo, n = self.lo(ctx), t.shape[0]
+        d = self.dim(ins, ctx)
+        s = np.sum(t, axis=0, dtype=t.dtype)  # (rest..., local...), local starts at lo-1
+        ld = lo - 1 + d
+        sh = s.shape
+        s = s.reshape(sh[:ld] + (n, sh[ld] // n) + sh[ld + 1 :])
+        out = np.moveaxis(s, ld, 0)  # (n, rest..., local with d -> size/n)
+        if not ctx.op.p("tiled"):
+            out = out.reshape(out.shape[: lo + d] + out.shape[lo + d + 1 :])
+        return self.ungrouped(out, ctx)
