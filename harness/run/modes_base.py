@@ -1,0 +1,141 @@
+"""The `Mode` base class: how every mode runs a program through jax and makes its
+`Observation` (the body value types read while tracing, the exception or the outputs), and
+the cache of jitted callables that lets programs of the same structure skip the compile.
+
+A mode overrides only the steps it does differently (`build`, `compiled`, `call`,
+`execute`, `inputs`, `observe`); the concrete modes are in `modes_direct.py` and
+`modes_transformed.py`, the registry in `modes.py`.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from harness.run import compat
+from harness.run.lowering import make_body, to_pspec
+from harness.run.observation import Observation, ObservedOutput
+from programs.model import Program
+
+
+def _inputs(p: Program) -> list[np.ndarray]:
+    return [x.materialize() for x in p.inputs]
+
+
+def structure_key(p: Program) -> str:
+    """The program with its input values left out: programs with the same key trace and
+    compile to the same executable."""
+    from programs.serialize import program_id
+
+    return program_id(replace(p, inputs=tuple(replace(x, seed=0, fill="small") for x in p.inputs)))
+
+
+# (mode, structure key) -> (the jitted callable, the body value types its trace saw);
+# bounded, least recently used out first, emptied with jax.clear_caches (worker.py)
+COMPILED: OrderedDict[tuple[str, str], tuple[Callable[..., Any], dict[int, Any]]] = OrderedDict()
+COMPILED_MAX = 256
+
+
+class Mode:
+    name: str = ""
+    values: bool = True  # whether this mode produces output values
+
+    remat: bool = False  # wrap the body in jax.checkpoint
+
+    def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+        mesh = compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types)
+        in_specs = tuple(to_pspec(s) for s in p.in_specs)
+        out_specs = tuple(to_pspec(s) for s in p.out_specs)
+        body = make_body(p, record)
+        if self.remat:
+            import jax
+
+            body = jax.checkpoint(body)
+        return compat.shard_map(
+            body,
+            mesh,
+            in_specs,
+            out_specs,
+            None if p.axis_names is None else frozenset(p.axis_names),
+            p.check_vma,
+        )
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        return self.call(self.compiled(f), args)
+
+    def compiled(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        """The one jitted callable this mode runs `f` as (modes that are a single jit:
+        their compiles are cached by program structure, see COMPILED)."""
+        raise NotImplementedError
+
+    def call(self, g: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        outs = g(*args)
+        jax.block_until_ready(outs)
+        return outs
+
+    cacheable: bool = False  # `compiled` is the whole mode: reuse it for the same structure
+
+    def inputs(self, p: Program) -> list[np.ndarray]:
+        return _inputs(p)
+
+    def run(self, p: Program) -> Observation:
+        missing = compat.unsupported_features(p, self.name)
+        if missing:
+            return Observation(self.name, status="unsupported", error_message="; ".join(missing))
+        types: dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]] = {}
+
+        def record(i: int, v: Any) -> None:
+            if i not in types:
+                types[i] = (tuple(v.shape), str(v.dtype), compat.vma_of(v))
+
+        t0 = time.perf_counter()
+
+        def raised(e: Exception, phase: str = "") -> Observation:  # the observation IS the exception
+            return Observation(
+                self.name,
+                type(e).__name__,
+                str(e),
+                traceback.format_exc(limit=-8),
+                value_types=types,
+                elapsed_s=time.perf_counter() - t0,
+                status="error",
+                phase=phase,
+            )
+
+        key = (self.name, structure_key(p)) if self.cacheable else None
+        try:
+            hit = COMPILED.get(key) if key else None
+            if hit is not None:  # the same program but for input values: no trace, no compile
+                COMPILED.move_to_end(key)  # type: ignore[arg-type]
+                types.update(hit[1])
+                outs = self.call(hit[0], self.inputs(p))
+            elif key is None:
+                outs = self.execute(self.build(p, record), self.inputs(p))
+            else:
+                g = self.compiled(self.build(p, record))
+                outs = self.call(g, self.inputs(p))
+                COMPILED[key] = (g, dict(types))
+                while len(COMPILED) > COMPILED_MAX:
+                    COMPILED.popitem(last=False)
+        except Exception as e:
+            return raised(e)
+        try:
+            observed = tuple(self.observe(o, p) for o in outs)
+        except Exception as e:  # jax produced outputs that cannot be read back
+            return raised(e, "read_output")
+        return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0)
+
+    def observe(self, o: Any, p: Program) -> ObservedOutput:
+        blocks: dict[tuple[int, ...], np.ndarray] = {}
+        for s in o.addressable_shards:
+            coord = tuple(int(c) for c in np.unravel_index(s.device.id, p.mesh.sizes))
+            blocks[coord] = np.asarray(s.data)
+        return ObservedOutput(tuple(o.shape), str(o.dtype), np.asarray(o), blocks)

@@ -1,0 +1,203 @@
+"""The modes that run the shard_map itself, untransformed: `abstract` (jax.eval_shape),
+`eager`, `jit` (Shardy), `gspmd`, `smap` (the same program as jax.smap), `lowering` (the
+Shardy lowering text and what it says about the manual region) and the internal `probe`
+(every body value's blocks, to localise a wrong value).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from harness.run import compat
+from harness.run.lowering import make_body
+from harness.run.modes_base import Mode
+from harness.run.observation import Observation, ObservedOutput
+from programs.model import Program
+
+
+def _shapes_only(p: Program) -> list[Any]:
+    """The arguments' shapes and dtypes (no values: nothing is run)."""
+    import jax
+
+    return [jax.ShapeDtypeStruct(x.shape, np.dtype(x.dtype)) for x in p.inputs]
+
+
+class Abstract(Mode):
+    name, values = "abstract", False
+
+    def inputs(self, p: Program) -> list[Any]:
+        return _shapes_only(p)
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        return jax.eval_shape(f, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
+
+    def observe(self, o: Any, p: Program) -> ObservedOutput:
+        return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)
+
+
+class Eager(Mode):
+    name = "eager"
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        outs = f(*args)
+        jax.block_until_ready(outs)
+        return outs
+
+
+class Jit(Mode):
+    name, cacheable = "jit", True
+
+    def compiled(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        import jax
+
+        return jax.jit(f)
+
+
+_REGION = re.compile(
+    r"sdy\.manual_computation\((?P<args>[^)]*)\) in_shardings=\[(?P<ins>.*?)\] "
+    r"out_shardings=\[(?P<outs>.*?)\] manual_axes=\{(?P<manual>[^}]*)\} \((?P<block>[^)]*)\)"
+)
+_SHARDING = re.compile(r"<@\w+, \[(.*?)\]")
+_DIM = re.compile(r"\{([^}]*)\}")
+_TENSOR = re.compile(r"tensor<((?:\d+x)*)[a-z]+\d*>")
+
+
+def _dims(sharding: str) -> list[list[str]]:
+    """'{"x"}, {}, {"y", ?}' -> [['x'], [], ['y']] (open dims '?' dropped)."""
+    return [[t.strip().strip('"') for t in d.split(",") if t.strip() and t.strip() != "?"] for d in _DIM.findall(sharding)]
+
+
+def lowering_facts(text: str) -> dict[str, Any]:
+    """What the jit lowering says about the shard_map: how many manual regions, their
+    manual axes, in/out shardings (axes per dimension) and per-device block shapes."""
+    regions = [m for m in _REGION.finditer(text)]
+    facts: dict[str, Any] = {"regions": len(regions)}
+    facts["region_manual_axes"] = [
+        sorted(a.strip().strip('"') for a in m["manual"].split(",") if a.strip()) for m in regions
+    ]
+    if regions:
+        m = regions[0]  # the outermost: nested helper regions (axis_index) come later
+        facts["manual_axes"] = facts["region_manual_axes"][0]
+        facts["in_shardings"] = [_dims(s) for s in _SHARDING.findall(m["ins"])]
+        facts["out_shardings"] = [_dims(s) for s in _SHARDING.findall(m["outs"])]
+        facts["block_shapes"] = [[int(n) for n in t.split("x") if n] for t in _TENSOR.findall(m["block"])]
+    return facts
+
+
+class Gspmd(Jit):
+    """jit with the GSPMD partitioner (jax_use_shardy_partitioner=False) where the
+    installed jax still has it; Shardy is the default and is what `jit` runs."""
+
+    name = "gspmd"
+
+    def call(self, g: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        prev = jax.config.jax_use_shardy_partitioner
+        jax.config.update("jax_use_shardy_partitioner", False)
+        try:
+            return super().call(g, args)
+        finally:
+            jax.config.update("jax_use_shardy_partitioner", prev)
+
+
+
+def probe_program(p: Program) -> Program:
+    """`p` with every rank >= 1 body value as an output, each split over all manual axes
+    on dimension 0 and check_vma=False, so each device's block of each value comes back
+    as it is. Used to find the first op whose values go wrong."""
+    from dataclasses import replace as _replace
+
+    from oracles import trace
+    from programs.model import Spec
+
+    st, _ = trace(p, with_values=False)
+    n_in = len(p.inputs)
+    vals = tuple(v for v in range(n_in, len(st.types)) if len(st.types[v].shape) >= 1)
+    axes = p.manual_axes
+    spec = Spec((axes,) if axes else ())
+    return _replace(p, outputs=vals, out_specs=(spec,) * len(vals), check_vma=False)
+
+
+class Smap(Mode):
+    """The same program written with `jax.smap(body, in_axes=, out_axes=, axis_name=)`
+    (single-axis shard_map, under `jax.set_mesh`), under jit, for programs that have
+    that form (`Program.smap_form`); the values must be the shard_map's."""
+
+    name = "smap"
+
+    def run(self, p: Program) -> Observation:
+        form = p.smap_form()
+        if isinstance(form, str):
+            return Observation(self.name, status="unsupported", error_message=f"smap: {form}")
+        self._form, self._mesh = form, compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types)
+        return super().run(p)
+
+    def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+        import jax
+
+        axis, ins, outs = self._form
+        return jax.smap(make_body(p, record), in_axes=ins, out_axes=outs, axis_name=axis)
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        with jax.set_mesh(self._mesh):
+            outs = jax.jit(f)(*args)
+            jax.block_until_ready(outs)
+        return outs
+
+
+
+class Probe(Mode):
+    """jit of `probe_program(p)`: per-device blocks of every body value (localisation)."""
+
+    name = "probe"
+
+    def run(self, p: Program) -> Observation:
+        q = probe_program(p)
+        if not q.outputs:
+            return Observation(self.name, status="unsupported", error_message="probe: no rank >= 1 body value")
+        obs = Jit.run(self, q)  # type: ignore[arg-type]
+        return replace(obs, mode=self.name, facts={"values": list(q.outputs)})
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        return self.call(jax.jit(f), args)
+
+
+class Lowering(Mode):
+    """The jit lowering text (StableHLO with Shardy): one sdy.manual_computation whose
+    manual axes, shardings and block shapes follow from the program; none at all when
+    every newly manual axis has size 1."""
+
+    name, values = "lowering", False
+    _facts: dict[str, Any]  # this call's lowering facts: reset by run, set by execute
+
+    def inputs(self, p: Program) -> list[Any]:
+        return _shapes_only(p)
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        lowered = jax.jit(f, keep_unused=True).lower(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
+        self._facts = lowering_facts(lowered.as_text())
+        return jax.eval_shape(f, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
+
+    def observe(self, o: Any, p: Program) -> ObservedOutput:
+        return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)
+
+    def run(self, p: Program) -> Observation:
+        self._facts = {}
+        obs = super().run(p)
+        return replace(obs, facts=self._facts)

@@ -1,0 +1,145 @@
+"""The modes that run the shard_map under a jax transformation: `vmap` (a batch of 2),
+`vmap_spmd` (vmap with spmd_axis_name, the batch split over a free manual axis), `grad`
+and `grad_remat` (<u, J v> by jvp and by vjp, the second with the body under
+jax.checkpoint). Each exercises the collectives' batching, JVP or transpose rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from harness.run.modes_base import Mode
+from harness.run.observation import Observation, ObservedOutput
+from programs.model import Program
+
+VMAP_BATCH = 2  # members in a plain vmap batch (vmap_spmd: the spmd axis' size)
+
+
+class Vmap(Mode):
+    """jax.vmap of the shard_map over a new leading batch axis of every argument
+    (in_specs describe the unbatched arguments), under jit. The oracle is the forward
+    interpreter run once per batch member, stacked."""
+
+    name = "vmap"
+    spmd = False  # vmap_spmd: spmd_axis_name=p.spmd_axis(), a batch of that axis' size
+
+    def batch_size(self, p: Program) -> int:
+        axis = p.spmd_axis() if self.spmd else None
+        return p.mesh.axis_size(axis) if axis else VMAP_BATCH
+
+    def run(self, p: Program) -> Observation:
+        self._axis = p.spmd_axis() if self.spmd else None
+        if self.spmd and (self._axis is None or p.defect is not None):
+            why = "a defect (jax's error wording differs under vmap)" if self._axis else "no free manual axis of size > 1"
+            return Observation(self.name, status="unsupported", error_message=f"vmap_spmd: {why}")
+        return super().run(p)
+
+    def inputs(self, p: Program) -> list[np.ndarray]:
+        return [np.stack([x.materialize(b) for b in range(self.batch_size(p))]) for x in p.inputs]
+
+    cacheable = True
+
+    def compiled(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        import jax
+
+        return jax.jit(jax.vmap(f, spmd_axis_name=self._axis) if self._axis else jax.vmap(f))
+
+    def observe(self, o: Any, p: Program) -> ObservedOutput:
+        return ObservedOutput(tuple(o.shape), str(o.dtype), np.asarray(o), None)
+
+
+class VmapSpmd(Vmap):
+    """vmap with spmd_axis_name: the batch (as long as the axis) is split over a free
+    manual mesh axis, which the batching rule adds to every spec; the values must be
+    those of plain vmap."""
+
+    name, spmd = "vmap_spmd", True
+
+
+class Grad(Mode):
+    """Reverse and forward mode through the shard_map, under jit: for float arguments and
+    float outputs, the directional derivative <u, J v> by jax.jvp and by jax.vjp (so both
+    the JVP and the transpose rule of every collective are exercised). The oracle is a
+    finite difference of its own float64 forward interpreter (oracles/derivatives.py).
+    Programs without float arguments and outputs, or with check_vma=False (whose global
+    outputs are not defined where blocks differ), are reported as unsupported here."""
+
+    name = "grad"
+    _facts: dict[str, Any]  # this call's derivatives: reset by run, set by execute
+
+    def applicable(self, p: Program) -> str:
+        if not p.check_vma:
+            return "check_vma=False"
+        if not any(x.dtype == "float32" for x in p.inputs):
+            return "no float32 argument"
+        return ""
+
+    def run(self, p: Program) -> Observation:
+        why = self.applicable(p)
+        if why:
+            return Observation(self.name, status="unsupported", error_message=f"grad: {why}")
+        self._facts = {}
+        obs = super().run(p)
+        return replace(obs, facts=self._facts) if obs.status == "ok" else obs
+
+    def inputs(self, p: Program) -> list[np.ndarray]:
+        from programs.points import grad_point
+
+        return [a.astype(x.dtype) for a, x in zip(grad_point(p), p.inputs)]
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+        import jax.numpy as jnp
+
+        from programs.points import cotangent, tangents
+
+        p = self._program
+        fl_idx = [i for i, x in enumerate(p.inputs) if x.dtype == "float32"]
+        shapes = jax.eval_shape(f, *args)
+        out_idx = [k for k, o in enumerate(shapes) if o.dtype == jnp.float32]
+        if not out_idx:
+            self._facts = {"skipped": "no float32 output"}
+            return shapes
+
+        def g(*fl: Any) -> tuple[Any, ...]:
+            full = list(args)
+            for i, a in zip(fl_idx, fl):
+                full[i] = a
+            outs = f(*full)
+            return tuple(outs[k] for k in out_idx)
+
+        primals = tuple(jnp.asarray(args[i]) for i in fl_idx)
+        vs = tangents(p)
+        tans = tuple(jnp.asarray(vs[i], dtype=jnp.float32) for i in fl_idx)
+        us = tuple(jnp.asarray(cotangent(k, tuple(shapes[k].shape)), dtype=jnp.float32) for k in out_idx)
+
+        @jax.jit
+        def both(prim: Any, tan: Any, cot: Any) -> tuple[Any, Any]:
+            _, jv = jax.jvp(g, prim, tan)
+            d_jvp = sum(jnp.vdot(u, t) for u, t in zip(cot, jv))
+            _, pullback = jax.vjp(g, *prim)
+            cts = pullback(cot)
+            d_vjp = sum(jnp.vdot(c, t) for c, t in zip(cts, tan))
+            return d_jvp, d_vjp
+
+        d_jvp, d_vjp = both(primals, tans, us)
+        self._facts = {"outputs": out_idx, "jvp": float(d_jvp), "vjp": float(d_vjp)}
+        return shapes
+
+    def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+        self._program = p
+        return super().build(p, record)
+
+    def observe(self, o: Any, p: Program) -> ObservedOutput:
+        return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)
+
+
+class GradRemat(Grad):
+    """The grad mode with the body under jax.checkpoint: rematerialisation re-runs the
+    collectives in the backward pass, so their transposes meet recomputed primals."""
+
+    name, remat = "grad_remat", True
