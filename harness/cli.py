@@ -347,12 +347,25 @@ def cmd_minimize(a: argparse.Namespace) -> int:
     return 0
 
 
+def _entry_mode(case: Path) -> str | None:
+    """The reproducer mode of the known entry whose own case `case` is, if any."""
+    from harness.judge.known import KnownDivergencesError, case_path, load
+
+    try:
+        entries = load()
+    except KnownDivergencesError:
+        return None
+    return next((e.mode for e in entries if case_path(e).resolve() == case.resolve()), None)
+
+
 def cmd_emit(a: argparse.Namespace) -> int:
     from harness.report.reproducer import NoReproducer, case_mode, pytest_reproducer, reproducer
     from programs.emit import REPRO_MODES
 
     p = _load_case(a.case, emit=True)
     mode = a.mode
+    if mode is None:  # a known entry's own case: the mode its bug shows in
+        mode = _entry_mode(Path(a.case))
     if mode is None:  # the mode of the case's first divergence (or its signature), else jit
         try:
             mode = case_mode(json.loads(Path(a.case).read_text()), p)
