@@ -8,9 +8,10 @@ all or none of); out_specs name every axis an output varies along. Every choice 
 from `draw()`, and what was drawn is recorded with `hypothesis.event()` so a run's
 statistics show coverage.
 
-The small type tracker here (`_V`) follows the same rules as the oracle but is only used to
-steer construction: if it were wrong, the oracle would predict an error for the program,
-jax would have to raise it, and the run's statistics would show it as an accident.
+Body ops are drawn in `strategies/body.py` (with `local_ops.py`, `collectives.py`,
+`nested.py`): each draw chooses an op's parameters, and the op's type (per-device shape,
+dtype, varying axes) comes from the oracle's own rules for that kind, so the values
+construction steers by are the ones the oracle predicts.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from programs.model import Input, Mesh, Op, Program, Spec
-from programs.ops import BINARY_OPS, COLLECTIVES, NESTED_INNER
+from programs.ops import COLLECTIVES
+from strategies.body import _Body
 from strategies.invalid import DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
@@ -128,292 +130,6 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int) -> t
     return Input(gshape, dtype, fill, seed), spec, _V(tuple(local), dtype, vma)
 
 
-def _axes_subsets(manual: tuple[str, ...]) -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = []
-    for r in range(1, len(manual) + 1):
-        out.extend(_perms_of(manual, r))
-    return out
-
-
-def _perms_of(xs: tuple[str, ...], r: int) -> list[tuple[str, ...]]:
-    from itertools import permutations
-
-    return list(permutations(xs, r))
-
-
-def _group_partition(draw: st.DrawFn, n: int) -> tuple[tuple[int, ...], ...] | None:
-    sizes = [d for d in range(1, n + 1) if n % d == 0]
-    size = draw(st.sampled_from(sizes), label="group_size")
-    order = draw(st.permutations(list(range(n))), label="group_order")
-    return tuple(tuple(sorted(order[i : i + size])) for i in range(0, n, size))
-
-
-class _Body:
-    """Builds the body op by op, keeping construction's view of every value."""
-
-    def __init__(self, mesh: Mesh, manual: tuple[str, ...], check_vma: bool, vals: list[_V],
-                 usable: tuple[str, ...] | None = None) -> None:
-        self.mesh, self.manual, self.check_vma = mesh, manual, check_vma
-        self.usable = manual if usable is None else usable  # the manual axes ops may name
-        self.vals = vals
-        self.ops: list[Op] = []
-
-    def add(self, op: Op, v: _V) -> int:
-        self.ops.append(op)
-        self.vals.append(v)
-        event(f"op: {op.kind}")
-        return len(self.vals) - 1
-
-    def n(self, axes: tuple[str, ...]) -> int:
-        return self.mesh.group_size(axes)
-
-    def fitting_dims(self, draw: st.DrawFn, x: _V, n: int, label: str) -> tuple[bool, int] | None:
-        """(tiled, dim) for psum_scatter / all_to_all: tiled needs a dim divisible by the
-        group size n, untiled one equal to it; None when the value has no such dim."""
-        tiled = draw(st.booleans(), label="tiled")
-        dims = [d for d in range(len(x.shape)) if (x.shape[d] % n == 0 if tiled else x.shape[d] == n)]
-        if not dims:
-            return None
-        return tiled, draw(st.sampled_from(dims), label=label)
-
-    def try_nested(self, draw: st.DrawFn, idx: int, x: _V) -> bool:
-        return _nested(self, draw, idx, x)
-
-    def try_op(self, draw: st.DrawFn, kind: str) -> bool:
-        """Append one op of `kind` if the current values allow it; False otherwise."""
-        idx = draw(st.integers(0, len(self.vals) - 1), label="operand")
-        # prefer recent values half the time so ops chain
-        if draw(st.booleans(), label="prefer_recent"):
-            idx = len(self.vals) - 1
-        x = self.vals[idx]
-        r = len(x.shape)
-        subsets = _axes_subsets(self.usable)
-        if kind in BINARY_OPS:
-            same = [j for j, v in enumerate(self.vals) if v.shape == x.shape or v.shape == ()]
-            j = draw(st.sampled_from(same), label="rhs")
-            y = self.vals[j]
-            dt = "int32" if x.dtype == y.dtype == "int32" else "float32"
-            if x.dtype != y.dtype:
-                event("binary: mixed dtypes")
-            self.add(Op.make(kind, (idx, j)), _V(x.shape, dt, x.vma | y.vma))
-            return True
-        if kind == "const":
-            shape = draw(st.sampled_from([(), x.shape]), label="const_shape")
-            value = draw(st.integers(-3, 3), label="const_value")
-            c = self.add(Op.make("const", (), shape=shape, dtype=x.dtype, value=value), _V(shape, x.dtype, frozenset()))
-            op = draw(st.sampled_from(BINARY_OPS), label="const_binop")
-            self.add(Op.make(op, (idx, c)), _V(x.shape, x.dtype, x.vma))
-            return True
-        if kind == "neg":
-            self.add(Op.make("neg", (idx,)), x)
-            return True
-        if kind == "cast":
-            to = "int32" if x.dtype == "float32" else "float32"
-            self.add(Op.make("cast", (idx,), dtype=to), _V(x.shape, to, x.vma))
-            return True
-        if kind == "reduce_sum":
-            if r == 0:
-                return False
-            a = draw(st.integers(-r, r - 1), label="axis")
-            s = list(x.shape)
-            del s[a % r]
-            self.add(Op.make("reduce_sum", (idx,), axis=a), _V(tuple(s), x.dtype, x.vma))
-            return True
-        if kind == "transpose":
-            if r < 2:
-                return False
-            perm = tuple(draw(st.permutations(list(range(r))), label="perm"))
-            self.add(Op.make("transpose", (idx,), perm=perm), _V(tuple(x.shape[i] for i in perm), x.dtype, x.vma))
-            return True
-        if kind == "shard_map":
-            return self.try_nested(draw, idx, x)
-        # collectives
-        if not self.usable:
-            return False
-        axes = draw(st.sampled_from(subsets), label="axes")
-        n = self.n(axes)
-        event(f"collective axes: {len(axes)}")
-        av = frozenset(axes)
-        if kind in ("psum", "pmean", "psum_scatter") and self.check_vma:
-            # all or none of the axes must be in the operand's vma
-            inside = tuple(a for a in axes if a in x.vma)
-            if inside and len(inside) != len(axes):
-                axes = inside
-                av, n = frozenset(axes), self.n(axes)
-            if not inside:
-                event(f"{kind}: invariant operand")
-        if kind in ("psum", "pmean"):
-            groups = None
-            if not self.check_vma and draw(st.integers(0, 3), label="use_groups") == 0:
-                groups = _group_partition(draw, n)
-                event(f"{kind}: axis_index_groups")
-            dt = "float32" if kind == "pmean" else x.dtype
-            params = {"axes": axes} if groups is None else {"axes": axes, "groups": groups}
-            vma = x.vma | av if groups is not None and len(groups) > 1 else x.vma - av
-            self.add(Op.make(kind, (idx,), **params), _V(x.shape, dt, vma))  # type: ignore[arg-type]
-            return True
-        if kind in ("pmax", "pmin"):
-            groups = None
-            if draw(st.integers(0, 3), label="use_groups") == 0:
-                groups = _group_partition(draw, n)
-                event(f"{kind}: axis_index_groups")
-            params = {"axes": axes} if groups is None else {"axes": axes, "groups": groups}
-            # several groups: each has its own answer, so the result still varies
-            vma = x.vma | av if groups is not None and len(groups) > 1 else x.vma - av
-            self.add(Op.make(kind, (idx,), **params), _V(x.shape, x.dtype, vma))  # type: ignore[arg-type]
-            return True
-        if kind == "all_gather":
-            tiled = r > 0 and draw(st.booleans(), label="tiled")
-            hi = r if tiled else r + 1
-            axis = draw(st.integers(-hi, hi - 1), label="axis")
-            to = draw(st.sampled_from([None, None, "varying", "invarying"]), label="to")
-            s = list(x.shape)
-            if tiled:
-                s[axis % hi] *= n
-            else:
-                s.insert(axis % hi, n)
-            vma = (x.vma | av) - av if to == "invarying" else x.vma | av
-            event(f"all_gather: tiled={tiled} to={to}")
-            self.add(Op.make("all_gather", (idx,), axes=axes, axis=axis, tiled=tiled, to=to), _V(tuple(s), x.dtype, vma))
-            return True
-        if kind == "psum_scatter":
-            fit = self.fitting_dims(draw, x, n, "scatter_dimension")
-            if fit is None:
-                return False
-            tiled, d = fit
-            s = list(x.shape)
-            if tiled:
-                s[d] //= n
-            else:
-                del s[d]
-            if draw(st.integers(0, 3), label="negative_dim") == 0:
-                d -= r  # jax #20125: negative scatter_dimension
-            event(f"psum_scatter: tiled={tiled}")
-            self.add(
-                Op.make("psum_scatter", (idx,), axes=axes, scatter_dimension=d, tiled=tiled),
-                _V(tuple(s), x.dtype, x.vma | av),
-            )
-            return True
-        if kind == "all_to_all":
-            fit = self.fitting_dims(draw, x, n, "split_axis")
-            if fit is None:
-                return False
-            tiled, sd = fit
-            cd = draw(st.integers(0, r - 1), label="concat_axis")
-            s = list(x.shape)
-            neg = draw(st.integers(0, 5), label="negative_axes")  # jax #19720: negative axes
-            sd_p, cd_p = (sd - r if neg == 0 else sd), (cd - r if neg == 1 else cd)
-            if tiled:
-                s[sd] //= n
-                s[cd] *= n
-            else:
-                del s[sd]
-                s.insert(cd, n)
-            event(f"all_to_all: tiled={tiled}")
-            self.add(
-                Op.make("all_to_all", (idx,), axes=axes, split_axis=sd_p, concat_axis=cd_p, tiled=tiled),
-                _V(tuple(s), x.dtype, x.vma | av),
-            )
-            return True
-        if kind == "pswapaxes":
-            dims = [d for d in range(r) if x.shape[d] == n]
-            if not dims:
-                return False
-            d = draw(st.sampled_from(dims), label="axis")
-            self.add(Op.make("pswapaxes", (idx,), axes=axes, axis=d), _V(x.shape, x.dtype, x.vma | av))
-            return True
-        if kind == "ppermute":
-            srcs = draw(st.permutations(list(range(n))), label="sources")
-            k = draw(st.integers(1, n), label="n_pairs")
-            dsts = draw(st.permutations(list(range(n))), label="destinations")
-            perm = tuple(sorted(zip(srcs[:k], dsts[:k])))
-            event("ppermute: partial" if k < n else "ppermute: full")
-            self.add(Op.make("ppermute", (idx,), axes=axes, perm=perm), _V(x.shape, x.dtype, x.vma | av))
-            return True
-        if kind == "pshuffle":
-            perm = tuple(draw(st.permutations(list(range(n))), label="perm"))
-            self.add(Op.make("pshuffle", (idx,), axes=axes, perm=perm), _V(x.shape, x.dtype, x.vma | av))
-            return True
-        if kind == "axis_index":
-            i = self.add(Op.make("axis_index", (), axes=axes), _V((), "int32", av))
-            if draw(st.booleans(), label="combine_index"):
-                # use it: add it to a value (scalar broadcasts)
-                dt = "int32" if x.dtype == "int32" else "float32"
-                self.add(Op.make("add", (idx, i)), _V(x.shape, dt, x.vma | av))
-            return True
-        if kind == "pcast":
-            # the public pvary: only over axes the operand does not vary along yet
-            free = [a for a in axes if a not in x.vma]
-            if not free:
-                return False
-            self.add(Op.make("pcast", (idx,), axes=tuple(free), to="varying"), _V(x.shape, x.dtype, x.vma | frozenset(free)))
-            return True
-        if kind == "ragged_all_to_all":
-            # every sender j sends its first row to each peer, written at row j there:
-            # input_offsets 0, sizes 1, output_offsets = the sender's index
-            if r == 0 or x.shape[0] < 1:
-                return False
-            # drawn a quarter as often as other ops: XLA:CPU cannot run it, so a program
-            # holding one is checked only in the abstract and lowering modes there
-            if draw(st.integers(0, 3), label="ragged_rarely") != 0:
-                return False
-            base = len(self.vals)
-            vec = (n,)
-            self.add(Op.make("const", (), shape=vec, dtype="int32", value=0), _V(vec, "int32", frozenset()))
-            self.add(Op.make("const", (), shape=vec, dtype="int32", value=1), _V(vec, "int32", frozenset()))
-            self.add(Op.make("axis_index", (), axes=axes), _V((), "int32", av))
-            self.add(Op.make("add", (base, base + 2)), _V(vec, "int32", av))
-            out_shape = (n,) + x.shape[1:]
-            self.add(Op.make("const", (), shape=out_shape, dtype=x.dtype, value=0), _V(out_shape, x.dtype, frozenset()))
-            self.add(
-                Op.make("ragged_all_to_all", (idx, base + 4, base, base + 1, base + 3, base + 1), axes=axes),
-                _V(out_shape, x.dtype, x.vma | av),
-            )
-            return True
-        raise AssertionError(f"unknown kind {kind}")  # pragma: no cover
-
-
-def _nested(body: _Body, draw: st.DrawFn, idx: int, x: _V) -> bool:
-    """A nested shard_map over automatic axes of a partial-manual body (see
-    programs/ops.py): its in_spec puts each inner axis on a dimension it divides, one
-    inner op (NESTED_INNER) runs over all the inner axes, and its out_spec names every
-    inner axis the inner result may vary over."""
-    mesh, r = body.mesh, len(x.shape)
-    auto = [a for a in mesh.names if a not in body.manual and mesh.axis_size(a) > 1]
-    if not auto or r == 0:
-        return False
-    k = draw(st.integers(1, len(auto)), label="n_inner_axes")
-    inner_axes = tuple(sorted(draw(st.permutations(auto), label="inner_axes")[:k], key=mesh.names.index))
-    entries: list[tuple[str, ...] | None] = [None] * r
-    for a in inner_axes:
-        dims = [d for d in range(r) if entries[d] is None and x.shape[d] % mesh.axis_size(a) == 0]
-        if not dims:
-            return False
-        entries[draw(st.sampled_from(dims), label="inner_dim")] = (a,)
-    local = [n // mesh.group_size(e) if e else n for n, e in zip(x.shape, entries)]
-    inner = draw(st.sampled_from(NESTED_INNER), label="inner_kind")
-    params: dict[str, object] = {"axes": inner_axes} if inner != "neg" else {}
-    out: tuple[tuple[str, ...] | None, ...] = tuple(entries)
-    if inner in ("psum", "pmax", "pmin") and draw(st.booleans(), label="inner_out_replicated"):
-        out = ()  # the reduction is the same on every inner device: a replicated out_spec
-    if inner == "all_gather":
-        ax = draw(st.integers(0, r - 1), label="inner_gather_axis")
-        params.update(axis=ax, tiled=True)
-        local[ax] *= mesh.group_size(inner_axes)
-    if inner == "ppermute":
-        n = mesh.group_size(inner_axes)
-        shift = draw(st.integers(1, max(1, n - 1)), label="inner_shift")
-        params["perm"] = tuple((i, (i + shift) % n) for i in range(n))
-    shape = tuple(n * mesh.group_size(out[d]) if d < len(out) and out[d] else n for d, n in enumerate(local))
-    op = Op.make(
-        "shard_map", (idx,), inner_axes=inner_axes, in_spec=tuple(entries), out_spec=out, inner=inner,
-        inner_params=tuple(sorted(Op.make(inner, (0,), **params).params)), check_vma=body.check_vma,  # type: ignore[arg-type]
-    )
-    body.add(op, _V(shape, x.dtype, x.vma))
-    event(f"nested shard_map: {inner}")
-    return True
-
-
 def _out_spec(draw: st.DrawFn, v: _V, manual: tuple[str, ...], check_vma: bool) -> Spec | None:
     """An out_spec valid for `v`: names every axis `v` varies along (when checked)."""
     r = len(v.shape)
@@ -432,6 +148,79 @@ def _out_spec(draw: st.DrawFn, v: _V, manual: tuple[str, ...], check_vma: bool) 
     keep = max([d + 1 for d, e in enumerate(ent) if e] + [0])
     keep = draw(st.integers(keep, r), label="out_spec_len")
     return Spec(tuple(ent[:keep]))
+
+
+def _check_program_args(
+    max_args: int, max_ops: int, max_outputs: int, kinds: tuple[str, ...], invalid: float, defects: tuple[str, ...]
+) -> None:
+    if not 0.0 <= invalid <= 1.0:
+        raise InvalidArgument(f"invalid={invalid} must be a probability between 0 and 1")
+    unknown_defects = set(defects) - set(DEFECTS)
+    if unknown_defects or not defects:
+        raise InvalidArgument(f"defects={sorted(unknown_defects) or defects} must be non-empty names from {sorted(DEFECTS)}")
+    if max_args < 1 or max_ops < 1 or max_outputs < 1:
+        raise InvalidArgument(
+            f"max_args={max_args}, max_ops={max_ops}, max_outputs={max_outputs} must all be >= 1"
+        )
+    unknown = set(kinds) - set(ALL_KINDS)
+    if unknown:
+        raise InvalidArgument(f"kinds contains unknown op kinds {sorted(unknown)}; known: {ALL_KINDS}")
+
+
+def _manual_axes(draw: st.DrawFn, mesh: Mesh) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(manual, usable): the manual axes (sometimes a strict subset: partial manual), and
+    those specs and ops may name (sometimes one manual axis left free for vmap_spmd)."""
+    manual = mesh.names
+    if len(mesh.names) >= 2 and draw(st.integers(0, 3), label="partial_manual") == 0:
+        # partial manual: axis_names a strict subset; the other axes stay automatic
+        k = draw(st.integers(1, len(mesh.names) - 1), label="n_manual")
+        manual = tuple(sorted(draw(st.permutations(list(mesh.names)), label="manual_axes")[:k], key=mesh.names.index))
+        event("partial manual (axis_names a strict subset)")
+    usable = manual  # the manual axes specs and ops may name
+    big = [a for a in manual if mesh.axis_size(a) > 1]
+    if len(manual) >= 2 and big and draw(st.integers(0, 4), label="spmd_reserve") == 2:
+        # one manual axis no spec and no op names: vmap can split its batch over it
+        # (the vmap_spmd mode needs such an axis)
+        reserved = draw(st.sampled_from(big), label="reserved_axis")
+        usable = tuple(a for a in manual if a != reserved)
+        event("a manual axis left free (vmap spmd_axis_name)")
+    return manual, usable
+
+
+def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
+    for i, op in enumerate(body.ops):
+        # now and then an op runs inside lax.scan or lax.cond (same meaning; see
+        # programs/ops.py WRAPS); middle values, as Hypothesis favours the bounds
+        if 1 <= len(op.operands) <= 2:
+            w = {5: "scan", 10: "cond"}.get(draw(st.integers(0, 15), label="wrap"))
+            if w is not None:
+                body.ops[i] = Op.make(op.kind, op.operands, **op.param_dict, wrap=w)
+                event(f"wrapped in {w}")
+
+
+def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int) -> tuple[list[int], list[Spec]]:
+    n_out = draw(st.integers(1, max_outputs), label="n_outputs")
+    outputs, out_specs = [], []
+    for _ in range(n_out):
+        # favour body values (the last one most)
+        lo = n_in if body.ops else 0
+        idx = draw(st.integers(lo, len(body.vals) - 1), label="output")
+        if draw(st.booleans(), label="output_last"):
+            idx = len(body.vals) - 1
+        spec = _out_spec(draw, body.vals[idx], body.usable, body.check_vma)
+        if spec is None:
+            continue
+        outputs.append(idx)
+        out_specs.append(spec)
+    if not outputs:
+        # every candidate was a scalar varying value: reduce the last one over its axes
+        v = body.vals[-1]
+        i = body.push(Op.make("psum", (len(body.vals) - 1,), axes=tuple(sorted(v.vma))))
+        assert i is not None, "psum over every axis a value varies along is always valid"
+        outputs.append(i)
+        out_specs.append(Spec(()))
+    event(f"outputs: {len(outputs)}")
+    return outputs, out_specs
 
 
 @st.composite
@@ -465,33 +254,9 @@ def programs(
         @given(programs(max_ops=4))
         def test_shapes(p): ...
     """
-    if not 0.0 <= invalid <= 1.0:
-        raise InvalidArgument(f"invalid={invalid} must be a probability between 0 and 1")
-    unknown_defects = set(defects) - set(DEFECTS)
-    if unknown_defects or not defects:
-        raise InvalidArgument(f"defects={sorted(unknown_defects) or defects} must be non-empty names from {sorted(DEFECTS)}")
-    if max_args < 1 or max_ops < 1 or max_outputs < 1:
-        raise InvalidArgument(
-            f"max_args={max_args}, max_ops={max_ops}, max_outputs={max_outputs} must all be >= 1"
-        )
-    unknown = set(kinds) - set(ALL_KINDS)
-    if unknown:
-        raise InvalidArgument(f"kinds contains unknown op kinds {sorted(unknown)}; known: {ALL_KINDS}")
+    _check_program_args(max_args, max_ops, max_outputs, kinds, invalid, defects)
     mesh = draw(meshes(max_devices=max_devices, max_axes=max_axes), label="mesh")
-    manual = mesh.names
-    if len(mesh.names) >= 2 and draw(st.integers(0, 3), label="partial_manual") == 0:
-        # partial manual: axis_names a strict subset; the other axes stay automatic
-        k = draw(st.integers(1, len(mesh.names) - 1), label="n_manual")
-        manual = tuple(sorted(draw(st.permutations(list(mesh.names)), label="manual_axes")[:k], key=mesh.names.index))
-        event("partial manual (axis_names a strict subset)")
-    usable = manual  # the manual axes specs and ops may name
-    big = [a for a in manual if mesh.axis_size(a) > 1]
-    if len(manual) >= 2 and big and draw(st.integers(0, 4), label="spmd_reserve") == 2:
-        # one manual axis no spec and no op names: vmap can split its batch over it
-        # (the vmap_spmd mode needs such an axis)
-        reserved = draw(st.sampled_from(big), label="reserved_axis")
-        usable = tuple(a for a in manual if a != reserved)
-        event("a manual axis left free (vmap spmd_axis_name)")
+    manual, usable = _manual_axes(draw, mesh)
     vma_flag = draw(st.sampled_from([True, True, True, False]), label="check_vma") if check_vma is None else check_vma
     event(f"check_vma: {vma_flag}")
     n_args = draw(st.integers(1, max_args), label="n_args")
@@ -510,36 +275,8 @@ def programs(
                 break
     if manual != mesh.names and "shard_map" in kinds and draw(st.integers(0, 2), label="nested") != 0:
         body.try_op(draw, "shard_map")  # partial manual: about half get a nested shard_map
-    for i, op in enumerate(body.ops):
-        # now and then an op runs inside lax.scan or lax.cond (same meaning; see
-        # programs/ops.py WRAPS); middle values, as Hypothesis favours the bounds
-        if 1 <= len(op.operands) <= 2:
-            w = {5: "scan", 10: "cond"}.get(draw(st.integers(0, 15), label="wrap"))
-            if w is not None:
-                body.ops[i] = Op.make(op.kind, op.operands, **op.param_dict, wrap=w)
-                event(f"wrapped in {w}")
-    n_out = draw(st.integers(1, max_outputs), label="n_outputs")
-    outputs, out_specs = [], []
-    n_in = len(inputs)
-    for _ in range(n_out):
-        # favour body values (the last one most)
-        lo = n_in if body.ops else 0
-        idx = draw(st.integers(lo, len(body.vals) - 1), label="output")
-        if draw(st.booleans(), label="output_last"):
-            idx = len(body.vals) - 1
-        spec = _out_spec(draw, body.vals[idx], usable, vma_flag)
-        if spec is None:
-            continue
-        outputs.append(idx)
-        out_specs.append(spec)
-    if not outputs:
-        # every candidate was a scalar varying value: reduce the last one over its axes
-        v = body.vals[-1]
-        axes = tuple(sorted(v.vma))
-        body.add(Op.make("psum", (len(body.vals) - 1,), axes=axes), _V(v.shape, v.dtype, frozenset()))
-        outputs.append(len(body.vals) - 1)
-        out_specs.append(Spec(()))
-    event(f"outputs: {len(outputs)}")
+    _wrap_some(draw, body)
+    outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs)
     for o in body.ops:
         if o.kind in COLLECTIVES:
             event(f"collective: {o.kind}")

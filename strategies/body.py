@@ -1,0 +1,118 @@
+"""Building a body: one draw per op kind, each asking the oracle for the op's type.
+
+`_Body.try_op(draw, kind)` draws one op (`strategies/local_ops.py`,
+`strategies/collectives.py`, `strategies/nested.py`) of `kind` (its operand and parameters) where the
+current values allow it, and appends it. The draws choose only what the op is; what it
+makes (per-device shape, dtype, varying axes) comes from the oracle's own rules
+(`oracles.ops.OPS[kind]`: check, shape, dtype, vma), so construction and prediction
+cannot disagree. Each draw picks parameters the oracle's check accepts (a psum_scatter
+only where some dimension fits the group size, a psum only over axes the operand varies
+over all or none of); an op the check still rejects is not appended.
+"""
+
+from __future__ import annotations
+
+from itertools import permutations
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from oracles.ops import OPS, Ctx
+from oracles.prediction import OracleError, ValueType
+from programs.model import Mesh, Op
+from strategies.invalid import ValueView as _V
+
+# results that are Python numbers, not jax arrays (lax.axis_size returns an int, and
+# these keep it one): no array method (x.astype) may be called on them
+_PYTHON_NUMBER_OPS = ("neg", "add", "sub", "mul", "psum", "pmean")
+
+
+def _axes_subsets(manual: tuple[str, ...]) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    for r in range(1, len(manual) + 1):
+        out.extend(permutations(manual, r))
+    return out
+
+
+class _Body:
+    """Builds the body op by op, keeping construction's view of every value."""
+
+    def __init__(self, mesh: Mesh, manual: tuple[str, ...], check_vma: bool, vals: list[_V],
+                 usable: tuple[str, ...] | None = None) -> None:
+        self.mesh, self.manual, self.check_vma = mesh, manual, check_vma
+        self.usable = manual if usable is None else usable  # the manual axes ops may name
+        self.vals = vals
+        self.ops: list[Op] = []
+        self.python_numbers: set[int] = set()  # value indices that hold a Python number
+
+    def add(self, op: Op, v: _V) -> int:
+        self.ops.append(op)
+        self.vals.append(v)
+        event(f"op: {op.kind}")
+        return len(self.vals) - 1
+
+    def typed(self, op: Op) -> _V | None:
+        """What `op` makes, by the oracle's rules; None when its check rejects the op."""
+        ins = [ValueType(v.shape, v.dtype, v.vma) for v in (self.vals[j] for j in op.operands)]
+        ctx = Ctx(self.mesh, self.manual, self.check_vma, len(self.ops), op)
+        d = OPS[op.kind]
+        try:
+            d.check(ins, ctx)
+        except OracleError:
+            return None
+        return _V(d.shape(ins, ctx), d.dtype(ins, ctx), d.vma(ins, ctx))
+
+    def push(self, op: Op) -> int | None:
+        """Append `op` with the type the oracle gives it; None (nothing appended) when the
+        oracle's check rejects it."""
+        v = self.typed(op)
+        if v is None:
+            event(f"draw rejected by the oracle: {op.kind}")
+            return None
+        i = self.add(op, v)
+        if op.kind == "axis_size" or (
+            op.kind in _PYTHON_NUMBER_OPS and op.operands and all(j in self.python_numbers for j in op.operands)
+        ):
+            self.python_numbers.add(i)
+        return i
+
+    def n(self, axes: tuple[str, ...]) -> int:
+        return self.mesh.group_size(axes)
+
+    def fitting_dims(self, draw: st.DrawFn, x: _V, n: int, label: str) -> tuple[bool, int] | None:
+        """(tiled, dim) for psum_scatter / all_to_all: tiled needs a dim divisible by the
+        group size n, untiled one equal to it; None when the value has no such dim."""
+        tiled = draw(st.booleans(), label="tiled")
+        dims = [d for d in range(len(x.shape)) if (x.shape[d] % n == 0 if tiled else x.shape[d] == n)]
+        if not dims:
+            return None
+        return tiled, draw(st.sampled_from(dims), label=label)
+
+    def try_op(self, draw: st.DrawFn, kind: str) -> bool:
+        """Append one op of `kind` if the current values allow it; False otherwise."""
+        idx = draw(st.integers(0, len(self.vals) - 1), label="operand")
+        # prefer recent values half the time so ops chain
+        if draw(st.booleans(), label="prefer_recent"):
+            idx = len(self.vals) - 1
+        from strategies.collectives import COLLECTIVE_DRAWS
+        from strategies.local_ops import LOCAL_DRAWS
+        from strategies.nested import draw_nested
+
+        if kind in LOCAL_DRAWS:
+            return LOCAL_DRAWS[kind](self, draw, idx)
+        if kind == "shard_map":
+            return draw_nested(self, draw, idx)
+        # collectives
+        if not self.usable:
+            return False
+        axes = draw(st.sampled_from(_axes_subsets(self.usable)), label="axes")
+        event(f"collective axes: {len(axes)}")
+        x = self.vals[idx]
+        if kind in ("psum", "pmean", "psum_scatter") and self.check_vma:
+            # all or none of the axes must be in the operand's vma
+            inside = tuple(a for a in axes if a in x.vma)
+            if inside and len(inside) != len(axes):
+                axes = inside
+            if not inside:
+                event(f"{kind}: invariant operand")
+        return COLLECTIVE_DRAWS[kind](self, draw, idx, axes)

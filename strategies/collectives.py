@@ -1,0 +1,144 @@
+"""Draws of the named-axis collectives: each gets the operand and the axes
+`_Body.try_op` drew, chooses the op's parameters where they are valid (and records an
+event), and leaves the result's type to the oracle (`_Body.push`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from programs.model import Op, ParamValue
+
+if TYPE_CHECKING:
+    from strategies.body import _Body
+
+CollectiveDraw = Callable[["_Body", st.DrawFn, int, tuple[str, ...]], bool]
+
+
+def _group_partition(draw: st.DrawFn, n: int) -> tuple[tuple[int, ...], ...]:
+    sizes = [d for d in range(1, n + 1) if n % d == 0]
+    size = draw(st.sampled_from(sizes), label="group_size")
+    order = draw(st.permutations(list(range(n))), label="group_order")
+    return tuple(tuple(sorted(order[i : i + size])) for i in range(0, n, size))
+
+
+def _reduction(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...], kind: str) -> bool:
+    """psum / pmean (axis_index_groups only with check_vma=False: jax 0.10.2 does not
+    implement them otherwise) and pmax / pmin (groups either way)."""
+    groups = None
+    if (kind in ("pmax", "pmin") or not b.check_vma) and draw(st.integers(0, 3), label="use_groups") == 0:
+        groups = _group_partition(draw, b.n(axes))
+        event(f"{kind}: axis_index_groups")
+    params: dict[str, ParamValue] = {"axes": axes} if groups is None else {"axes": axes, "groups": groups}
+    return b.push(Op.make(kind, (idx,), **params)) is not None
+
+
+def _all_gather(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    r = len(b.vals[idx].shape)
+    tiled = r > 0 and draw(st.booleans(), label="tiled")
+    hi = r if tiled else r + 1
+    axis = draw(st.integers(-hi, hi - 1), label="axis")
+    to = draw(st.sampled_from([None, None, "varying", "invarying"]), label="to")
+    event(f"all_gather: tiled={tiled} to={to}")
+    return b.push(Op.make("all_gather", (idx,), axes=axes, axis=axis, tiled=tiled, to=to)) is not None
+
+
+def _psum_scatter(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    x = b.vals[idx]
+    fit = b.fitting_dims(draw, x, b.n(axes), "scatter_dimension")
+    if fit is None:
+        return False
+    tiled, d = fit
+    if draw(st.integers(0, 3), label="negative_dim") == 0:
+        d -= len(x.shape)  # jax #20125: negative scatter_dimension
+    event(f"psum_scatter: tiled={tiled}")
+    return b.push(Op.make("psum_scatter", (idx,), axes=axes, scatter_dimension=d, tiled=tiled)) is not None
+
+
+def _all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    x = b.vals[idx]
+    r = len(x.shape)
+    fit = b.fitting_dims(draw, x, b.n(axes), "split_axis")
+    if fit is None:
+        return False
+    tiled, sd = fit
+    cd = draw(st.integers(0, r - 1), label="concat_axis")
+    neg = draw(st.integers(0, 5), label="negative_axes")  # jax #19720: negative axes
+    sd_p, cd_p = (sd - r if neg == 0 else sd), (cd - r if neg == 1 else cd)
+    event(f"all_to_all: tiled={tiled}")
+    return b.push(Op.make("all_to_all", (idx,), axes=axes, split_axis=sd_p, concat_axis=cd_p, tiled=tiled)) is not None
+
+
+def _pswapaxes(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    x, n = b.vals[idx], b.n(axes)
+    dims = [d for d in range(len(x.shape)) if x.shape[d] == n]
+    if not dims:
+        return False
+    d = draw(st.sampled_from(dims), label="axis")
+    return b.push(Op.make("pswapaxes", (idx,), axes=axes, axis=d)) is not None
+
+
+def _ppermute(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    n = b.n(axes)
+    srcs = draw(st.permutations(list(range(n))), label="sources")
+    k = draw(st.integers(1, n), label="n_pairs")
+    dsts = draw(st.permutations(list(range(n))), label="destinations")
+    perm = tuple(sorted(zip(srcs[:k], dsts[:k])))
+    event("ppermute: partial" if k < n else "ppermute: full")
+    return b.push(Op.make("ppermute", (idx,), axes=axes, perm=perm)) is not None
+
+
+def _pshuffle(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    perm = tuple(draw(st.permutations(list(range(b.n(axes)))), label="perm"))
+    return b.push(Op.make("pshuffle", (idx,), axes=axes, perm=perm)) is not None
+
+
+def _axis_index(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    i = b.push(Op.make("axis_index", (), axes=axes))
+    if i is not None and draw(st.booleans(), label="combine_index"):
+        b.push(Op.make("add", (idx, i)))  # use it: add it to a value (a scalar broadcasts)
+    return i is not None
+
+
+def _pcast(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    # the public pvary: only over axes the operand does not vary along yet
+    free = tuple(a for a in axes if a not in b.vals[idx].vma)
+    return bool(free) and b.push(Op.make("pcast", (idx,), axes=free, to="varying")) is not None
+
+
+def _ragged_all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    """Every sender j sends its first row to each peer, written at row j there:
+    input_offsets 0, sizes 1, output_offsets = the sender's index."""
+    x = b.vals[idx]
+    if len(x.shape) == 0 or x.shape[0] < 1:
+        return False
+    # drawn a quarter as often as other ops: XLA:CPU cannot run it, so a program
+    # holding one is checked only in the abstract and lowering modes there
+    if draw(st.integers(0, 3), label="ragged_rarely") != 0:
+        return False
+    n = b.n(axes)
+    zeros = b.push(Op.make("const", (), shape=(n,), dtype="int32", value=0))
+    ones = b.push(Op.make("const", (), shape=(n,), dtype="int32", value=1))
+    me = b.push(Op.make("axis_index", (), axes=axes))
+    assert zeros is not None and ones is not None and me is not None
+    out_off = b.push(Op.make("add", (zeros, me)))
+    out = b.push(Op.make("const", (), shape=(n,) + x.shape[1:], dtype=x.dtype, value=0))
+    assert out_off is not None and out is not None
+    return b.push(Op.make("ragged_all_to_all", (idx, out, zeros, ones, out_off, ones), axes=axes)) is not None
+
+
+COLLECTIVE_DRAWS: dict[str, CollectiveDraw] = {
+    **{k: (lambda b, draw, idx, axes, k=k: _reduction(b, draw, idx, axes, k)) for k in ("psum", "pmean", "pmax", "pmin")},  # type: ignore[misc]
+    "all_gather": _all_gather,
+    "psum_scatter": _psum_scatter,
+    "all_to_all": _all_to_all,
+    "pswapaxes": _pswapaxes,
+    "ppermute": _ppermute,
+    "pshuffle": _pshuffle,
+    "axis_index": _axis_index,
+    "pcast": _pcast,
+    "ragged_all_to_all": _ragged_all_to_all,
+}

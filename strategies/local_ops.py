@@ -1,0 +1,70 @@
+"""Draws of the local ops (const, the binary ops, neg, cast, reduce_sum, transpose):
+each chooses the operand's partner and parameters; the type comes from the oracle
+(`_Body.push`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from programs.model import Op
+from programs.ops import BINARY_OPS
+
+if TYPE_CHECKING:
+    from strategies.body import _Body
+
+Draw = Callable[["_Body", st.DrawFn, int], bool]
+
+
+def _binary(b: _Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
+    x = b.vals[idx]
+    same = [j for j, v in enumerate(b.vals) if v.shape == x.shape or v.shape == ()]
+    j = draw(st.sampled_from(same), label="rhs")
+    if x.dtype != b.vals[j].dtype:
+        event("binary: mixed dtypes")
+    return b.push(Op.make(kind, (idx, j))) is not None
+
+
+def _const(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+    x = b.vals[idx]
+    shape = draw(st.sampled_from([(), x.shape]), label="const_shape")
+    value = draw(st.integers(-3, 3), label="const_value")
+    c = b.push(Op.make("const", (), shape=shape, dtype=x.dtype, value=value))
+    op = draw(st.sampled_from(BINARY_OPS), label="const_binop")
+    return c is not None and b.push(Op.make(op, (idx, c))) is not None
+
+
+def _cast(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+    if idx in b.python_numbers:
+        return False  # a Python int has no .astype
+    to = "int32" if b.vals[idx].dtype == "float32" else "float32"
+    return b.push(Op.make("cast", (idx,), dtype=to)) is not None
+
+
+def _reduce_sum(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+    r = len(b.vals[idx].shape)
+    if r == 0:
+        return False
+    a = draw(st.integers(-r, r - 1), label="axis")
+    return b.push(Op.make("reduce_sum", (idx,), axis=a)) is not None
+
+
+def _transpose(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+    r = len(b.vals[idx].shape)
+    if r < 2:
+        return False
+    perm = tuple(draw(st.permutations(list(range(r))), label="perm"))
+    return b.push(Op.make("transpose", (idx,), perm=perm)) is not None
+
+
+LOCAL_DRAWS: dict[str, Draw] = {
+    **{k: (lambda b, draw, idx, k=k: _binary(b, draw, idx, k)) for k in BINARY_OPS},  # type: ignore[misc]
+    "const": _const,
+    "neg": lambda b, draw, idx: b.push(Op.make("neg", (idx,))) is not None,
+    "cast": _cast,
+    "reduce_sum": _reduce_sum,
+    "transpose": _transpose,
+}

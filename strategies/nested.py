@@ -1,0 +1,54 @@
+"""The draw of a nested shard_map (an op of kind "shard_map") in a partial-manual body."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from programs.model import Op
+from programs.ops import NESTED_INNER
+
+if TYPE_CHECKING:
+    from strategies.body import _Body
+
+
+def draw_nested(body: _Body, draw: st.DrawFn, idx: int) -> bool:
+    """A nested shard_map over automatic axes of a partial-manual body (see
+    programs/ops.py): its in_spec puts each inner axis on a dimension it divides, one
+    inner op (NESTED_INNER) runs over all the inner axes, and its out_spec names every
+    inner axis the inner result may vary over."""
+    x = body.vals[idx]
+    mesh, r = body.mesh, len(x.shape)
+    auto = [a for a in mesh.names if a not in body.manual and mesh.axis_size(a) > 1]
+    if not auto or r == 0:
+        return False
+    k = draw(st.integers(1, len(auto)), label="n_inner_axes")
+    inner_axes = tuple(sorted(draw(st.permutations(auto), label="inner_axes")[:k], key=mesh.names.index))
+    entries: list[tuple[str, ...] | None] = [None] * r
+    for a in inner_axes:
+        dims = [d for d in range(r) if entries[d] is None and x.shape[d] % mesh.axis_size(a) == 0]
+        if not dims:
+            return False
+        entries[draw(st.sampled_from(dims), label="inner_dim")] = (a,)
+    inner = draw(st.sampled_from(NESTED_INNER), label="inner_kind")
+    params: dict[str, object] = {"axes": inner_axes} if inner != "neg" else {}
+    out: tuple[tuple[str, ...] | None, ...] = tuple(entries)
+    if inner in ("psum", "pmax", "pmin") and draw(st.booleans(), label="inner_out_replicated"):
+        out = ()  # the reduction is the same on every inner device: a replicated out_spec
+    if inner == "all_gather":
+        ax = draw(st.integers(0, r - 1), label="inner_gather_axis")
+        params.update(axis=ax, tiled=True)
+    if inner == "ppermute":
+        n = mesh.group_size(inner_axes)
+        shift = draw(st.integers(1, max(1, n - 1)), label="inner_shift")
+        params["perm"] = tuple((i, (i + shift) % n) for i in range(n))
+    op = Op.make(
+        "shard_map", (idx,), inner_axes=inner_axes, in_spec=tuple(entries), out_spec=out, inner=inner,
+        inner_params=tuple(sorted(Op.make(inner, (0,), **params).params)), check_vma=body.check_vma,  # type: ignore[arg-type]
+    )
+    if body.push(op) is None:
+        return False
+    event(f"nested shard_map: {inner}")
+    return True
