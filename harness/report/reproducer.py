@@ -192,7 +192,7 @@ def _outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
 
 def _lowering_literal(p: Program, pred: Prediction) -> list[str]:
     """What compare's lowering check expects (harness/judge/compare.py _compare_lowering)."""
-    from harness.judge.compare import _expected_shardings
+    from harness.judge.compare_facts import expected_shardings
 
     manual = tuple(pred.manual_axes)
     nested: list[list[str]] = []
@@ -202,8 +202,8 @@ def _lowering_literal(p: Program, pred: Prediction) -> list[str]:
         if inner and any(p.mesh.axis_size(a) > 1 for a in inner):
             nested += [inner] * (2 if op.p("wrap") == "cond" else 1)  # one region per lax.cond branch
     n_in = len(p.inputs)
-    want_in = _expected_shardings(p.in_specs, [len(pred.value_types[i].shape) for i in range(n_in)], manual)
-    want_out = _expected_shardings(p.out_specs, [len(o.local_shape) for o in pred.outputs], manual)
+    want_in = expected_shardings(p.in_specs, [len(pred.value_types[i].shape) for i in range(n_in)], manual)
+    want_out = expected_shardings(p.out_specs, [len(o.local_shape) for o in pred.outputs], manual)
     blocks = [list(pred.value_types[i].shape) for i in range(n_in)]
     return [
         "# the Shardy lowering: one sdy.manual_computation over exactly the manual axes (none when every",

@@ -1,0 +1,149 @@
+"""What a mode saw beyond its outputs, against the prediction: every body value's shape,
+dtype and varying axes as jax.typeof showed them while tracing; the Shardy lowering's
+manual regions; the grad modes' directional derivatives against finite differences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.judge.divergence import Divergence, DivergenceKind, producer
+from harness.run.observation import Observation
+from oracles.prediction import Prediction
+from programs.model import Program, Spec
+from programs.ops import COLLECTIVES
+
+
+def compare_types(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
+    """Shape, dtype and vma of every body value, as jax.typeof showed them while tracing."""
+    out = []
+    n_in = len(p.inputs)
+    for i, (shape, dtype, vma) in sorted(obs.value_types.items()):
+        if i >= len(pred.value_types):
+            continue
+        t = pred.value_types[i]
+        name = f"a{i}" if i < n_in else f"v{i - n_in}"
+        where = producer(p, i)
+        op_index = i - n_in if i >= n_in else None
+        if shape != t.shape:
+            out.append(
+                Divergence(
+                    DivergenceKind.SHAPE,
+                    obs.mode,
+                    f"{name} (mode={obs.mode}): per-device shape={shape}, but oracle predicts {t.shape}",
+                    where,
+                    op_index=op_index,
+                )
+            )
+            break  # later shapes follow from this one
+        if dtype != t.dtype:
+            out.append(
+                Divergence(
+                    DivergenceKind.DTYPE,
+                    obs.mode,
+                    f"{name} (mode={obs.mode}): dtype={dtype}, but oracle predicts {t.dtype}",
+                    where,
+                    op_index=op_index,
+                )
+            )
+            break
+        if vma is not None and t.vma is not None and vma != t.vma:
+            out.append(
+                Divergence(
+                    DivergenceKind.VMA,
+                    obs.mode,
+                    f"{name} (mode={obs.mode}): vma={sorted(vma)}, but oracle predicts {sorted(t.vma)}",
+                    where,
+                    op_index=op_index,
+                )
+            )
+            break
+    return out
+
+
+def expected_shardings(specs: Sequence[Spec], ranks: list[int], manual: Sequence[str]) -> list[list[list[str]]]:
+    """Per spec, per dimension of its value's rank, the manual axes it is split over: the
+    shardings a manual region's arguments or results carry in the lowering."""
+    out = []
+    for s, r in zip(specs, ranks):
+        dims = [[a for a in (s.entries[d] or ()) if a in manual] if d < len(s.entries) else [] for d in range(r)]
+        out.append(dims)
+    return out
+
+
+def compare_lowering(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
+    """The lowered module against the program: one manual region (none when every
+    manual axis has size 1), its manual axes, shardings and per-device block shapes."""
+    f = obs.facts
+    mode = obs.mode
+    want_regions = 1 if pred.expect_region else 0
+
+    def div(where: str, what: str, got: object, want: object) -> Divergence:
+        return Divergence(
+            DivergenceKind.LOWERING, mode, f"(mode={mode}) {what}={got}, but oracle predicts {want}", where
+        )
+
+    # regions over exactly the newly manual axes; jax may nest helper regions over the
+    # remaining automatic axes (axis_index under partial manual computes the index there)
+    # each nested shard_map over an axis of size > 1 has its own region, over its axes
+    regions = list(f.get("region_manual_axes", []))
+    for op in p.body:
+        axes = op.p("inner_axes") if op.kind == "shard_map" else ()
+        inner = sorted(str(a) for a in axes) if isinstance(axes, tuple) else []
+        if inner and any(p.mesh.axis_size(a) > 1 for a in inner):
+            for _ in range(2 if op.p("wrap") == "cond" else 1):  # (one per lax.cond branch)
+                if inner not in regions:
+                    return [div("nested_region", "sdy.manual_computation regions (manual axes)", f.get("region_manual_axes"), f"one over {inner} (a nested shard_map)")]
+                regions.remove(inner)
+    manual = sorted(pred.manual_axes)
+    ours = [r for r in regions if r == manual] if want_regions else regions
+    others = [r for r in regions if r != manual and not set(r).isdisjoint(manual)]
+    if len(ours) != want_regions or (want_regions and others):
+        return [div("region_count", "sdy.manual_computation regions (manual axes)", f.get("region_manual_axes"), [manual] * want_regions)]
+    if not want_regions:
+        return []
+    out = []
+    manual = tuple(pred.manual_axes)  # type: ignore[assignment]
+    if f.get("manual_axes") != sorted(manual):
+        out.append(div("manual_axes", "manual_axes", f.get("manual_axes"), sorted(manual)))
+    n_in = len(p.inputs)
+    in_ranks = [len(pred.value_types[i].shape) for i in range(n_in)]
+    want_in = expected_shardings(p.in_specs, in_ranks, manual)
+    if f.get("in_shardings") != want_in:
+        out.append(div("in_shardings", "in_shardings", f.get("in_shardings"), want_in))
+    out_ranks = [len(o.local_shape) for o in pred.outputs]
+    want_out = expected_shardings(p.out_specs, out_ranks, manual)
+    if f.get("out_shardings") != want_out:
+        out.append(div("out_shardings", "out_shardings", f.get("out_shardings"), want_out))
+    want_blocks = [list(pred.value_types[i].shape) for i in range(n_in)]
+    if f.get("block_shapes") != want_blocks:
+        out.append(div("block_shapes", "region block argument shapes", f.get("block_shapes"), want_blocks))
+    return out
+
+
+def compare_grad(p: Program, obs: Observation) -> list[Divergence]:
+    """jax's jvp and vjp directional derivatives against the finite-difference oracle."""
+    from oracles.derivatives import directional_derivative
+
+    f = obs.facts
+    if "jvp" not in f:
+        return []
+    want = directional_derivative(p, list(f["outputs"]))
+    if not want.smooth:
+        return []  # a kink at the point: nothing to predict
+    out = []
+    ops = sorted({op.kind for op in p.body} - {"const"}) or ["input"]
+    where = ",".join(o for o in ops if o in COLLECTIVES) or "local"
+    for rule in ("jvp", "vjp"):
+        got = float(f[rule])
+        if not abs(got - want.value) <= want.tolerance:
+            out.append(
+                Divergence(
+                    DivergenceKind.VALUE,
+                    obs.mode,
+                    f"(mode={obs.mode}) <u, J v> by jax.{rule} is {got:.6g}, but oracle predicts {want.value:.6g} "
+                    f"(finite differences, tolerance {want.tolerance:.2g}); collectives in the program: {where}",
+                    f"{rule}:{where}",
+                )
+            )
+    return out

@@ -1,0 +1,193 @@
+"""Each output a mode returned, against the oracle's prediction: global shape and dtype,
+then each device's block (or, where jax laid an output out along automatic axes, the
+global value or aligned tiles); under vmap, the batch against the per-member predictions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.judge.divergence import Divergence, DivergenceKind, producer, short
+from harness.run.observation import Observation, ObservedOutput
+from oracles.prediction import OutputPrediction, Prediction
+from programs.model import Program
+
+
+def compare_output(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str) -> list[Divergence]:
+    """Output `k` of a mode that returns it: its global shape and dtype, then (where the
+    mode read them back) each device's block."""
+    where = producer(p, p.outputs[k])
+    if o.global_shape != e.global_shape:
+        return [
+            Divergence(
+                DivergenceKind.SHAPE,
+                mode,
+                f"out[{k}] (mode={mode}): shape={o.global_shape}, but oracle predicts {e.global_shape}",
+                where,
+                output=k,
+            )
+        ]
+    if o.dtype != e.dtype:
+        return [
+            Divergence(
+                DivergenceKind.DTYPE,
+                mode,
+                f"out[{k}] (mode={mode}): dtype={o.dtype}, but oracle predicts {e.dtype}",
+                where,
+                output=k,
+            )
+        ]
+    if o.device_values is None:
+        return []
+    assert e.device_values is not None  # a value mode's prediction has the blocks
+    if _auto_layout(p, o.device_values, e.device_values):
+        return _compare_auto_layout(p, k, o, e, mode, where)
+    return _compare_blocks(p, k, o, e, mode, where)
+
+
+def _same(g: np.ndarray, w: np.ndarray, e: OutputPrediction) -> bool:
+    g, w = g.astype(np.float64), w.astype(np.float64)
+    return np.array_equal(g, w) if e.exact or e.dtype == "int32" else bool(np.allclose(g, w, rtol=e.rtol, atol=e.atol))
+
+
+def _compare_auto_layout(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str, where: str) -> list[Divergence]:
+    """Along automatic axes (partial manual) jax chooses the layout; a nested shard_map
+    may leave the output split over one. The global value decides, or where there is
+    none (check_vma=False, blocks differ), each device's block must be one aligned tile
+    of the block the oracle predicts for it."""
+    blocks, want = o.device_values, e.device_values
+    assert blocks is not None and want is not None
+    if o.global_value is not None and e.global_value is not None:
+        if _same(o.global_value, e.global_value, e):
+            return []
+        g64, w64 = o.global_value.astype(np.float64), e.global_value.astype(np.float64)
+        return [Divergence(DivergenceKind.VALUE, mode, f"out[{k}] (mode={mode}): global value {short(g64)}, but oracle predicts {short(w64)}",
+                           where, output=k, max_abs_diff=float(np.max(np.abs(g64 - w64), initial=0)))]
+    bad = [c for c in p.mesh.coords() if not any(_same(blocks[c], t, e) for t in _tiles(want[c], blocks[c].shape))]
+    if not bad:
+        return []
+    return [Divergence(DivergenceKind.VALUE, mode, f"out[{k}] (mode={mode}): at devices {bad[:4]} the block {short(blocks[bad[0]])} "
+                       f"is no tile of the predicted block {short(want[bad[0]])}", where, output=k, bad_devices=tuple(bad))]
+
+
+def _compare_blocks(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str, where: str) -> list[Divergence]:
+    """Each device's block against the one the oracle predicts for it: one divergence
+    naming every wrong device (or the first device whose block has the wrong shape)."""
+    blocks, wants = o.device_values, e.device_values
+    assert blocks is not None and wants is not None
+    bad: list[tuple[int, ...]] = []
+    diffs: list[float] = []
+    first: tuple[tuple[int, ...], np.ndarray, np.ndarray] | None = None
+    for c in p.mesh.coords():
+        got = blocks.get(c)
+        want = wants[c]
+        if got is None or got.shape != want.shape:
+            return [
+                Divergence(
+                    DivergenceKind.SHAPE,
+                    mode,
+                    f"out[{k}] (mode={mode}): device {c} holds a block of shape "
+                    f"{None if got is None else got.shape}, but oracle predicts {want.shape} "
+                    f"(global shape {o.global_shape}, out_spec {p.out_specs[k]!r})",
+                    "device_block",
+                    output=k,
+                    bad_devices=(c,),
+                )
+            ]
+        if not _same(got, want, e):
+            bad.append(c)
+            first = first or (c, got, want)
+            diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+            diffs.append(float(np.nanmax(np.where(np.isnan(diff), np.inf, diff), initial=0)))
+    if first is None:
+        return []
+    c, got, want = first
+    worst = max(diffs)
+    tol = "exactly" if e.exact else f"within rtol={e.rtol:g}, atol={e.atol:g}"
+    return [
+        Divergence(
+            DivergenceKind.VALUE,
+            mode,
+            f"out[{k}] (mode={mode}): values differ at {len(bad)} of {p.mesh.size} devices "
+            f"{bad[:4]}{'...' if len(bad) > 4 else ''}; at device {c} jax gives "
+            f"{short(got)}, but oracle predicts {short(want)} "
+            f"({tol}; max |diff|={worst:g})",
+            where,
+            output=k,
+            bad_devices=tuple(bad),
+            max_abs_diff=worst,
+            device_diffs=tuple(diffs),
+        )
+    ]
+
+
+def _tiles(w: np.ndarray, shape: tuple[int, ...]) -> list[np.ndarray]:
+    """Every aligned tile of `shape` in `w`."""
+    counts = [n // max(m, 1) for n, m in zip(w.shape, shape)]
+    out = []
+    for idx in np.ndindex(*counts):
+        out.append(w[tuple(slice(i * m, (i + 1) * m) for i, m in zip(idx, shape))])
+    return out
+
+
+def _auto_layout(p: Program, blocks: dict[tuple[int, ...], np.ndarray], want: np.ndarray) -> bool:
+    """Whether jax split an output along automatic axes where the oracle's blocks are
+    whole (partial manual; the blocks divide the predicted ones evenly)."""
+    auto = [a for a in p.mesh.names if a not in p.manual_axes and p.mesh.axis_size(a) > 1]
+    if not auto:
+        return False
+    diff = False
+    for c in p.mesh.coords():
+        got, w = blocks.get(c), want[c]
+        if got is None or got.ndim != w.ndim or any(n % max(g, 1) for g, n in zip(got.shape, w.shape)):
+            return False
+        diff = diff or got.shape != w.shape
+    return diff
+
+
+def compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
+    """vmap: each output is the batch of the per-member predictions, stacked on axis 0."""
+    from harness.run.modes import MODES
+    from oracles import predict
+
+    n_batch = MODES[obs.mode].batch_size(p)  # type: ignore[attr-defined]
+    members = [pred] + [predict(p, batch=b) for b in range(1, n_batch)]
+    out = []
+    for k, o in enumerate(obs.outputs):
+        e = pred.outputs[k]
+        where = producer(p, p.outputs[k])
+        want_shape = (n_batch,) + e.global_shape
+        if o.global_shape != want_shape or o.dtype != e.dtype:
+            kind = DivergenceKind.SHAPE if o.global_shape != want_shape else DivergenceKind.DTYPE
+            out.append(
+                Divergence(
+                    kind,
+                    obs.mode,
+                    f"out[{k}] (mode={obs.mode}): {o.dtype}{list(o.global_shape)}, but oracle predicts {e.dtype}{list(want_shape)}",
+                    where,
+                    output=k,
+                )
+            )
+            continue
+        wants = [m.outputs[k].global_value for m in members]
+        if any(w is None for w in wants) or o.global_value is None:
+            continue  # not replicated where the out_spec says so (check_vma=False): no global value
+        want = np.stack(wants).astype(np.float64)  # type: ignore[arg-type]
+        got = o.global_value.astype(np.float64)
+        exact = all(m.outputs[k].exact for m in members) or e.dtype == "int32"
+        tol = max(m.outputs[k].atol for m in members)
+        ok = np.array_equal(got, want) if exact else bool(np.allclose(got, want, rtol=e.rtol, atol=tol))
+        if not ok:
+            bad = [b for b in range(n_batch) if not np.allclose(got[b], want[b], rtol=e.rtol, atol=tol)]
+            out.append(
+                Divergence(
+                    DivergenceKind.VALUE,
+                    obs.mode,
+                    f"out[{k}] (mode={obs.mode}): batch members {bad} differ; jax gives {short(got[bad[0]] if bad else got)}, "
+                    f"but oracle predicts {short(want[bad[0]] if bad else want)}",
+                    where,
+                    output=k,
+                    max_abs_diff=float(np.max(np.abs(got - want), initial=0)),
+                )
+            )
+    return out
