@@ -133,7 +133,18 @@ def _suppressions(path: str | None):  # type: ignore[no-untyped-def]
         raise UsageError(str(e)) from None
 
 
-FUZZ_DEFAULTS: dict[str, object] = {"max_examples": 200, "budget": None, "minimize_budget": 30.0, "minimize_total": 0.0}
+def _run_defaults() -> dict[str, object]:
+    """`shardfuzz fuzz`'s defaults are RunConfig's (one source: the CLI, the benchmarks and
+    library callers get the same run)."""
+    from harness.campaign.config import RunConfig
+
+    d = RunConfig()
+    return {"max_examples": d.max_examples, "budget": d.budget_s, "minimize_budget": d.minimize_budget_s,
+            "minimize_total": d.minimize_total_s, "value_share": d.value_share, "batch": d.batch,
+            "invalid": d.invalid, "workers": d.workers, "timeout": d.timeout_s, "seed": d.seed}
+
+
+FUZZ_DEFAULTS: dict[str, object] = _run_defaults()
 
 def _writable_dir(path: str, option: str) -> Path:
     """The directory (created if needed), or a UsageError naming the option."""
@@ -199,16 +210,6 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         batch=a.batch,
         worker_env={"SHARDFUZZ_CODEGEN": a.codegen},
     )
-    if a.batch < 1:
-        raise UsageError(f"--batch={a.batch} must be >= 1 (1: no batching)")
-    if a.minimize_total < 0:
-        raise UsageError(f"--minimize-total={a.minimize_total} must be >= 0 seconds (0: no limit)")
-    if not 0.0 <= a.value_share <= 1.0:
-        raise UsageError(f"--value-share={a.value_share} must be between 0 and 1")
-    if not 0.0 <= a.invalid <= 1.0:
-        raise UsageError(f"--invalid={a.invalid} must be a probability between 0 and 1")
-    if a.workers < 0:
-        raise UsageError(f"--workers={a.workers} must be >= 0 (0 runs in this process)")
     s = fuzz(cfg)
     print_summary(s, report)
     return 1 if s.failing else 0
@@ -241,19 +242,6 @@ def print_summary(s, report: Path) -> None:  # type: ignore[no-untyped-def]
         print(f"  next: shardfuzz replay {s.failing[0].case}   |   shardfuzz explain {s.failing[0].case}")
 
 
-def _check_in_pool(pool, p, modes):  # type: ignore[no-untyped-def]
-    """Submit, drain, evaluate, and put value divergences on the op that goes wrong."""
-    from harness.judge.check import evaluate, localise_values, needs_probe
-
-    pool.submit(p, modes)
-    (c,) = pool.drain()
-    res = evaluate(p, c.observations)
-    if needs_probe(res):
-        pool.submit(p, ("probe",))
-        res = localise_values(res, pool.drain()[0].observations[0])
-    return res
-
-
 def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
     """Print each mode and divergence; returns (new divergences, known entry ids, unsupported modes)."""
     from harness.judge.known import explain_all
@@ -279,6 +267,7 @@ def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[st
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
+    from harness.judge.check import check_in_pool
     from harness.judge.known import derived_program
     from harness.run.compat import jax_version
     from harness.run.pool import Pool
@@ -289,7 +278,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
     jv = jax_version()
     pool = Pool(1, timeout_s=a.timeout)  # a case may crash jax: never in this process
     try:
-        res = _check_in_pool(pool, p, modes)
+        res = check_in_pool(pool, p, modes)
         new, known, unsupported = _print_result(res, entries, jv)
         if known:
             # a known bug explains only what it causes: the program without it is checked in full
@@ -298,7 +287,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
             if q is not None:
                 kept = "its rewrite" if q.outputs == p.outputs and len(q.body) == len(p.body) else f"its outputs {list(range(len(q.outputs)))} no known bug reaches"
                 print(f"  checking the program without the known bug ({kept}):")
-                n2, k2, _ = _print_result(_check_in_pool(pool, q, modes), entries, jv, indent="    ")
+                n2, k2, _ = _print_result(check_in_pool(pool, q, modes), entries, jv, indent="    ")
                 new += n2
                 known += [k for k in k2 if k not in known]
     finally:
@@ -407,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     f = sub.add_parser("fuzz", help="draw programs and check them against the oracle")
-    f.add_argument("--seed", type=int, default=0,
+    f.add_argument("--seed", type=int, default=FUZZ_DEFAULTS["seed"],
                    help="which programs: the same seed and options draw the same programs (programs_digest in the summary)")
     f.add_argument("--max-examples", type=at_least(1), default=FUZZ_DEFAULTS["max_examples"],
                    help="how many programs to draw (Hypothesis examples), at least 1")
@@ -417,8 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
     f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {public}")
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
-    f.add_argument("--value-share", type=fraction, default=0.25, help="share of programs run in every mode; the rest only in the abstract tier")
-    f.add_argument("--batch", type=at_least(1, what="1: no batching"), default=8, help="value-tier programs compiled together as one jit")
+    f.add_argument("--value-share", type=fraction, default=FUZZ_DEFAULTS["value_share"], help="share of programs run in every mode; the rest only in the abstract tier")
+    f.add_argument("--batch", type=at_least(1, what="1: no batching"), default=FUZZ_DEFAULTS["batch"], help="value-tier programs compiled together as one jit")
     f.add_argument(
         "--codegen",
         choices=("fast", "default"),
@@ -432,12 +421,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--minimize-total", type=at_least(0.0, float, "0: no limit"), default=FUZZ_DEFAULTS["minimize_total"],
                    help="seconds for minimizing all new buckets together, most frequent first (0: no limit)")
-    f.add_argument("--invalid", type=fraction, default=0.25, help="share of programs given one deliberate defect")
+    f.add_argument("--invalid", type=fraction, default=FUZZ_DEFAULTS["invalid"], help="share of programs given one deliberate defect")
     f.add_argument("--defects", default=None, help="comma-separated defect names to draw from (default: all; see strategies/invalid.py)")
     cores = len(os.sched_getaffinity(0))
-    f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=cores,
+    f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=FUZZ_DEFAULTS["workers"],
                    help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")
-    f.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in a worker, seconds")
+    f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"], help="per-mode timeout in a worker, seconds")
     f.set_defaults(fn=cmd_fuzz)
     m = sub.add_parser("minimize", help="shrink a case while it keeps its divergence signature")
     m.add_argument("case", help="a JSON case file")

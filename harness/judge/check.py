@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -113,4 +114,19 @@ def check_program(p: Program, modes: tuple[str, ...]) -> CheckResult:
     res = evaluate(p, [MODES[m].run(p) for m in modes])
     if needs_probe(res):
         res = localise_values(res, MODES["probe"].run(p))
+    return res
+
+
+def check_in_pool(pool: Any, p: Program, modes: tuple[str, ...]) -> CheckResult:
+    """One program start to finish in a worker pool (harness.run.pool.Pool; None: in this
+    process): submit, drain, evaluate, and put value divergences on the op that goes
+    wrong. The one way replay, the corpus, minimization and the CLI check a program."""
+    if pool is None:
+        return check_program(p, modes)
+    pool.submit(p, modes)
+    (c,) = pool.drain()
+    res = evaluate(c.program, c.observations)
+    if needs_probe(res):
+        pool.submit(p, ("probe",))
+        res = localise_values(res, pool.drain()[0].observations[0])
     return res

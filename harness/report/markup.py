@@ -23,8 +23,12 @@ def esc(text: object) -> str:
 
 
 def write(path: Path, text: str) -> None:
-    """Temporary file and rename, as summary.json is written: never half a report."""
+    """The one atomic write (cases, corpus, summaries, reports): a temporary file, synced,
+    then renamed, so a crash or kill -9 never leaves half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -1,0 +1,68 @@
+"""A fuzz run's configuration: one validated type whose defaults are the CLI's (the CLI,
+the benchmarks and library callers all build one)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from harness.judge.known import KnownDivergence
+from harness.run.modes import DEFAULT_MODES
+
+
+def cores() -> int:
+    """The cores this process may run on (the default worker count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+
+
+@dataclass
+class RunConfig:
+    seed: int = 0
+    max_examples: int = 200
+    budget_s: float | None = None
+    report_dir: Path = Path("reports/run")
+    modes: tuple[str, ...] = DEFAULT_MODES
+    suppressions: list[KnownDivergence] = field(default_factory=list)  # reports/known_divergences.toml
+    progress: TextIO = sys.stderr
+    workers: int = field(default_factory=lambda: cores())  # 0: run in this process (no crash safety)
+    timeout_s: float = 30.0
+    python: str | None = None  # interpreter for the workers (default: this one)
+    worker_env: dict[str, str] = field(default_factory=dict)
+    invalid: float = 0.25  # share of programs with one deliberate defect
+    defects: tuple[str, ...] = ()  # the defects to draw from (empty: all, strategies/invalid.py)
+    corpus: Path | None = None  # persistent failing cases: replayed first, added to
+    value_share: float = 0.25  # share of programs that go on from the abstract tier to every mode
+    batch: int = 8  # programs per combined jit in the value tier (1: no batching)
+    minimize_budget_s: float = 30.0  # per new bucket, after the run; 0 disables
+    minimize_total_s: float = 0.0  # for all new buckets together (0: no limit); most frequent first
+
+    def __post_init__(self) -> None:
+        """Every number in range, or a ConfigError (a UsageError and a ValueError) naming
+        the field, its `shardfuzz fuzz` option, the value and the rule."""
+        from harness.usage import ConfigError
+
+        def bad(name: str, option: str, rule: str) -> ConfigError:
+            return ConfigError(f"RunConfig.{name}={getattr(self, name)!r} ({option}) must be {rule}")
+
+        if self.max_examples < 1:
+            raise bad("max_examples", "--max-examples", ">= 1")
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise bad("budget_s", "--budget", "> 0 seconds, or None for no time limit")
+        if self.workers < 0:
+            raise bad("workers", "--workers", ">= 0 (0: in this process)")
+        if not self.timeout_s > 0:
+            raise bad("timeout_s", "--timeout", "> 0 seconds")
+        for name, option in (("invalid", "--invalid"), ("value_share", "--value-share")):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise bad(name, option, "a share between 0 and 1")
+        if self.batch < 1:
+            raise bad("batch", "--batch", ">= 1 (1: no batching)")
+        if not self.minimize_budget_s >= 0:
+            raise bad("minimize_budget_s", "--minimize-budget", ">= 0 seconds (0: off)")
+        if not self.minimize_total_s >= 0:
+            raise bad("minimize_total_s", "--minimize-total", ">= 0 seconds (0: no limit)")
+        if not self.modes:
+            raise bad("modes", "--modes", "at least one mode")

@@ -1,0 +1,175 @@
+"""After the programs: the known entries' own cases (fixed or unseen), minimization of
+the new buckets, and the summary every report renders."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from harness.campaign.corpus import check_sync
+from harness.campaign.generation import example_database, hypothesis_shrink
+from harness.campaign.minimize import (
+    minimize_case,
+    minimized_reproducer,
+    modes_for,
+    pool_check,
+    size,
+)
+from harness.campaign.state import Run, case_document
+from harness.judge.check import check_program, evaluate
+from harness.judge.known import entry_case_shows, entry_modes, statuses
+from harness.report.markup import write as atomic_write
+from harness.report.reports import write_reports
+from harness.report.summary import BucketSummary, CoverageCell, FixedCase, RunSummary, counts_of
+from harness.run.pool import Pool
+from programs.model import Program
+from programs.serialize import ProgramFormatError, program_from_dict, program_id
+
+
+def check_entry_cases(run: Run, pool: Pool | None) -> None:
+    """Each known entry nothing matched in this run: does its own case still show its
+    bug on this jax? No: the entry is reported `fixed` (stale); yes: `unseen`."""
+    from harness.judge.known import case_path
+
+    todo = []
+    for e in run.cfg.suppressions:
+        if e.id in run.entry_matches or not e.covers(run.jax_version):
+            continue
+        try:
+            q = program_from_dict(json.loads(case_path(e).read_text()).get("program") or json.loads(case_path(e).read_text()))
+        except (OSError, ValueError, KeyError, ProgramFormatError):
+            continue  # (validated when the file was loaded: a case gone since is left unseen)
+        todo.append((e, q, entry_modes(e, run.cfg.modes)))
+    if not todo:
+        return
+    print(f"checking the own cases of {len(todo)} known entries nothing matched", file=run.cfg.progress, flush=True)
+    results = []
+    if pool is None:
+        results = [(e, check_program(q, modes)) for e, q, modes in todo]
+    else:
+        for i, (_e, q, modes) in enumerate(todo):
+            while pool.free() == 0:
+                results.extend((todo[c.tag][0], evaluate(c.program, c.observations)) for c in pool.wait(1.0))
+            pool.submit(q, modes, tag=i)
+        results.extend((todo[c.tag][0], evaluate(c.program, c.observations)) for c in pool.drain())
+    for e, res in results:
+        run.entry_shows[e.id] = entry_case_shows(e, res.program, res.divergences, res.prediction, run.jax_version)
+
+
+def minimize_buckets(run: Run, pool: Pool | None) -> None:
+    """Shrink each new bucket's program while it keeps the bucket's signature; the
+    minimized case and its standalone reproducer are saved beside the original."""
+    if pool is None:
+        return
+    todo = sorted((b for b in run.buckets.values() if not b.suppressed_by), key=lambda b: -b.count)
+    done: dict[str, tuple[Program, Path]] = {}  # case -> its minimized program and file
+    started = time.monotonic()
+    written: list[str] = []  # cases whose minimized files were written, once per bucket
+    for i, b in enumerate(todo):
+        case = Path(b.case)
+        try:
+            p = program_from_dict(json.loads(case.read_text())["program"])
+        except (OSError, ValueError, KeyError):
+            continue
+        if run.cfg.minimize_total_s > 0 and time.monotonic() - started > run.cfg.minimize_total_s:
+            print(f"minimization budget ({run.cfg.minimize_total_s:.0f}s) spent: {len(todo) - i} buckets left "
+                  "unminimized (their cases are saved; `shardfuzz minimize CASE` does one by hand)",
+                  file=run.cfg.progress, flush=True)
+            break
+        print(f"minimizing [{i + 1}/{len(todo)}] {b.signature} ...", file=run.cfg.progress, flush=True)
+        if b.case in done:
+            # several buckets from one case (one bug seen by several modes): the program
+            # minimized for the first often shows this signature too: one check, not a search
+            small, path = done[b.case]
+            if b.signature in {d.signature for d in check_sync(run, pool, small).divergences}:
+                b.minimized_case, b.minimized_size = str(path), list(size(small))
+                print(f"  the case's minimized program shows it too: {path}", file=run.cfg.progress, flush=True)
+                continue
+        t0 = time.monotonic()
+        n_hyp, original = 0, p
+        if program_id(p) in set(run.generated_ids):  # drawn by this run: Hypothesis shrinks it first
+            db = example_database(run.cfg.corpus) if run.cfg.corpus is not None else None
+            check = pool_check(pool, modes_for(b.signature, run.cfg.modes))
+            shrunk, n_hyp = hypothesis_shrink(run.cfg, program_id(p), b.signature, check,
+                                              run.cfg.minimize_budget_s / 2, db)
+            if shrunk is not None:
+                print(f"  Hypothesis shrinking: {size(p)} -> {size(shrunk)} in {n_hyp} checks", file=run.cfg.progress, flush=True)
+                p = shrunk
+        left = max(run.cfg.minimize_budget_s / 2, run.cfg.minimize_budget_s - (time.monotonic() - t0))
+        best, n = minimize_case(pool, p, b.signature, run.cfg.modes, left)
+        n += n_hyp
+        base = case.with_suffix("")
+        k = sum(1 for c in written if c == b.case)  # a second bucket of one case: its own files
+        written.append(b.case)
+        stem = f"{base}.min" if k == 0 else f"{base}.min{k + 1}"
+        out_json, out_py = Path(f"{stem}.json"), Path(f"{stem}.py")
+        sig_div = [d for d in check_sync(run, pool, best).divergences if d.signature == b.signature]
+        atomic_write(out_json, case_document(best, tuple(sig_div), run.jax_version, {"minimized_from": str(case)}))
+        atomic_write(out_py, minimized_reproducer(best, b.signature, title=f"shardfuzz reproducer: {b.signature}"))
+        b.minimized_case = str(out_json)
+        b.minimized_size = list(size(best))
+        done.setdefault(b.case, (best, out_json))
+        print(f"  {size(original)} -> {size(best)} in {n} checks: {out_py}", file=run.cfg.progress, flush=True)
+        if run.cfg.corpus is not None:
+            atomic_write(run.cfg.corpus / out_json.name, out_json.read_text())
+
+
+def _events(stats: list[dict[str, Any]]) -> dict[str, float]:
+    """Share of generated programs in which each `event()` occurred (Hypothesis' own
+    per-test-case statistics, aggregated the way its statistics report does)."""
+    counts: Counter[str] = Counter()
+    n = 0
+    for s in stats:
+        for tc in (s.get("generate-phase") or {}).get("test-cases", []):
+            if tc.get("status") != "valid":
+                continue
+            n += 1
+            counts.update(set(tc.get("events", [])))
+    return {k: round(v / n, 4) for k, v in sorted(counts.items())} if n else {}
+
+
+def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
+    """The run as a RunSummary (harness/report/summary.py), written to summary.json and
+    rendered as junit.xml and index.html from the same value."""
+    cfg = run.cfg
+    ordered = sorted(run.buckets.values(), key=lambda b: (b.suppressed_by is not None, -b.count))
+    buckets = tuple(
+        BucketSummary(b.signature, b.kind, b.mode, b.count, b.case, b.message, b.suppressed_by, b.new,
+                      b.first_seen_at, b.minimized_case, tuple(b.minimized_size) if b.minimized_size else None)
+        for b in ordered
+    )
+    fixed = tuple(FixedCase(str(f["case"]), tuple(f["signatures"])) for f in run.fixed)
+    seen = {b.suppressed_by for b in buckets if b.suppressed_by}
+    summary = RunSummary(
+        jax_version=run.jax_version,
+        seed=cfg.seed,
+        modes=tuple(cfg.modes),
+        codegen=cfg.worker_env.get("SHARDFUZZ_CODEGEN", os.environ.get("SHARDFUZZ_CODEGEN", "fast")),
+        counts=counts_of(buckets, fixed, run.n, run.n_with_divergences, run.n_failing_programs),
+        repeats_skipped=run.repeats,
+        accidentally_invalid=run.accidents,
+        elapsed_s=round(run.elapsed(), 2),
+        buckets=buckets,
+        fixed=fixed,
+        batch_reconfirmed=run.batch_reconfirmed,
+        corpus_replayed=run.corpus_replayed,
+        database_replayed=run.database_replayed,
+        programs_digest=hashlib.sha256(" ".join(run.generated_ids).encode()).hexdigest()[:16],
+        unseen_suppressions=tuple(sorted(s.id for s in cfg.suppressions if s.id not in seen)),
+        known_entries=statuses(cfg.suppressions, dict(run.entry_matches), run.entry_shows, run.jax_version),
+        programs_with_known=run.with_known,
+        derived_checked=run.derived_checked,
+        # a program is checked in full when no known entry explained any of its
+        # divergences, or one did and its rewrite (every output kept) was checked
+        checked_in_full=run.n - run.with_known + run.in_full_by_rewrite,
+        statistics=_events(stats),
+        coverage=tuple(CoverageCell(c, r, dt, m, sp, n) for (c, r, dt, m, sp), n in sorted(run.coverage.items())),
+    )
+    atomic_write(cfg.report_dir / "summary.json", json.dumps(summary.to_json(), indent=1))
+    write_reports(summary, cfg.report_dir)
+    return summary

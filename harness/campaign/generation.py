@@ -1,0 +1,126 @@
+"""How a run drives Hypothesis: one test function behind every fuzz run, database replay
+and shrink search (so they share one key in the corpus's example database), the run's
+strategy under its seed and example count, Hypothesis' own shrinker on a drawn program,
+and the programs a seed draws.
+
+Hypothesis drives generation (seeded, so a run is repeatable) and collects the run's
+statistics (`event()` counts) through its own statistics hook; shardfuzz does not shrink
+inside the run (a failing example must not stop it: every bucket is wanted).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from harness.campaign.config import RunConfig
+from harness.campaign.minimize import size
+from programs.model import Program
+from programs.serialize import program_id
+from strategies import programs
+from strategies.invalid import DEFECTS
+
+# How a run drives Hypothesis: generation only (a failing example must not stop the run,
+# so nothing is shrunk inside it; minimization comes after), no deadline, no database.
+GENERATION = settings(
+    deadline=None,
+    database=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+    derandomize=False,
+    print_blob=False,
+)
+
+
+_HANDLERS: list[Callable[[Program], None]] = []
+
+
+def fuzz_program(p: Program) -> None:
+    """The one Hypothesis test function behind every fuzz run, database replay and
+    shrink search: one function, so they all share one key in the corpus's example
+    database (Hypothesis keys saved examples by the test function)."""
+    _HANDLERS[-1](p)
+
+
+@contextmanager
+def _handling(fn: Callable[[Program], None]) -> Iterator[None]:
+    _HANDLERS.append(fn)
+    try:
+        yield
+    finally:
+        _HANDLERS.pop()
+
+
+def example_database(corpus: Path) -> DirectoryBasedExampleDatabase:
+    """The corpus directory is also Hypothesis' example database (in `.hypothesis/`)."""
+    return DirectoryBasedExampleDatabase(str(corpus / ".hypothesis"))
+
+
+def hypothesis_test(cfg: RunConfig, phases: list[Phase], database: Any = None) -> Callable[[], None]:
+    """`fuzz_program` under Hypothesis with the run's strategy, seed and example count
+    (the same ones always draw the same programs in the same order)."""
+    wrapped = given(programs(invalid=cfg.invalid, defects=cfg.defects or tuple(DEFECTS)))(fuzz_program)
+    return settings(
+        GENERATION, max_examples=cfg.max_examples, phases=phases, database=database, verbosity=Verbosity.quiet
+    )(seed(cfg.seed)(wrapped))
+
+
+class _Reproduced(Exception):
+    """Raised in a shrink search when a program shows the signature: a 'failure' to
+    Hypothesis, which then shrinks it."""
+
+
+def hypothesis_shrink(
+    cfg: RunConfig, target_id: str, signature: str, check: Callable[[Program], set[str]], budget_s: float,
+    database: Any = None,
+) -> tuple[Program | None, int]:
+    """Hypothesis' own shrinker on a program the run drew: replay the run's generation
+    (same seed, strategy and example count: cheap, nothing runs) up to the program with
+    id `target_id`, then let Hypothesis shrink its choice sequence, every candidate
+    checked through real jax for `signature`. The smallest program that still shows it
+    (None when the target is not reached) and the checks spent; with a database, the
+    shrunk example is saved there, and later runs replay it first."""
+    state: dict[str, Any] = {"found": False, "checks": 0, "best": None, "t0": time.monotonic()}
+
+    def handle(p: Program) -> None:
+        if not state["found"]:
+            hit = state["found"] = program_id(p) == target_id
+            state["t0"] = time.monotonic()  # the budget is for shrinking, not for the replay
+        elif time.monotonic() - state["t0"] > budget_s:
+            hit = False  # out of time: every candidate passes, so Hypothesis stops shrinking
+        else:
+            state["checks"] += 1
+            hit = signature in check(p)
+        if hit:
+            if state["best"] is None or size(p) <= size(state["best"]):
+                state["best"] = p
+            raise _Reproduced  # (one raise site: one failure to Hypothesis)
+
+    with _handling(handle):
+        try:
+            hypothesis_test(cfg, [Phase.generate, Phase.shrink], database)()
+        except _Reproduced:
+            pass
+        except Exception:  # noqa: BLE001 - e.g. Flaky: keep the smallest program seen to reproduce
+            pass
+    return state["best"], state["checks"]
+
+
+def seeded_programs(n: int, s: int, invalid: float = 0.25) -> list[Program]:
+    """The first `n` programs a run with seed `s` would draw (same order, same ids)."""
+    out: list[Program] = []
+
+    @settings(GENERATION, max_examples=n)
+    @seed(s)
+    @given(programs(invalid=invalid))
+    def collect(p: Program) -> None:
+        out.append(p)
+
+    collect()
+    return out

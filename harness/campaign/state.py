@@ -1,0 +1,198 @@
+"""A run's state: the buckets, the counts behind the summary, the saving of every failing
+program (to disk before anything else), and the live progress line. `Run.record` is where
+each checked program's divergences are explained by the known entries (by cause) and where
+the program without its known bug is queued to be checked too."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.campaign.config import RunConfig
+from harness.judge.check import CheckResult
+from harness.judge.compare import Divergence
+from harness.judge.known import derived_program, explain_all
+from harness.report.markup import write as atomic_write
+from harness.run import compat
+from programs.model import Program
+from programs.serialize import program_id, program_to_dict
+
+
+@dataclass
+class Bucket:
+    signature: str
+    kind: str
+    mode: str
+    count: int = 0
+    case: str = ""
+    message: str = ""
+    suppressed_by: str | None = None
+    programs: list[str] = field(default_factory=list)
+    minimized_case: str | None = None
+    minimized_size: list[int] | None = None
+    new: bool = True  # False when known, or when the first program in the bucket came from the corpus
+    first_seen_at: int = 0  # programs checked when the bucket was first seen
+
+
+def case_document(p: Program, divs: tuple[Divergence, ...], jax_version: str, extra: dict[str, Any] | None = None) -> str:
+    doc: dict[str, Any] = {
+        "program": program_to_dict(p),
+        "jax_version": jax_version,
+        "divergences": [
+            {
+                "signature": d.signature,
+                "kind": d.kind.value,
+                "mode": d.mode,
+                "where": d.where,
+                "message": d.message,
+                "output": d.output,
+                "op_index": d.op_index,
+                "bad_devices": [list(c) for c in d.bad_devices],
+                "max_abs_diff": d.max_abs_diff,
+                "device_diffs": list(d.device_diffs),
+            }
+            for d in divs
+        ],
+    }
+    doc.update(extra or {})
+    return json.dumps(doc, indent=1)
+
+
+def spec_pattern(p: Program) -> str:
+    """The richest in_spec pattern the program uses: multi-axis > one axis > replicated."""
+    entries = [e for s in p.in_specs for e in s.entries if e]
+    if any(len(e) > 1 for e in entries):
+        return "multi-axis"
+    return "one-axis" if entries else "replicated"
+
+
+def coverage_keys(res: CheckResult) -> set[tuple[str, int, str, str, str]]:
+    """(collective, mesh rank, dtype, mode, spec pattern) for every collective the program
+    ran (or had checked) in every mode; 'none' when it has no collective."""
+    p = res.program
+    dtypes = {x.dtype for x in p.inputs} or {"none"}
+    keys = set()
+    for o in res.observations:
+        if o.status not in ("ok", "error"):
+            continue
+        for c in p.collectives() or ("none",):
+            for dt in dtypes:
+                keys.add((c, len(p.mesh.names), dt, o.mode, spec_pattern(p)))
+    return keys
+
+
+class Run:
+    def __init__(self, cfg: RunConfig) -> None:
+        self.cfg = cfg
+        self.buckets: dict[tuple[str, str | None], Bucket] = {}
+        self.n = 0
+        self.n_failing_programs = 0  # programs with a divergence no known entry explains
+        self.n_with_divergences = 0  # drawn programs with any divergence
+        self.t0 = time.monotonic()
+        self.last_progress = 0.0
+        self.jax_version = compat.jax_version()
+        self.coverage: Counter[tuple[str, int, str, str, str]] = Counter()
+        self.accidents = 0
+        self.fixed: list[dict[str, Any]] = []
+        self.corpus_replayed = 0
+        self.database_replayed = 0
+        self.checked: set[str] = set()  # program ids checked in this run
+        self.repeats = 0  # programs drawn again (the same id) and not checked again
+        self.batch_reconfirmed = 0
+        self.generated_ids: list[str] = []  # in generation order: the run's determinism check
+        # known divergences explain only what they cause: the program without the known
+        # bugs (each entry's rewrite, or the outputs no buggy op reaches) is checked too
+        self.derived_pending: list[tuple[Program, tuple[str, ...]]] = []
+        self.derived_ids: set[str] = set()  # derived programs (not counted in programs_run)
+        self.derived_checked = 0
+        self.with_known = 0  # programs (drawn or derived) with a divergence a known entry explains
+        self.in_full_by_rewrite = 0  # ... whose derived program keeps every output (a rewrite)
+        self.entry_matches: Counter[str] = Counter()  # entry id -> divergences it explained
+        self.entry_shows: dict[str, bool] = {}  # entry id -> its own case showed the bug here
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def save_case(self, res: CheckResult, from_corpus: bool = False) -> Path:
+        """The failing program goes to disk first, named by its program id (so a later
+        re-labelling overwrites it), atomically: into the corpus (when there is one)
+        and then the report, so a case in the report is always in the corpus too."""
+        name = f"{program_id(res.program)}.json"
+        doc = case_document(res.program, res.divergences, self.jax_version)
+        if self.cfg.corpus is not None and not from_corpus:
+            atomic_write(self.cfg.corpus / name, doc)
+        path = self.cfg.report_dir / "cases" / name
+        atomic_write(path, doc)
+        return path
+
+    def record(self, res: CheckResult, from_corpus: bool = False) -> None:
+        p = res.program
+        derived = program_id(p) in self.derived_ids
+        if derived:
+            self.derived_checked += 1
+        else:
+            self.n += 1
+        if res.prediction.error is not None and p.defect is None:
+            self.accidents += 1  # (results arrive after their Hypothesis test case: no event())
+        for key in coverage_keys(res):
+            self.coverage[key] += 1
+        if not res.divergences:
+            return
+        path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
+        explained = explain_all(self.cfg.suppressions, res.divergences, p, res.prediction, self.jax_version)
+        if not derived:
+            self.n_with_divergences += 1
+        if any(x.entry is None for x in explained):
+            self.n_failing_programs += 1  # (a derived program's new divergence is its parent's failure)
+        used = list({x.entry.id: x.entry for x in explained if x.entry is not None}.values())
+        if used:
+            q = derived_program(used, p, res.prediction)
+            if not derived:
+                self.with_known += 1
+                self.in_full_by_rewrite += q is not None and q.outputs == p.outputs and len(q.body) == len(p.body)
+            if q is not None and program_id(q) not in self.checked and program_id(q) not in self.derived_ids:
+                self.derived_ids.add(program_id(q))
+                modes = tuple(dict.fromkeys(o.mode for o in res.observations if o.mode != "probe"))
+                self.derived_pending.append((q, modes or self.cfg.modes))
+        for x in explained:
+            d, sup = x.divergence, x.entry
+            if sup is not None:
+                self.entry_matches[sup.id] += 1
+            key = (d.signature, sup.id if sup else None)
+            b = self.buckets.get(key)
+            if b is None:
+                b = Bucket(d.signature, d.kind.value, d.mode, case=str(path), message=d.message,
+                           suppressed_by=sup.id if sup else None, new=not from_corpus and sup is None,
+                           first_seen_at=self.n)
+                self.buckets[key] = b
+                if sup:
+                    print(f"[known: {sup.id}] {d.signature}", file=self.cfg.progress)
+                else:
+                    print(f"\n[NEW] {d.signature}: {d.message[:300]}\n  saved {path}", file=self.cfg.progress)
+            b.count += 1
+            if len(b.programs) < 5:
+                b.programs.append(str(path))
+
+    def progress(self, force: bool = False) -> None:
+        """A live line on a terminal (redrawn twice a second), plain lines every 5 s
+        otherwise (CI logs, files)."""
+        live = getattr(self.cfg.progress, "isatty", lambda: False)()
+        now = self.elapsed()
+        if not force and now - self.last_progress < (0.5 if live else 5.0):
+            return
+        self.last_progress = now
+        rate = self.n / now if now > 0 else 0.0
+        budget = f"/{self.cfg.budget_s:.0f}s" if self.cfg.budget_s else "s"
+        new = sum(1 for b in self.buckets.values() if not b.suppressed_by)
+        line = (
+            f"[{self.n:>5}/{self.cfg.max_examples}] {rate:5.1f} programs/s, "
+            f"{new} new / {len(self.buckets) - new} known buckets, {now:.0f}{budget}"
+        )
+        if live:
+            print(f"\r{line}\x1b[K", end="\n" if force else "", file=self.cfg.progress, flush=True)
+        else:
+            print(line, file=self.cfg.progress, flush=True)
