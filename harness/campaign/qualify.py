@@ -28,7 +28,6 @@ case that passes on the first fails on the last); 2 bad input (one line naming i
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import os
 import re
@@ -36,18 +35,20 @@ import shutil
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.report.markup import write as _write
+from harness.report.qualify_report import VERDICTS, html_page, junit_xml, table_lines
 from harness.usage import UsageError
 from programs.model import Program
 
+__all__ = ["VERDICTS", "html_page", "junit_xml", "qualify", "table_lines"]
+
 SCHEMA = 1
 MODES = ("abstract", "jit", "eager")
-VERDICTS = ("pass", "fail", "known", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -358,164 +359,13 @@ def qualify(
         "exit_code": 1 if ch["regressions"] else 0,
     }
     report.mkdir(parents=True, exist_ok=True)
-    _write(report / "qualify.json", json.dumps(doc, indent=1))
+    _write(report / "qualify.json", json.dumps(doc, indent=1))  # (markup.write: atomic)
     _write(report / "qualify.junit.xml", junit_xml(doc))
     _write(report / "qualify.html", html_page(doc))
     return doc
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-# ---------------------------------------------------------------------------- reports
-
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def _clean(text: object) -> str:
-    return _NOT_XML.sub("\ufffd", str(text))
-
-
-def junit_xml(doc: dict[str, Any]) -> str:
-    """One testsuite per jax version, one testcase per case: a failure for fail, skipped
-    for known and unsupported (with why), nothing for pass."""
-    root = ET.Element("testsuites", name="shardfuzz qualify")
-    for v in doc["versions"]:
-        counts = v["counts"]
-        suite = ET.SubElement(
-            root,
-            "testsuite",
-            name=_clean(f"qualify {v['label']}"),
-            tests=str(sum(counts.values())),
-            failures=str(counts["fail"]),
-            errors="0",
-            skipped=str(counts["known"] + counts["unsupported"]),
-            time=str(v.get("elapsed_s", 0)),
-        )
-        props = ET.SubElement(suite, "properties")
-        for key in ("jax_version", "python"):
-            ET.SubElement(props, "property", name=key, value=_clean(v[key]))
-        classname = "qualify.jax_" + re.sub(r"\W", "_", v["label"].removeprefix("jax "))
-        for c in doc["cases"]:
-            cell = c["verdicts"].get(v["label"])
-            if cell is None:
-                continue
-            tc = ET.SubElement(suite, "testcase", classname=classname, name=_clean(c["case"]))
-            if cell["verdict"] == "fail":
-                f = ET.SubElement(tc, "failure", message=_clean(", ".join(cell["signatures"])), type="divergence")
-                f.text = _clean("\n".join([cell["message"], f"reason: {c['reason']}", f"case: {cell['case_file']}"]))
-            elif cell["verdict"] == "known":
-                ET.SubElement(tc, "skipped", message=_clean("known: " + ", ".join(cell["known"])))
-            elif cell["verdict"] == "unsupported":
-                ET.SubElement(tc, "skipped", message=_clean("unsupported: " + "; ".join(cell["unsupported"])[:500]))
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def _e(text: object) -> str:
-    return html.escape(_clean(text), quote=True)
-
-
-_CSS = """
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1f2328}
-main{max-width:1280px;margin:0 auto;padding:18px 28px 60px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:30px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-h3{font-size:15px;margin:18px 0 6px}
-.sub{color:#57606a}
-code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono",monospace;font-size:12.5px}
-table{border-collapse:collapse;margin:6px 0 14px}
-th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}
-td.v{text-align:center;font-weight:600;white-space:nowrap}
-.pass{background:#dafbe1;color:#1a7f37}.fail{background:#ffebe9;color:#c62828}
-.known{background:#fff8c5;color:#7d5e00}.unsupported{background:#eef1f4;color:#57606a}
-td.num{text-align:right}
-.change{border:1px solid #d0d7de;border-left:6px solid #c62828;border-radius:6px;margin:10px 0;padding:8px 14px}
-.change.fix{border-left-color:#1a7f37}.change.other{border-left-color:#8c959f}
-.why{color:#57606a}
-pre{background:#f6f8fa;border:1px solid #d0d7de;border-radius:4px;padding:6px 8px;white-space:pre-wrap;word-break:break-word;font-size:12px;margin:4px 0}
-"""
-
-
-def html_page(doc: dict[str, Any]) -> str:
-    versions = doc["versions"]
-    labels = [v["label"] for v in versions]
-    out = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>shardfuzz qualify: {_e(', '.join(labels))}</title><style>{_CSS}</style></head><body><main>",
-        "<h1>shardfuzz release qualification</h1>",
-        f"<div class='sub'>{len(doc['cases'])} cases from {_e(doc.get('corpus') or '-')}"
-        + (f" and {doc['fuzz']['examples']} drawn programs (seed {doc['fuzz']['seed']})" if doc.get("fuzz") else "")
-        + f"; modes {_e(', '.join(doc['modes']))}; first {_e(doc['first'])}, last {_e(doc['last'])}: "
-        + ("<b class='fail'>regression</b>" if doc["exit_code"] else "no regression")
-        + "</div>",
-        "<h2>Versions</h2><table><tr><th>version</th><th>python</th>"
-        + "".join(f"<th>{v}</th>" for v in VERDICTS) + "<th>time</th></tr>",
-    ]
-    for v in versions:
-        out.append(
-            f"<tr><td>{_e(v['label'])}</td><td class='mono'>{_e(v['python'])}</td>"
-            + "".join(f"<td class='num {k}'>{v['counts'][k]}</td>" for k in VERDICTS)
-            + f"<td class='num'>{v.get('elapsed_s', 0):.0f}s</td></tr>"
-        )
-    out.append("</table>")
-    out.append(_changes_html(doc))
-    out.append("<h2>Every case</h2><table><tr><th>case</th>" + "".join(f"<th>{_e(x)}</th>" for x in labels) + "<th>reason</th></tr>")
-    for c in doc["cases"]:
-        row = [f"<tr><td class='mono'>{_e(c['case'])}</td>"]
-        for x in labels:
-            cell = c["verdicts"].get(x)
-            if cell is None:
-                row.append("<td></td>")
-                continue
-            tip = "; ".join(cell["signatures"] or cell["known"] or cell["unsupported"])
-            row.append(f"<td class='v {cell['verdict']}' title='{_e(tip)}'>{cell['verdict']}</td>")
-        row.append(f"<td class='why'>{_e(c['reason'])}</td></tr>")
-        out.append("".join(row))
-    out.append("</table></main></body></html>")
-    return "\n".join(out) + "\n"
-
-
-def _changes_html(doc: dict[str, Any]) -> str:
-    ch = doc["changes"]
-    out = [f"<h2>What changed from {_e(doc['first'])} to {_e(doc['last'])}</h2>"]
-    if doc["first"] == doc["last"]:
-        out.append("<p class='sub'>One version only: nothing to compare.</p>")
-        return "\n".join(out)
-    for key, title, cls in (
-        ("regressions", "Regressions (pass on the first, fail on the last)", ""),
-        ("fixes", "Fixes (fail on the first, pass or known on the last)", "fix"),
-        ("other", "Other changes (known or unsupported on one side)", "other"),
-    ):
-        rows = ch[key]
-        out.append(f"<h3>{title}: {len(rows)}</h3>")
-        for r in rows:
-            out.append(
-                f"<div class='change {cls}'><b class='mono'>{_e(r['case'])}</b>: "
-                f"<span class='{r['first']}'>{r['first']}</span> &rarr; <span class='{r['last']}'>{r['last']}</span>"
-                f"<div class='why'>{_e(r['reason'])}</div>"
-                + (f"<div class='mono'>{_e(', '.join(r['signatures']))}</div>" if r["signatures"] else "")
-                + (f"<pre>{_e(r['message'])}</pre>" if r["message"] else "")
-                + "</div>"
-            )
-    return "\n".join(out)
-
-
 # ---------------------------------------------------------------------------- CLI
-
-
-def table_lines(doc: dict[str, Any]) -> list[str]:
-    w = max(len(v["label"]) for v in doc["versions"])
-    lines = [f"{'version':<{w}}  " + "  ".join(f"{v:>11}" for v in VERDICTS)]
-    for v in doc["versions"]:
-        lines.append(f"{v['label']:<{w}}  " + "  ".join(f"{v['counts'][k]:>11}" for k in VERDICTS))
-    return lines
 
 
 def cmd_qualify(a: argparse.Namespace) -> int:
