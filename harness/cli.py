@@ -13,23 +13,23 @@ temporary file for replay, explain, emit and minimize).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import NoReturn
 
+from harness.cli_cases import cmd_emit, cmd_explain, cmd_minimize, cmd_replay
+from harness.cli_input import (
+    INTERNAL_MODES,
+    fits,
+    load_known,
+    parse_defects,
+    parse_modes,
+    writable_dir,
+)
 from harness.run.worker import host_device_count
 from harness.usage import UsageError, at_least, fraction, positive
-from programs.model import Program
-from programs.serialize import ProgramFormatError, from_json
-from programs.validate import check_fits
-
-# Modes the harness runs for itself (harness/judge/check.py localises value divergences
-# with "probe"); never offered by --modes.
-INTERNAL_MODES = ("probe",)
-# The emitted reproducers force this many CPU devices (programs/emit.py).
-EMIT_DEVICES = 8
+from programs.serialize import ProgramFormatError
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -74,65 +74,6 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _fits(p: Program, where: str, emit: bool = False) -> None:
-    """The program's mesh fits on the devices jax has here (or, for `emit`, on the 8 CPU
-    devices the reproducer forces); a UsageError naming `where` otherwise."""
-    try:
-        check_fits(p, EMIT_DEVICES if emit else host_device_count(), reproducer=emit)
-    except ProgramFormatError as e:
-        raise UsageError(f"{where}: {e}") from None
-
-
-def _load_case(path: str, emit: bool = False) -> Program:
-    f = Path(path)
-    if not f.exists():
-        raise UsageError(f"{path}: no such file; pass a case file written by 'shardfuzz fuzz' (reports/.../cases/*.json)")
-    if f.is_dir():
-        raise UsageError(f"{path}: is a directory; pass one case file")
-    try:
-        p = from_json(f.read_text())
-    except ProgramFormatError as e:
-        raise UsageError(f"{path}: {e}") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not a text file; pass a JSON case file") from None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read it ({e.strerror})") from None
-    _fits(p, path, emit)
-    return p
-
-
-def _defects(text: str | None) -> tuple[str, ...]:
-    from strategies.invalid import DEFECTS
-
-    if not text:
-        return ()
-    names = tuple(d.strip() for d in text.split(",") if d.strip())
-    bad = [d for d in names if d not in DEFECTS]
-    if bad or not names:
-        raise UsageError(f"--defects: unknown defect(s) {bad or text!r}; choose from {','.join(sorted(DEFECTS))}")
-    return names
-
-
-def _modes(text: str) -> tuple[str, ...]:
-    from harness.run.modes import MODES
-
-    public = [m for m in MODES if m not in INTERNAL_MODES]
-    modes = tuple(m.strip() for m in text.split(",") if m.strip())
-    bad = [m for m in modes if m not in public]
-    if bad or not modes:
-        raise UsageError(f"--modes: unknown mode(s) {bad or text!r}; choose from {','.join(public)}")
-    return modes
-
-
-def _suppressions(path: str | None):  # type: ignore[no-untyped-def]
-    from harness.judge.known import KnownDivergencesError, load
-
-    try:
-        return load(Path(path) if path else None)
-    except KnownDivergencesError as e:
-        raise UsageError(str(e)) from None
-
-
 def _run_defaults() -> dict[str, object]:
     """`shardfuzz fuzz`'s defaults are RunConfig's (one source: the CLI, the benchmarks and
     library callers get the same run)."""
@@ -145,19 +86,6 @@ def _run_defaults() -> dict[str, object]:
 
 
 FUZZ_DEFAULTS: dict[str, object] = _run_defaults()
-
-def _writable_dir(path: str, option: str) -> Path:
-    """The directory (created if needed), or a UsageError naming the option."""
-    d = Path(path)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        probe = d / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise UsageError(f"{option} {path}: cannot write there ({e.strerror}); pass a writable directory") from None
-    return d
-
 
 # Presets for `fuzz --profile` (the same names as the pytest Hypothesis profiles).
 PROFILES: dict[str, dict[str, object]] = {
@@ -178,10 +106,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
                 setattr(a, k, v)
 
     # (every number was range-checked by its argparse type; RunConfig checks them again)
-    report = _writable_dir(a.report, "--report")
+    report = writable_dir(a.report, "--report")
     corpus = None
     if a.corpus:
-        corpus = _writable_dir(a.corpus, "--corpus")
+        corpus = writable_dir(a.corpus, "--corpus")
         from harness.campaign.fuzz import load_corpus
 
         try:
@@ -191,18 +119,18 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         except (UnicodeDecodeError, OSError) as e:
             raise UsageError(f"--corpus {corpus}: a file there cannot be read as a JSON case ({e}); fix or remove it") from None
         for f, p, _ in cases:
-            _fits(p, f"--corpus: {f}")
+            fits(p, f"--corpus: {f}")
     cfg = RunConfig(
         seed=a.seed,
         max_examples=a.max_examples,
         budget_s=a.budget,
         report_dir=report,
-        modes=_modes(a.modes),
-        suppressions=_suppressions(a.suppressions),
+        modes=parse_modes(a.modes),
+        suppressions=load_known(a.suppressions),
         workers=a.workers,
         timeout_s=a.timeout,
         invalid=a.invalid,
-        defects=_defects(a.defects),
+        defects=parse_defects(a.defects),
         corpus=corpus,
         minimize_budget_s=a.minimize_budget,
         minimize_total_s=a.minimize_total,
@@ -242,160 +170,28 @@ def print_summary(s, report: Path) -> None:  # type: ignore[no-untyped-def]
         print(f"  next: shardfuzz replay {s.failing[0].case}   |   shardfuzz explain {s.failing[0].case}")
 
 
-def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
-    """Print each mode and divergence; returns (new divergences, known entry ids, unsupported modes)."""
-    from harness.judge.known import explain_all
-
-    unsupported = []
-    for o in res.observations:
-        if o.status == "unsupported":
-            unsupported.append(o.mode)
-        if o.status in ("crash", "timeout", "unsupported"):
-            print(f"{indent}  {o.mode:>8}: {o.status}: {o.error_message[:200]}")
-            continue
-        what = f"raised {o.error_type}" if o.raised else f"ran, {len(o.outputs)} outputs"
-        print(f"{indent}  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
-    pred = res.prediction
-    print(f"{indent}  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
-    new, known = 0, []
-    for x in explain_all(entries, res.divergences, res.program, pred, jv):
-        new += x.entry is None
-        if x.entry is not None and x.entry.id not in known:
-            known.append(x.entry.id)
-        print(f"{indent}{'known (' + x.entry.id + ')' if x.entry else 'DIVERGES'}: {x.divergence.signature}\n{indent}  {x.divergence.message}")
-    return new, known, unsupported
-
-
-def cmd_replay(a: argparse.Namespace) -> int:
-    from harness.judge.check import check_in_pool
-    from harness.judge.known import derived_program
-    from harness.run.compat import jax_version
-    from harness.run.pool import Pool
-
-    p = _load_case(a.case)
-    entries = _suppressions(a.suppressions)
-    modes = _modes(a.modes)
-    jv = jax_version()
-    pool = Pool(1, timeout_s=a.timeout)  # a case may crash jax: never in this process
-    try:
-        res = check_in_pool(pool, p, modes)
-        new, known, unsupported = _print_result(res, entries, jv)
-        if known:
-            # a known bug explains only what it causes: the program without it is checked in full
-            used = [e for e in entries if e.id in known]
-            q = derived_program(used, p, res.prediction)
-            if q is not None:
-                kept = "its rewrite" if q.outputs == p.outputs and len(q.body) == len(p.body) else f"its outputs {list(range(len(q.outputs)))} no known bug reaches"
-                print(f"  checking the program without the known bug ({kept}):")
-                n2, k2, _ = _print_result(check_in_pool(pool, q, modes), entries, jv, indent="    ")
-                new += n2
-                known += [k for k in k2 if k not in known]
-    finally:
-        pool.close()
-    ran = len(res.observations) - len(unsupported)
-    extra = f", {len(unsupported)} unsupported: {','.join(unsupported)}" if unsupported else ""
-    if new:
-        print(f"{a.case}: DIVERGES ({new} divergences no known entry explains; jax {jv}, {ran} modes run{extra})")
-    elif known:
-        print(f"{a.case}: KNOWN ({', '.join(known)}; jax {jv}, {ran} modes run{extra})")
-    else:
-        print(f"{a.case}: PASS (oracle and jax {jv} agree in {ran} modes{extra})")
-    return 1 if new else 0
-
-
-def cmd_minimize(a: argparse.Namespace) -> int:
-    from harness.campaign.fuzz import atomic_write, case_document
-    from harness.campaign.minimize import minimize_case, minimized_reproducer, size
-    from harness.run.modes import DEFAULT_MODES
-    from harness.run.pool import Pool
-
-    p = _load_case(a.case)
-    sig = a.signature
-    if sig is None:
-        doc = json.loads(Path(a.case).read_text())
-        sigs = [d["signature"] for d in doc.get("divergences", [])]
-        if not sigs:
-            raise UsageError(f"{a.case}: the case records no divergence; pass --signature KIND|MODE|WHERE")
-        sig = sigs[0]
-    if sig.count("|") != 2:
-        raise UsageError(f"--signature {sig!r}: expected KIND|MODE|WHERE, e.g. value|jit|psum")
-    pool = Pool(1, timeout_s=a.timeout)
-    try:
-        check_modes = DEFAULT_MODES
-        print(f"minimizing {a.case} for {sig}: start {size(p)} (ops, args+outputs, mesh, elements, spec axes)")
-        best, n = minimize_case(pool, p, sig, check_modes, a.budget, log=print)
-    finally:
-        pool.close()
-    base = Path(a.case).with_suffix("")
-    out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
-    from harness.run.compat import jax_version
-
-    atomic_write(out_json, case_document(best, (), jax_version(), {"minimized_from": a.case, "signature": sig}))
-    atomic_write(out_py, minimized_reproducer(best, sig, title=f"shardfuzz reproducer for {sig} (minimized from {a.case})"))
-    print(f"done after {n} checks: {size(p)} -> {size(best)}\n  {out_json}\n  {out_py}\n\n{best!r}")
-    return 0
-
-
-def _entry_mode(case: Path) -> str | None:
-    """The reproducer mode of the known entry whose own case `case` is, if any."""
-    from harness.judge.known import KnownDivergencesError, case_path, load
-
-    try:
-        entries = load()
-    except KnownDivergencesError:
-        return None
-    return next((e.mode for e in entries if case_path(e).resolve() == case.resolve()), None)
-
-
-def cmd_emit(a: argparse.Namespace) -> int:
-    from harness.report.reproducer import NoReproducer, case_mode, pytest_reproducer, reproducer
-    from programs.emit import REPRO_MODES
-
-    p = _load_case(a.case, emit=True)
-    mode = a.mode
-    if mode is None:  # a known entry's own case: the mode its bug shows in
-        mode = _entry_mode(Path(a.case))
-    if mode is None:  # the mode of the case's first divergence (or its signature), else jit
-        try:
-            mode = case_mode(json.loads(Path(a.case).read_text()), p)
-        except ValueError:
-            mode = "jit"
-    if mode not in REPRO_MODES:
-        raise UsageError(f"--mode {mode!r}: choose from {', '.join(REPRO_MODES)}")
-    make = pytest_reproducer if a.pytest else reproducer
-    try:
-        print(make(p, mode=mode, title=f"shardfuzz reproducer for {a.case}"))
-    except NoReproducer as e:
-        raise UsageError(f"{a.case}: {e}; pass another --mode") from None
-    return 0
-
-
-def cmd_explain(a: argparse.Namespace) -> int:
-    from harness.report.explain import explain_lines
-
-    p = _load_case(a.case)
-    if a.no_jax:
-        print("\n".join(explain_lines(p)))
-    else:
-        from harness.run.modes import MODES
-
-        o = MODES["abstract"].run(p)  # each value's type as jax.typeof saw it while tracing
-        print("\n".join(explain_lines(p, o.value_types)))
-        said = f"{o.error_type}: {o.error_message}" if o.raised else "no error (jax.eval_shape ran)"
-        print(f"jax said (abstract mode): {said}")
-    print("\n" + repr(p))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
-    from harness.run.modes import DEFAULT_MODES, MODES
+    from harness.campaign import qualify
 
-    public = ",".join(m for m in MODES if m not in INTERNAL_MODES)
-    seconds = positive(float, "seconds")
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
     ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-    f = sub.add_parser("fuzz", help="draw programs and check them against the oracle")
+    _fuzz_parser(sub.add_parser("fuzz", help="draw programs and check them against the oracle"))
+    _case_parsers(sub)
+    qualify.register(sub)
+    return ap
+
+
+def _public_modes() -> str:
+    from harness.run.modes import MODES
+
+    return ",".join(m for m in MODES if m not in INTERNAL_MODES)
+
+
+def _fuzz_parser(f: argparse.ArgumentParser) -> None:
+    from harness.run.modes import DEFAULT_MODES
+
+    seconds = positive(float, "seconds")
     f.add_argument("--seed", type=int, default=FUZZ_DEFAULTS["seed"],
                    help="which programs: the same seed and options draw the same programs (programs_digest in the summary)")
     f.add_argument("--max-examples", type=at_least(1), default=FUZZ_DEFAULTS["max_examples"],
@@ -404,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop after this many seconds (default: none, only --max-examples)")
     f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win; default: none)")
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
-    f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {public}")
+    f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
     f.add_argument("--value-share", type=fraction, default=FUZZ_DEFAULTS["value_share"], help="share of programs run in every mode; the rest only in the abstract tier")
     f.add_argument("--batch", type=at_least(1, what="1: no batching"), default=FUZZ_DEFAULTS["batch"], help="value-tier programs compiled together as one jit")
@@ -428,6 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")
     f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"], help="per-mode timeout in a worker, seconds")
     f.set_defaults(fn=cmd_fuzz)
+
+
+def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
+    """minimize, replay, emit and explain: commands on one case file."""
+    from harness.run.modes import DEFAULT_MODES
+
+    seconds = positive(float, "seconds")
     m = sub.add_parser("minimize", help="shrink a case while it keeps its divergence signature")
     m.add_argument("case", help="a JSON case file")
     m.add_argument("--signature", default=None, help="KIND|MODE|WHERE to keep (default: the case's first)")
@@ -442,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=hlp)
         s.add_argument("case", help="a JSON case file")
         if name == "replay":
-            s.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {public}")
+            s.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
             s.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
             s.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in the worker, seconds")
         if name == "emit":
@@ -452,10 +255,6 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "explain":
             s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")
         s.set_defaults(fn=fn)
-    from harness.campaign import qualify
-
-    qualify.register(sub)
-    return ap
 
 
 def _qualify_corpus_fits(a: argparse.Namespace) -> None:
@@ -465,7 +264,7 @@ def _qualify_corpus_fits(a: argparse.Namespace) -> None:
 
     root = Path(a.corpus)
     for c in load_corpus(root):
-        _fits(c.program, f"--corpus: {root / c.name}.json")
+        fits(c.program, f"--corpus: {root / c.name}.json")
 
 
 def _saved(a: argparse.Namespace | None) -> str:

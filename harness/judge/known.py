@@ -25,21 +25,24 @@ excused.
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from harness.judge.compare import Divergence, DivergenceKind
+from harness.judge.known_features import (
+    PROGRAM_FEATURES,
+    OpFeature,
+    Pattern,
+    _zero_size,
+)
 from oracles.prediction import Prediction, ValueType
 from oracles.rewrites import REWRITES
 from programs.graph import cone, live_ops, slice_outputs
-from programs.model import Op, Program
+from programs.model import Program
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "reports" / "known_divergences.toml"
 _KINDS = {k.value for k in DivergenceKind}
@@ -48,107 +51,6 @@ _ERRORS = {"unexpected_error", "wrong_error", "missing_error"}
 
 class KnownDivergencesError(ValueError):
     """The known-divergences file is malformed; the message names the file and entry."""
-
-
-# ------------------------------------------------------------------------ patterns
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """One signature pattern: a literal kind, the modes, a shell pattern on `where`."""
-
-    kind: str
-    modes: tuple[str, ...] | None  # None: every mode
-    where: str
-
-    @staticmethod
-    def parse(text: str) -> Pattern:
-        parts = text.split("|")
-        if len(parts) != 3:
-            raise ValueError(f"signature {text!r} is not 'kind|mode|where'")
-        kind, mode, where = parts
-        if kind not in _KINDS:
-            raise ValueError(f"signature {text!r}: kind {kind!r} must be one of {sorted(_KINDS)} (no wildcards: "
-                             "a bug that gives a wrong error does not excuse a wrong value)")
-        if mode != "*" and any(c in mode for c in "*?["):
-            raise ValueError(f"signature {text!r}: mode must be literal, a comma list, or '*'")
-        return Pattern(kind, None if mode == "*" else tuple(mode.split(",")), where)
-
-    def matches(self, d: Divergence) -> bool:
-        if d.kind.value != self.kind or not fnmatch.fnmatchcase(d.where, self.where):
-            return False
-        return self.modes is None or all(m in self.modes for m in d.mode.split(","))
-
-    def __str__(self) -> str:
-        return f"{self.kind}|{','.join(self.modes) if self.modes else '*'}|{self.where}"
-
-
-# ------------------------------------------------------------------------ features
-
-
-def _zero_size(shape: tuple[int, ...]) -> bool:
-    return 0 in shape
-
-
-PROGRAM_FEATURES = {
-    "in_spec_none": lambda p: any(s.kind == "none" for s in p.in_specs),
-    "in_spec_duplicate_axis": lambda p: any(len(s.axes()) != len(set(s.axes())) for s in p.in_specs),
-    "collective_axis_not_in_mesh": lambda p: any(a not in p.mesh.names for op in p.all_ops() for a in (op.p("axes") or ())),  # type: ignore[union-attr]
-    "partial_manual": lambda p: p.axis_names is not None and set(p.axis_names) != set(p.mesh.names),
-    "check_vma==False": lambda p: not p.check_vma,
-    "check_vma==True": lambda p: p.check_vma,
-    # every manual axis has size 1: jax lowers no manual region for the shard_map
-    "manual_size_1": lambda p: all(p.mesh.axis_size(a) == 1 for a in p.manual_axes),
-    "spmd_axis": lambda p: p.spmd_axis() is not None,
-}
-VALUE_FEATURES = {"value:zero_size"}
-_OP = re.compile(r"^(?P<kind>[a-z_]+|any)(?::(?P<param>[a-z_]+)(?:(?P<op><|>|==)(?P<value>-?\w+))?)?$")
-
-
-@dataclass(frozen=True)
-class OpFeature:
-    """'KIND', 'KIND:PARAM' (set), 'KIND:PARAM<N' / '>N' / '==V'; KIND 'any' for any op.
-    Pseudo-parameters: 'axes_order' (ordered / unordered: several axes out of mesh
-    order), 'zero_size' (True when an operand or the result has a zero-size dimension),
-    'wrap' (scan / cond)."""
-
-    kind: str
-    param: str | None
-    op: str | None
-    value: str | None
-
-    @staticmethod
-    def parse(text: str) -> OpFeature:
-        m = _OP.match(text)
-        if m is None:
-            raise ValueError(
-                f"feature {text!r} is not a program feature ({', '.join(sorted(PROGRAM_FEATURES))}), "
-                f"a value feature ({', '.join(sorted(VALUE_FEATURES))}), or an op feature "
-                "'KIND', 'KIND:PARAM', 'KIND:PARAM<N' / '>N' / '==V'"
-            )
-        return OpFeature(m["kind"], m["param"], m["op"], m["value"])
-
-    def holds(self, p: Program, op: Op, types: list[ValueType]) -> bool:
-        if self.kind not in ("any", op.kind):
-            return False
-        if self.param is None:
-            return True
-        v: object = op.p(self.param)
-        if self.param == "axes_order":
-            axes = list(op.p("axes") or ())  # type: ignore[call-overload]
-            v = "ordered" if axes == sorted(axes, key=lambda a: p.mesh.names.index(a) if a in p.mesh.names else -1) else "unordered"
-        elif self.param == "zero_size":
-            v = any(_zero_size(t.shape) for t in types)
-        if v is None:
-            return False
-        if self.op is None:
-            return True
-        if self.op == "==":
-            return str(v) == self.value
-        if isinstance(v, bool) or not isinstance(v, int):
-            return False
-        n = int(self.value)  # type: ignore[arg-type]
-        return v < n if self.op == "<" else v > n
 
 
 # ------------------------------------------------------------------------ entries
@@ -304,74 +206,6 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
     return None if q == p else q
 
 
-# ------------------------------------------------------------------------ loading
-
-_KEYS = {"id", "reason", "signatures", "when", "jax_versions", "rewrite", "case", "link", "reproducer", "errors_downstream", "mode"}
-
-
-def _entry(d: dict[str, object], where: str) -> KnownDivergence:
-    for key in ("id", "reason", "link", "case"):
-        if not isinstance(d.get(key), str) or not d[key]:
-            raise KnownDivergencesError(f"{where}: needs a non-empty string '{key}'"
-                                        + (" (the upstream issue, or 'none found: <what was searched>')" if key == "link" else ""))
-    unknown = set(d) - _KEYS
-    if unknown:
-        raise KnownDivergencesError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(_KEYS)}")
-    sigs = d.get("signatures")
-    if not isinstance(sigs, list) or not sigs or not all(isinstance(x, str) for x in sigs):
-        raise KnownDivergencesError(f"{where}: needs 'signatures', a list of 'kind|mode|where' patterns")
-    when = d.get("when", [])
-    if not isinstance(when, list) or not all(isinstance(x, str) for x in when):
-        raise KnownDivergencesError(f"{where}: 'when' must be a list of feature strings")
-    versions = str(d.get("jax_versions", ""))
-    rewrite = d.get("rewrite")
-    try:
-        patterns = tuple(Pattern.parse(x) for x in sigs)
-        if versions not in ("", "*"):
-            SpecifierSet(versions)
-        if rewrite is not None and rewrite not in REWRITES:
-            raise ValueError(f"rewrite {rewrite!r} is not one of {sorted(REWRITES)}")
-        ops = tuple(OpFeature.parse(w) for w in when if w not in PROGRAM_FEATURES and w not in VALUE_FEATURES)
-    except (ValueError, InvalidSpecifier) as e:
-        raise KnownDivergencesError(f"{where}: {e}") from None
-    return KnownDivergence(
-        id=str(d["id"]), reason=str(d["reason"]), patterns=patterns, jax_versions=versions,
-        program_features=tuple(w for w in when if w in PROGRAM_FEATURES),
-        op_features=ops, value_features=tuple(w for w in when if w in VALUE_FEATURES),
-        errors_downstream=bool(d.get("errors_downstream", False)), rewrite=rewrite,  # type: ignore[arg-type]
-        case=str(d["case"]), link=str(d["link"]), reproducer=str(d.get("reproducer", "")),
-        mode=str(d.get("mode", "jit")),
-    )
-
-
-def load(path: Path | None = None) -> list[KnownDivergence]:
-    """Every entry of the file, validated: a malformed file raises KnownDivergencesError
-    naming the file, the entry and the problem."""
-    path = path or DEFAULT_PATH
-    if not path.exists():
-        return []
-    try:
-        data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise KnownDivergencesError(f"{path}: {e}") from None
-    raw = data.get("divergence", [])
-    if not isinstance(raw, list):
-        raise KnownDivergencesError(f"{path}: expected [[divergence]] tables")
-    out = [_entry(d, f"{path}: [[divergence]] #{i + 1} ({d.get('id', '?')})") for i, d in enumerate(raw)]
-    for e in out:
-        if not case_path(e).exists():
-            raise KnownDivergencesError(f"{path}: entry {e.id!r}: its case {e.case!r} does not exist "
-                                        "(each entry needs its own minimized case, reports/corpus/known/*.json)")
-    for attr in ("id", "case"):
-        seen: set[str] = set()
-        for e in out:
-            v = getattr(e, attr)
-            if v in seen:
-                raise KnownDivergencesError(f"{path}: two entries share {attr} {v!r}; each entry has its own")
-            seen.add(v)
-    return out
-
-
 # ------------------------------------------------------------------------ use
 
 
@@ -457,3 +291,16 @@ def case_path(e: KnownDivergence) -> Path:
     """An entry's own case, from the repository root (or absolute)."""
     p = Path(e.case)
     return p if p.is_absolute() else DEFAULT_PATH.parents[1] / p
+
+
+def load(path: Path | None = None) -> list[KnownDivergence]:
+    """Every entry of the file, validated (harness/judge/known_load.py)."""
+    from harness.judge.known_load import load as _load
+
+    return _load(path)
+
+
+def _entry(d: dict[str, object], where: str) -> KnownDivergence:
+    from harness.judge.known_load import _entry as _e
+
+    return _e(d, where)

@@ -126,6 +126,51 @@ def _fmt(x: object) -> str:
     return f"{x:.3g}" if isinstance(x, float) else str(x)
 
 
+@dataclass(frozen=True)
+class _GridData:
+    """A value divergence's per-device differences, over the mesh."""
+
+    names: tuple[str, ...]
+    sizes: tuple[int, ...]
+    by_coord: dict[tuple[int, ...], float | None]  # bad device -> |diff| (None: not recorded)
+    device: dict[tuple[int, ...], int]  # coordinate -> device index
+    top: float  # the largest finite |diff|
+
+
+def _cell(g: _GridData, c: tuple[int, ...]) -> str:
+    where = ", ".join(f"{n}={i}" for n, i in zip(g.names, c, strict=True))
+    attrs = f'data-coord="{",".join(map(str, c))}"'
+    if c not in g.by_coord:
+        return f'<td class="ok" {attrs} title="device {g.device[c]} ({_esc(where)}): agrees">·<small>dev {g.device[c]}</small></td>'
+    v = g.by_coord[c]
+    # darker red for a larger difference; inf, nan and unknown are full red
+    shade = 0.35 + 0.65 * v / g.top if v is not None and math.isfinite(v) and g.top > 0 else 1.0
+    text = "differs" if v is None else _fmt(v)
+    return (
+        f'<td class="bad" {attrs} style="background:rgba(198,40,40,{shade:.2f})" '
+        f'title="device {g.device[c]} ({_esc(where)}): |diff|={_esc(text)}">{_esc(text)}<small>dev {g.device[c]}</small></td>'
+    )
+
+
+def _table(g: _GridData, lead: tuple[int, ...]) -> str:
+    """One table over the last two mesh axes at index `lead` of the others."""
+    rest_names, rest_sizes = g.names[len(lead):], g.sizes[len(lead):]
+    caption = ", ".join(f"{n}={i}" for n, i in zip(g.names[: len(lead)], lead, strict=True))
+    rows = []
+    if not rest_sizes:
+        rows.append(f"<tr>{_cell(g, ())}</tr>")
+    elif len(rest_sizes) == 1:
+        rows.append(f"<tr><th>{_esc(rest_names[0])}</th>{''.join(f'<th>{j}</th>' for j in range(rest_sizes[0]))}</tr>")
+        rows.append("<tr><th></th>" + "".join(_cell(g, lead + (j,)) for j in range(rest_sizes[0])) + "</tr>")
+    else:
+        head = f"{rest_names[0]} \\ {rest_names[1]}"
+        rows.append(f"<tr><th>{_esc(head)}</th>{''.join(f'<th>{j}</th>' for j in range(rest_sizes[1]))}</tr>")
+        for i in range(rest_sizes[0]):
+            rows.append(f"<tr><th>{i}</th>" + "".join(_cell(g, lead + (i, j)) for j in range(rest_sizes[1])) + "</tr>")
+    cap = f"<caption>{_esc(caption)}</caption>" if caption else ""
+    return f'<table class="grid">{cap}{"".join(rows)}</table>'
+
+
 def _grid(p: Program, d: dict[str, Any]) -> str:
     """|jax - oracle| per device over the mesh: 1 axis one row, 2 axes a table, more axes
     one table per index of the leading axes. Devices that agree are neutral."""
@@ -136,50 +181,11 @@ def _grid(p: Program, d: dict[str, Any]) -> str:
     # None: the device differs but the case file has no number for it (older files)
     by_coord = {tuple(c): (float(diffs[k]) if k < len(diffs) else None) for k, c in enumerate(bad)}
     finite = [v for v in by_coord.values() if v is not None and math.isfinite(v)]
-    top = max(finite, default=0.0)
     names, sizes = p.mesh.names, p.mesh.sizes
     device = {c: i for i, c in enumerate(p.mesh.coords())}
-
-    def cell(c: tuple[int, ...]) -> str:
-        where = ", ".join(f"{n}={i}" for n, i in zip(names, c, strict=True))
-        attrs = f'data-coord="{",".join(map(str, c))}"'
-        if c not in by_coord:
-            return f'<td class="ok" {attrs} title="device {device[c]} ({_esc(where)}): agrees">·<small>dev {device[c]}</small></td>'
-        v = by_coord[c]
-        # darker red for a larger difference; inf, nan and unknown are full red
-        shade = 0.35 + 0.65 * v / top if v is not None and math.isfinite(v) and top > 0 else 1.0
-        text = "differs" if v is None else _fmt(v)
-        return (
-            f'<td class="bad" {attrs} style="background:rgba(198,40,40,{shade:.2f})" '
-            f'title="device {device[c]} ({_esc(where)}): |diff|={_esc(text)}">{_esc(text)}<small>dev {device[c]}</small></td>'
-        )
-
-    def table(lead: tuple[int, ...]) -> str:
-        rest_names, rest_sizes = names[len(lead) :], sizes[len(lead) :]
-        caption = ", ".join(f"{n}={i}" for n, i in zip(names[: len(lead)], lead, strict=True))
-        rows = []
-        if not rest_sizes:
-            rows.append(f"<tr>{cell(())}</tr>")
-        elif len(rest_sizes) == 1:
-            rows.append(
-                f"<tr><th>{_esc(rest_names[0])}</th>{''.join(f'<th>{j}</th>' for j in range(rest_sizes[0]))}</tr>"
-            )
-            rows.append(
-                "<tr><th></th>" + "".join(cell(lead + (j,)) for j in range(rest_sizes[0])) + "</tr>"
-            )
-        else:
-            head = f"{rest_names[0]} \\ {rest_names[1]}"
-            rows.append(
-                f"<tr><th>{_esc(head)}</th>{''.join(f'<th>{j}</th>' for j in range(rest_sizes[1]))}</tr>"
-            )
-            for i in range(rest_sizes[0]):
-                row = "".join(cell(lead + (i, j)) for j in range(rest_sizes[1]))
-                rows.append(f"<tr><th>{i}</th>{row}</tr>")
-        cap = f"<caption>{_esc(caption)}</caption>" if caption else ""
-        return f'<table class="grid">{cap}{"".join(rows)}</table>'
-
+    g = _GridData(tuple(names), tuple(sizes), by_coord, device, max(finite, default=0.0))
     n_lead = max(0, len(sizes) - 2)
-    tables = [table(lead) for lead in itertools.product(*(range(s) for s in sizes[:n_lead]))]
+    tables = [_table(g, lead) for lead in itertools.product(*(range(s) for s in sizes[:n_lead]))]
     where = f"out[{d['output']}]" if isinstance(d.get("output"), int) else "value"
     worst = d.get("max_abs_diff")
     title = (

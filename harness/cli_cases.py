@@ -1,0 +1,157 @@
+"""The commands on one case: replay (judged by cause, with the program without the known
+bug checked too, ending in one verdict line), minimize, emit (an asserting reproducer, or
+a pytest test) and explain (the spec checker, jax's types beside the oracle's)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from harness.cli_input import load_case, load_known, parse_modes
+from harness.usage import UsageError
+
+
+def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
+    """Print each mode and divergence; returns (new divergences, known entry ids, unsupported modes)."""
+    from harness.judge.known import explain_all
+
+    unsupported = []
+    for o in res.observations:
+        if o.status == "unsupported":
+            unsupported.append(o.mode)
+        if o.status in ("crash", "timeout", "unsupported"):
+            print(f"{indent}  {o.mode:>8}: {o.status}: {o.error_message[:200]}")
+            continue
+        what = f"raised {o.error_type}" if o.raised else f"ran, {len(o.outputs)} outputs"
+        print(f"{indent}  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
+    pred = res.prediction
+    print(f"{indent}  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
+    new, known = 0, []
+    for x in explain_all(entries, res.divergences, res.program, pred, jv):
+        new += x.entry is None
+        if x.entry is not None and x.entry.id not in known:
+            known.append(x.entry.id)
+        print(f"{indent}{'known (' + x.entry.id + ')' if x.entry else 'DIVERGES'}: {x.divergence.signature}\n{indent}  {x.divergence.message}")
+    return new, known, unsupported
+
+
+def cmd_replay(a: argparse.Namespace) -> int:
+    from harness.judge.check import check_in_pool
+    from harness.judge.known import derived_program
+    from harness.run.compat import jax_version
+    from harness.run.pool import Pool
+
+    p = load_case(a.case)
+    entries = load_known(a.suppressions)
+    modes = parse_modes(a.modes)
+    jv = jax_version()
+    pool = Pool(1, timeout_s=a.timeout)  # a case may crash jax: never in this process
+    try:
+        res = check_in_pool(pool, p, modes)
+        new, known, unsupported = _print_result(res, entries, jv)
+        if known:
+            # a known bug explains only what it causes: the program without it is checked in full
+            used = [e for e in entries if e.id in known]
+            q = derived_program(used, p, res.prediction)
+            if q is not None:
+                kept = "its rewrite" if q.outputs == p.outputs and len(q.body) == len(p.body) else f"its outputs {list(range(len(q.outputs)))} no known bug reaches"
+                print(f"  checking the program without the known bug ({kept}):")
+                n2, k2, _ = _print_result(check_in_pool(pool, q, modes), entries, jv, indent="    ")
+                new += n2
+                known += [k for k in k2 if k not in known]
+    finally:
+        pool.close()
+    ran = len(res.observations) - len(unsupported)
+    extra = f", {len(unsupported)} unsupported: {','.join(unsupported)}" if unsupported else ""
+    if new:
+        print(f"{a.case}: DIVERGES ({new} divergences no known entry explains; jax {jv}, {ran} modes run{extra})")
+    elif known:
+        print(f"{a.case}: KNOWN ({', '.join(known)}; jax {jv}, {ran} modes run{extra})")
+    else:
+        print(f"{a.case}: PASS (oracle and jax {jv} agree in {ran} modes{extra})")
+    return 1 if new else 0
+
+
+def cmd_minimize(a: argparse.Namespace) -> int:
+    from harness.campaign.fuzz import atomic_write, case_document
+    from harness.campaign.minimize import minimize_case, minimized_reproducer, size
+    from harness.run.modes import DEFAULT_MODES
+    from harness.run.pool import Pool
+
+    p = load_case(a.case)
+    sig = a.signature
+    if sig is None:
+        doc = json.loads(Path(a.case).read_text())
+        sigs = [d["signature"] for d in doc.get("divergences", [])]
+        if not sigs:
+            raise UsageError(f"{a.case}: the case records no divergence; pass --signature KIND|MODE|WHERE")
+        sig = sigs[0]
+    if sig.count("|") != 2:
+        raise UsageError(f"--signature {sig!r}: expected KIND|MODE|WHERE, e.g. value|jit|psum")
+    pool = Pool(1, timeout_s=a.timeout)
+    try:
+        check_modes = DEFAULT_MODES
+        print(f"minimizing {a.case} for {sig}: start {size(p)} (ops, args+outputs, mesh, elements, spec axes)")
+        best, n = minimize_case(pool, p, sig, check_modes, a.budget, log=print)
+    finally:
+        pool.close()
+    base = Path(a.case).with_suffix("")
+    out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
+    from harness.run.compat import jax_version
+
+    atomic_write(out_json, case_document(best, (), jax_version(), {"minimized_from": a.case, "signature": sig}))
+    atomic_write(out_py, minimized_reproducer(best, sig, title=f"shardfuzz reproducer for {sig} (minimized from {a.case})"))
+    print(f"done after {n} checks: {size(p)} -> {size(best)}\n  {out_json}\n  {out_py}\n\n{best!r}")
+    return 0
+
+
+def _entry_mode(case: Path) -> str | None:
+    """The reproducer mode of the known entry whose own case `case` is, if any."""
+    from harness.judge.known import KnownDivergencesError, case_path, load
+
+    try:
+        entries = load()
+    except KnownDivergencesError:
+        return None
+    return next((e.mode for e in entries if case_path(e).resolve() == case.resolve()), None)
+
+
+def cmd_emit(a: argparse.Namespace) -> int:
+    from harness.report.reproducer import NoReproducer, case_mode, pytest_reproducer, reproducer
+    from programs.emit import REPRO_MODES
+
+    p = load_case(a.case, emit=True)
+    mode = a.mode
+    if mode is None:  # a known entry's own case: the mode its bug shows in
+        mode = _entry_mode(Path(a.case))
+    if mode is None:  # the mode of the case's first divergence (or its signature), else jit
+        try:
+            mode = case_mode(json.loads(Path(a.case).read_text()), p)
+        except ValueError:
+            mode = "jit"
+    if mode not in REPRO_MODES:
+        raise UsageError(f"--mode {mode!r}: choose from {', '.join(REPRO_MODES)}")
+    make = pytest_reproducer if a.pytest else reproducer
+    try:
+        print(make(p, mode=mode, title=f"shardfuzz reproducer for {a.case}"))
+    except NoReproducer as e:
+        raise UsageError(f"{a.case}: {e}; pass another --mode") from None
+    return 0
+
+
+def cmd_explain(a: argparse.Namespace) -> int:
+    from harness.report.explain import explain_lines
+
+    p = load_case(a.case)
+    if a.no_jax:
+        print("\n".join(explain_lines(p)))
+    else:
+        from harness.run.modes import MODES
+
+        o = MODES["abstract"].run(p)  # each value's type as jax.typeof saw it while tracing
+        print("\n".join(explain_lines(p, o.value_types)))
+        said = f"{o.error_type}: {o.error_message}" if o.raised else "no error (jax.eval_shape ran)"
+        print(f"jax said (abstract mode): {said}")
+    print("\n" + repr(p))
+    return 0

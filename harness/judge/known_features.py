@@ -1,0 +1,117 @@
+"""The vocabulary of a known-divergence entry (reports/known_divergences.toml): signature
+patterns (`kind|mode|where`, the kind always literal) and the structured features its
+`when` names: program features, op features (which must hold on one op in the
+divergence's scope) and value features. Never message text."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+
+from harness.judge.compare import Divergence, DivergenceKind
+from oracles.prediction import ValueType
+from programs.model import Op, Program
+
+_KINDS = {k.value for k in DivergenceKind}
+
+
+# ------------------------------------------------------------------------ patterns
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One signature pattern: a literal kind, the modes, a shell pattern on `where`."""
+
+    kind: str
+    modes: tuple[str, ...] | None  # None: every mode
+    where: str
+
+    @staticmethod
+    def parse(text: str) -> Pattern:
+        parts = text.split("|")
+        if len(parts) != 3:
+            raise ValueError(f"signature {text!r} is not 'kind|mode|where'")
+        kind, mode, where = parts
+        if kind not in _KINDS:
+            raise ValueError(f"signature {text!r}: kind {kind!r} must be one of {sorted(_KINDS)} (no wildcards: "
+                             "a bug that gives a wrong error does not excuse a wrong value)")
+        if mode != "*" and any(c in mode for c in "*?["):
+            raise ValueError(f"signature {text!r}: mode must be literal, a comma list, or '*'")
+        return Pattern(kind, None if mode == "*" else tuple(mode.split(",")), where)
+
+    def matches(self, d: Divergence) -> bool:
+        if d.kind.value != self.kind or not fnmatch.fnmatchcase(d.where, self.where):
+            return False
+        return self.modes is None or all(m in self.modes for m in d.mode.split(","))
+
+    def __str__(self) -> str:
+        return f"{self.kind}|{','.join(self.modes) if self.modes else '*'}|{self.where}"
+
+
+# ------------------------------------------------------------------------ features
+
+
+def _zero_size(shape: tuple[int, ...]) -> bool:
+    return 0 in shape
+
+
+PROGRAM_FEATURES = {
+    "in_spec_none": lambda p: any(s.kind == "none" for s in p.in_specs),
+    "in_spec_duplicate_axis": lambda p: any(len(s.axes()) != len(set(s.axes())) for s in p.in_specs),
+    "collective_axis_not_in_mesh": lambda p: any(a not in p.mesh.names for op in p.all_ops() for a in (op.p("axes") or ())),  # type: ignore[union-attr]
+    "partial_manual": lambda p: p.axis_names is not None and set(p.axis_names) != set(p.mesh.names),
+    "check_vma==False": lambda p: not p.check_vma,
+    "check_vma==True": lambda p: p.check_vma,
+    # every manual axis has size 1: jax lowers no manual region for the shard_map
+    "manual_size_1": lambda p: all(p.mesh.axis_size(a) == 1 for a in p.manual_axes),
+    "spmd_axis": lambda p: p.spmd_axis() is not None,
+}
+VALUE_FEATURES = {"value:zero_size"}
+_OP = re.compile(r"^(?P<kind>[a-z_]+|any)(?::(?P<param>[a-z_]+)(?:(?P<op><|>|==)(?P<value>-?\w+))?)?$")
+
+
+@dataclass(frozen=True)
+class OpFeature:
+    """'KIND', 'KIND:PARAM' (set), 'KIND:PARAM<N' / '>N' / '==V'; KIND 'any' for any op.
+    Pseudo-parameters: 'axes_order' (ordered / unordered: several axes out of mesh
+    order), 'zero_size' (True when an operand or the result has a zero-size dimension),
+    'wrap' (scan / cond)."""
+
+    kind: str
+    param: str | None
+    op: str | None
+    value: str | None
+
+    @staticmethod
+    def parse(text: str) -> OpFeature:
+        m = _OP.match(text)
+        if m is None:
+            raise ValueError(
+                f"feature {text!r} is not a program feature ({', '.join(sorted(PROGRAM_FEATURES))}), "
+                f"a value feature ({', '.join(sorted(VALUE_FEATURES))}), or an op feature "
+                "'KIND', 'KIND:PARAM', 'KIND:PARAM<N' / '>N' / '==V'"
+            )
+        return OpFeature(m["kind"], m["param"], m["op"], m["value"])
+
+    def holds(self, p: Program, op: Op, types: list[ValueType]) -> bool:
+        if self.kind not in ("any", op.kind):
+            return False
+        if self.param is None:
+            return True
+        v: object = op.p(self.param)
+        if self.param == "axes_order":
+            axes = list(op.p("axes") or ())  # type: ignore[call-overload]
+            v = "ordered" if axes == sorted(axes, key=lambda a: p.mesh.names.index(a) if a in p.mesh.names else -1) else "unordered"
+        elif self.param == "zero_size":
+            v = any(_zero_size(t.shape) for t in types)
+        if v is None:
+            return False
+        if self.op is None:
+            return True
+        if self.op == "==":
+            return str(v) == self.value
+        if isinstance(v, bool) or not isinstance(v, int):
+            return False
+        n = int(self.value)  # type: ignore[arg-type]
+        return v < n if self.op == "<" else v > n
