@@ -1,0 +1,156 @@
+"""The oracle's prediction as Python literals for the generated script: the expected error
+(types, phrases, facts), every body value's type, each output's shape, dtype and blocks
+(vmap: the batch), the lowering facts and the finite-difference <u, J v>.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from harness.judge.errors import ERROR_TABLE
+from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_size
+from oracles import predict
+from oracles.prediction import Prediction
+from programs.model import Program
+
+
+def _num(v: float | int) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "np.nan"
+        if math.isinf(v):
+            return "np.inf" if v > 0 else "-np.inf"
+        return repr(v)
+    return str(int(v))
+
+
+def array_literal(a: np.ndarray) -> str:
+    """An array literal: int32 values as int32, everything else as float64 (the oracle's
+    own precision)."""
+    a = np.asarray(a)
+    dt = "int32" if a.dtype.kind in "iub" else "float64"
+    items = ", ".join(_num(v) for v in a.reshape(-1).tolist())
+    return f"np.array([{items}], dtype=np.{dt}).reshape({tuple(a.shape)!r})"
+
+
+def doc_text(s: str) -> str:
+    """Text for the generated file's docstring: backslashes and triple quotes escaped."""
+    return s.replace("\\", "\\\\").replace('"""', "'''")
+
+
+def summary(p: Program, pred: Prediction, mode: str) -> str:
+    """One line: what jax must do."""
+    if pred.error is not None:
+        sig = ERROR_TABLE[pred.error.kind]
+        return f"{'/'.join(sig.types)} ({pred.error.kind.value}: {pred.error.why})"
+    outs = ", ".join(f"{o.dtype}{list(o.global_shape)}" for o in pred.outputs)
+    what = {"abstract": "shapes, dtypes and varying axes", "lowering": "one manual region per the specs" if pred.expect_region
+            else "no manual region (every manual axis has size 1)", "grad": "<u, J v> by jvp and vjp",
+            "grad_remat": "<u, J v> by jvp and vjp"}.get(mode, "per-device values")
+    return f"{len(pred.outputs)} output(s) {outs}; {what}"
+
+
+def types_literal(p: Program, pred: Prediction) -> list[str]:
+    n_in = len(p.inputs)
+    rows = []
+    for i, t in enumerate(pred.value_types):
+        name = f"a{i}" if i < n_in else f"v{i - n_in}"
+        vma = None if t.vma is None else sorted(t.vma)
+        rows.append(f"  ({name!r}, {tuple(t.shape)!r}, {t.dtype!r}, {vma!r}),")
+    return ["# every body value's per-device type inside the body: name, shape, dtype, varying manual axes",
+            "EXPECTED_TYPES = [", *rows, "]"]
+
+
+def outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
+    """EXPECTED_OUTPUTS: per output, what the mode compares."""
+    rows = []
+    if mode in ("vmap", "vmap_spmd"):
+        n = batch_size(p, mode)
+        members = [pred] + [predict(p, batch=b) for b in range(1, n)]
+        for k, e in enumerate(pred.outputs):
+            wants = [m.outputs[k].global_value for m in members]
+            exact = all(m.outputs[k].exact for m in members) or e.dtype == "int32"
+            atol = max(m.outputs[k].atol for m in members)
+            value = "None" if any(w is None for w in wants) else array_literal(np.stack(wants))  # type: ignore[arg-type]
+            rows.append(f"  dict(shape={(n,) + e.global_shape!r}, dtype={e.dtype!r}, value={value}, "
+                        f"exact={exact}, rtol={e.rtol!r}, atol={atol!r}),")
+        head = f"# each output: the batch of {n} (the oracle run once per batch member, stacked on axis 0)"
+    elif mode in VALUE_MODES:
+        auto = bool(auto_axes(p))
+        for e in pred.outputs:
+            exact = e.exact or e.dtype == "int32"
+            glob = array_literal(e.global_value) if auto and e.global_value is not None else "None"
+            rows.append(f"  dict(shape={e.global_shape!r}, dtype={e.dtype!r}, blocks={array_literal(e.device_values)}, "  # type: ignore[arg-type]
+                        f"value={glob}, exact={exact}, rtol={e.rtol!r}, atol={e.atol!r}, spec={p.out_specs[e.index]!r}),")
+        head = "# each output: global shape, dtype, blocks[mesh coordinate] = that device's block"
+    else:
+        for e in pred.outputs:
+            rows.append(f"  dict(shape={e.global_shape!r}, dtype={e.dtype!r}),")
+        head = "# each output: global shape and dtype"
+    return [head, "EXPECTED_OUTPUTS = [", *rows, "]"]
+
+
+def lowering_literal(p: Program, pred: Prediction) -> list[str]:
+    """What compare's lowering check expects (harness/judge/compare_facts.py compare_lowering)."""
+    from harness.judge.compare_facts import expected_shardings
+
+    manual = tuple(pred.manual_axes)
+    nested: list[list[str]] = []
+    for op in p.body:
+        axes = op.p("inner_axes") if op.kind == "shard_map" else ()
+        inner = sorted(str(a) for a in axes) if isinstance(axes, tuple) else []
+        if inner and any(p.mesh.axis_size(a) > 1 for a in inner):
+            nested += [inner] * (2 if op.p("wrap") == "cond" else 1)  # one region per lax.cond branch
+    n_in = len(p.inputs)
+    want_in = expected_shardings(p.in_specs, [len(pred.value_types[i].shape) for i in range(n_in)], manual)
+    want_out = expected_shardings(p.out_specs, [len(o.local_shape) for o in pred.outputs], manual)
+    blocks = [list(pred.value_types[i].shape) for i in range(n_in)]
+    return [
+        "# the Shardy lowering: one sdy.manual_computation over exactly the manual axes (none when every",
+        "# manual axis has size 1), one more per nested shard_map, and its shardings and block shapes",
+        "EXPECTED_LOWERING = dict(",
+        f"  regions={1 if pred.expect_region else 0}, manual_axes={sorted(manual)!r}, nested={nested!r},",
+        f"  in_shardings={want_in!r}, out_shardings={want_out!r}, block_shapes={blocks!r},",
+        ")",
+    ]
+
+
+def grad_literal(p: Program, pred: Prediction) -> list[str]:
+    from oracles.derivatives import directional_derivative
+
+    out_idx = [k for k, o in enumerate(pred.outputs) if o.dtype == "float32"]
+    d = directional_derivative(p, out_idx) if out_idx else None
+    lines = [
+        "# <u, J v> at the grad point, by finite differences (Richardson) of the forward semantics in",
+        "# float64; None where the point sits on a kink (a max/min tie) or no output is float32",
+    ]
+    if d is None or not d.smooth:
+        return lines + [f"EXPECTED_DERIVATIVE = None  # float32 outputs: {out_idx}"]
+    return lines + [f"EXPECTED_DERIVATIVE = dict(outputs={out_idx!r}, value={d.value!r}, tolerance={d.tolerance!r})"]
+
+
+def error_literal(pred: Prediction) -> list[str]:
+    e = pred.error
+    if e is None:
+        return ["EXPECTED_ERROR = None  # the program is valid: jax must run it"]
+    sig = ERROR_TABLE[e.kind]
+    return [
+        "# jax must raise one of these types, its message naming one of the phrases and every fact",
+        "EXPECTED_ERROR = dict(",
+        f"  kind={e.kind.value!r}, types={sig.types!r}, phrases={sig.phrases!r}, facts={tuple(e.facts)!r},",
+        f"  why={e.why!r},",
+        ")",
+    ]
+
+
+def expectations(p: Program, pred: Prediction, mode: str) -> list[str]:
+    lines = error_literal(pred) + [""] + types_literal(p, pred)
+    if pred.error is None:
+        lines += [""] + outputs_literal(p, pred, mode)
+        if mode == "lowering":
+            lines += [""] + lowering_literal(p, pred)
+        if mode in ("grad", "grad_remat"):
+            lines += [""] + grad_literal(p, pred)
+    return lines

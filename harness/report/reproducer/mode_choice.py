@@ -1,0 +1,85 @@
+"""Which harness mode a reproducer runs in, and whether that mode applies to a program
+(the harness reports it unsupported where it does not: then there is no reproducer).
+"""
+
+from __future__ import annotations
+
+from oracles import predict
+from oracles.prediction import Prediction
+from programs.emit import REPRO_MODES
+from programs.model import Program
+
+VALUE_MODES = ("jit", "eager", "gspmd", "smap")  # the modes that compare per-device blocks
+
+
+class NoReproducer(ValueError):
+    """The mode does not apply to this program (the harness reports it unsupported)."""
+
+
+def divergence_mode(p: Program | None, kind: str, modes: str) -> str:
+    """The mode a reproducer of one divergence (its kind and mode field) runs in: the
+    divergence's first mode; for a mode disagreement (`modes` lists the modes that
+    raised), the side that is wrong: a raising mode where the oracle predicts success,
+    else the first mode that ran it without raising and applies to the program."""
+    from programs.emit import reproducer_mode
+
+    if kind != "mode_disagreement" or p is None:
+        return reproducer_mode(modes)
+    raised = modes.split(",")
+    if predict(p, values=False).error is None:
+        return reproducer_mode(modes)
+    quiet = [m for m in ("abstract", "jit", "lowering", "eager", "gspmd", "smap", "vmap", "vmap_spmd", "grad", "grad_remat")
+             if m not in raised and not applicable(p, m)]
+    return quiet[0] if quiet else reproducer_mode(modes)
+
+
+def case_mode(document: object, p: Program | None = None) -> str:
+    """The reproducer mode of a case file's JSON document (`p`: its program): the mode of
+    its first divergence that is not a mode disagreement, else of its first one, else of
+    its `signature` (minimized cases), else jit."""
+    if isinstance(document, dict):
+        divs = [d for d in document.get("divergences") or [] if isinstance(d, dict) and d.get("mode")]
+        divs = [d for d in divs if d.get("kind") != "mode_disagreement"] or divs
+        if divs:
+            return divergence_mode(p, str(divs[0].get("kind", "")), str(divs[0]["mode"]))
+        sig = document.get("signature")
+        if isinstance(sig, str) and sig.count("|") == 2:
+            return divergence_mode(p, *sig.split("|")[:2])
+    return "jit"
+
+
+
+def auto_axes(p: Program) -> list[str]:
+    return [a for a in p.mesh.names if a not in p.manual_axes and p.mesh.axis_size(a) > 1]
+
+
+def applicable(p: Program, mode: str) -> str:
+    """Why the harness reports `mode` unsupported for `p` ('' when it runs it)."""
+    if mode == "smap":
+        form = p.smap_form()
+        return f"no jax.smap form ({form})" if isinstance(form, str) else ""
+    if mode == "vmap_spmd":
+        if p.spmd_axis() is None:
+            return "no free manual axis of size > 1 for spmd_axis_name"
+        return "an invalid program (jax's error wording differs under vmap)" if p.defect is not None else ""
+    if mode in ("grad", "grad_remat"):
+        if not p.check_vma:
+            return "check_vma=False"
+        if not any(x.dtype == "float32" for x in p.inputs):
+            return "no float32 argument"
+    return ""
+
+
+def batch_size(p: Program, mode: str) -> int:
+    axis = p.spmd_axis() if mode == "vmap_spmd" else None
+    return p.mesh.axis_size(axis) if axis else 2  # harness.run.modes.VMAP_BATCH
+
+
+def prepare(p: Program, mode: str) -> Prediction:
+    if mode not in REPRO_MODES:
+        raise NoReproducer(f"no reproducer for mode {mode!r}; one of {', '.join(REPRO_MODES)}")
+    why = applicable(p, mode)
+    if why:
+        raise NoReproducer(f"the {mode} mode does not apply to this program: {why}")
+    values = mode not in ("abstract", "lowering")
+    return predict(p, values=values)

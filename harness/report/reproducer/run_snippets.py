@@ -1,0 +1,187 @@
+"""The generated script's set-up (mesh, inputs, the recording body, the shard_map) and its
+`run()`: the program run the way the harness mode runs it, returning the observed outputs
+(shape, dtype, per-device blocks or None, global value or None) and the mode's facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.report.reproducer.mode_choice import NoReproducer, auto_axes, batch_size
+from programs.emit import (
+    REPRO_MODES,
+    args_src,
+    body_source,
+    inputs_fn_src,
+    mesh_src,
+    shard_map_kwargs_src,
+)
+from programs.model import Program
+
+
+def setup_lines(p: Program, mode: str) -> list[str]:
+    body = "jax.checkpoint(body)" if mode == "grad_remat" else "body"
+    return [
+        *mesh_src(p),
+        f"MESH_SHAPE = {p.mesh.sizes!r}",
+        f"AUTO_AXES = {auto_axes(p)!r}  # mesh axes left automatic (partial manual): jax may lay outputs out along them",
+        "",
+        "",
+        *inputs_fn_src(p),
+        "",
+        "",
+        body_source(p, record="record"),
+        "",
+        "",
+        f"f = jax.shard_map({body}, {shard_map_kwargs_src(p)})",
+    ]
+
+
+def ragged_guard(p: Program, mode: str, exit_line: str) -> list[str]:
+    if mode in ("abstract", "lowering") or not any(op.kind == "ragged_all_to_all" for op in p.body):
+        return []
+    return [
+        'if jax.default_backend() == "cpu":  # XLA:CPU cannot run ragged_all_to_all',
+        f"  {exit_line}",
+    ]
+
+
+def run_lines(p: Program, mode: str) -> list[str]:
+    """`def run()`: runs the program as the harness mode does; returns the observed
+    outputs (shape, dtype, per-device blocks or None, global value or None) and facts."""
+    make = _RUNS.get(mode)
+    if make is None:
+        raise NoReproducer(f"no reproducer for mode {mode!r}; one of {', '.join(REPRO_MODES)}")
+    return make(p, mode)
+
+
+# what run() returns: the outputs with each device's block and the global value ...
+_VALUES = [
+    "  return [(tuple(o.shape), str(o.dtype), {tuple(int(c) for c in np.unravel_index(s.device.id, MESH_SHAPE)):",
+    "           np.asarray(s.data) for s in o.addressable_shards}, np.asarray(o)) for o in outs], {}",
+]
+# ... or only their shapes and dtypes, with the mode's facts
+_SHAPES_ONLY = ["  return [(tuple(o.shape), str(o.dtype), None, None) for o in outs], facts"]
+_STRUCTS = "[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in inputs(0)]"
+
+
+def _unpack(p: Program) -> str:
+    """The line that binds the arguments a0, a1, ... to the inputs (none without inputs)."""
+    return f"  {args_src(p)}{',' if len(p.inputs) == 1 else ''} = inputs(0)" if p.inputs else ""
+
+
+def _run_direct(p: Program, mode: str) -> list[str]:
+    """jit, eager and gspmd (jit with the GSPMD partitioner): the shard_map called."""
+    pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
+    call = "f" if mode == "eager" else "jax.jit(f)"
+    return ["def run():", *pre, _unpack(p), f"  outs = {call}({args_src(p)})", "  jax.block_until_ready(outs)", *_VALUES]
+
+
+def _run_smap(p: Program, mode: str) -> list[str]:
+    form = p.smap_form()
+    assert not isinstance(form, str)
+    axis, ins, outs = form
+    return [
+        "def run():",
+        _unpack(p),
+        "  # the same program as a single-axis jax.smap under jax.set_mesh",
+        f"  g = jax.smap(body, in_axes={ins!r}, out_axes={outs!r}, axis_name={axis!r})",
+        "  with jax.set_mesh(mesh):",
+        f"    outs = jax.jit(g)({args_src(p)})",
+        "    jax.block_until_ready(outs)",
+        *_VALUES,
+    ]
+
+
+def _run_abstract(p: Program, mode: str) -> list[str]:
+    return ["def run():", f"  outs = jax.eval_shape(f, *{_STRUCTS})", "  facts = {}", *_SHAPES_ONLY]
+
+
+def _run_lowering(p: Program, mode: str) -> list[str]:
+    return [
+        "def run():",
+        f"  structs = {_STRUCTS}",
+        "  facts = lowering_facts(jax.jit(f, keep_unused=True).lower(*structs).as_text())",
+        "  outs = jax.eval_shape(f, *structs)",
+        *_SHAPES_ONLY,
+    ]
+
+
+def _run_vmap(p: Program, mode: str) -> list[str]:
+    """vmap and vmap_spmd: the batch of members made as the harness makes it."""
+    spmd = p.spmd_axis() if mode == "vmap_spmd" else None
+    vm = f"jax.vmap(f, spmd_axis_name={spmd!r})" if spmd else "jax.vmap(f)"
+    n = batch_size(p, mode)
+    return [
+        "def run():",
+        f"  batch = [inputs(b) for b in range({n})]  # member b: the arguments made with seed / offset b",
+        f"  outs = jax.jit({vm})(*[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})])",
+        "  return [(tuple(o.shape), str(o.dtype), None, np.asarray(o)) for o in outs], {}",
+    ]
+
+
+def _run_grad(p: Program, mode: str) -> list[str]:
+    """grad and grad_remat: <u, J v> by jvp and by vjp at the harness' grad point."""
+    fl = [i for i, x in enumerate(p.inputs) if x.dtype == "float32"]
+    seeds = {i: p.inputs[i].seed + 31 * i + 1 for i in fl}
+    return [
+        f"FLOAT_ARGS = {fl!r}",
+        "",
+        "",
+        "def grad_point():",
+        "  # the float32 arguments moved off the integers (no max/min ties, no int-cast jumps)",
+        "  args = inputs(0)",
+        f"  for i, seed in {seeds!r}.items():",
+        "    frac = np.random.default_rng(seed).uniform(0.1, 0.4, size=args[i].shape)",
+        "    args[i] = (args[i].astype(np.float64) + frac).astype(np.float32)",
+        "  return args",
+        "",
+        "",
+        "def run():",
+        "  args = grad_point()",
+        "  outs = jax.eval_shape(f, *args)",
+        "  out_idx = [k for k, o in enumerate(outs) if o.dtype == jnp.float32]",
+        '  facts = {"outputs": out_idx}',
+        "  if not out_idx:",
+        "  " + _SHAPES_ONLY[0],
+        "",
+        "  def g(*fl):",
+        "    full = list(args)",
+        "    for i, a in zip(FLOAT_ARGS, fl):",
+        "      full[i] = a",
+        "    res = f(*full)",
+        "    return tuple(res[k] for k in out_idx)",
+        "",
+        "  # direction v per float argument, weight u per float output: <u, J v> by jvp and by vjp",
+        "  primals = tuple(jnp.asarray(args[i]) for i in FLOAT_ARGS)",
+        "  tans = tuple(jnp.asarray(np.random.default_rng(1000 + i).uniform(-1, 1, size=args[i].shape), dtype=jnp.float32)",
+        "               for i in FLOAT_ARGS)",
+        "  cots = tuple(jnp.asarray(np.random.default_rng(2000 + k).uniform(-1, 1, size=outs[k].shape), dtype=jnp.float32)",
+        "               for k in out_idx)",
+        "",
+        "  @jax.jit",
+        "  def both(prim, tan, cot):",
+        "    _, jv = jax.jvp(g, prim, tan)",
+        "    d_jvp = sum(jnp.vdot(u, t) for u, t in zip(cot, jv))",
+        "    _, pullback = jax.vjp(g, *prim)",
+        "    d_vjp = sum(jnp.vdot(c, t) for c, t in zip(pullback(cot), tan))",
+        "    return d_jvp, d_vjp",
+        "",
+        "  d_jvp, d_vjp = both(primals, tans, cots)",
+        '  facts.update(jvp=float(d_jvp), vjp=float(d_vjp))',
+        *_SHAPES_ONLY,
+    ]
+
+# mode -> its run() snippet
+_RUNS: dict[str, Callable[[Program, str], list[str]]] = {
+    "jit": _run_direct,
+    "eager": _run_direct,
+    "gspmd": _run_direct,
+    "smap": _run_smap,
+    "abstract": _run_abstract,
+    "lowering": _run_lowering,
+    "vmap": _run_vmap,
+    "vmap_spmd": _run_vmap,
+    "grad": _run_grad,
+    "grad_remat": _run_grad,
+}

@@ -1,0 +1,236 @@
+"""The fixed text of the generated script: the body recorder, the check helpers it calls
+on what `run()` observed (as harness/judge/compare.py judges), the supervisor that runs
+the check in a child process (a crash or a hang is a `BUG:` too) and `main`.
+
+Each is a source snippet (SUPERVISOR and MAIN are `str.format` templates).
+"""
+
+RECORD = '''
+TYPES = {}  # name -> (shape, dtype, vma): what jax.typeof showed while jax traced the body
+
+
+def record(**values):
+  for name, v in values.items():
+    if name not in TYPES:  # the first trace (later ones: jvp, vjp, batching)
+      t = jax.typeof(v)
+      vma = getattr(t, "vma", None)  # the varying manual axes (jax 0.10: jax.typeof(v).mat.varying)
+      vma = getattr(getattr(t, "mat", None), "varying", None) if vma is None else vma
+      TYPES[name] = (tuple(t.shape), str(t.dtype), None if vma is None else sorted(str(a) for a in vma))
+'''
+
+CHECK_COMMON = '''
+def short(a):
+  return np.array2string(np.asarray(a), threshold=12, edgeitems=2).replace("\\n", "")
+
+
+def check_error(e, problems):
+  want, name, msg = EXPECTED_ERROR, type(e).__name__, str(e)
+  said = f"jax raised {name}: {msg[:300]!r}"
+  if name not in want["types"]:
+    problems.append(f"{said}, but a {want['kind']} error is a {'/'.join(want['types'])}")
+  elif not any(ph in msg for ph in want["phrases"]):
+    problems.append(f"{said}, whose message names none of {list(want['phrases'])} ({want['kind']})")
+  elif [x for x in want["facts"] if x not in msg]:
+    problems.append(f"{said}, whose message does not name {[x for x in want['facts'] if x not in msg]} ({want['kind']})")
+
+
+def check_types(problems):
+  for name, shape, dtype, vma in EXPECTED_TYPES:
+    if name not in TYPES:
+      continue
+    got = TYPES[name]
+    if got[0] != shape:
+      problems.append(f"inside the body jax.typeof({name}).shape={got[0]}, but it must be {shape}")
+      return  # later shapes follow from this one
+    if got[1] != dtype:
+      problems.append(f"inside the body jax.typeof({name}).dtype={got[1]}, but it must be {dtype}")
+      return
+    if vma is not None and got[2] is not None and got[2] != vma:
+      problems.append(f"inside the body jax.typeof({name}).vma={set(got[2]) or '{}'}, but {name} varies over {set(vma) or '{}'}")
+      return
+
+
+def check_shapes(outs, problems):
+  """Every output's global shape and dtype; False when they differ (values are moot)."""
+  if len(outs) != len(EXPECTED_OUTPUTS):
+    problems.append(f"{len(outs)} outputs, but the program has {len(EXPECTED_OUTPUTS)}")
+    return False
+  ok = True
+  for k, ((shape, dtype, _, _), e) in enumerate(zip(outs, EXPECTED_OUTPUTS)):
+    if shape != e["shape"] or dtype != e["dtype"]:
+      problems.append(f"out[{k}] is {dtype}{list(shape)}, but it must be {e['dtype']}{list(e['shape'])}")
+      ok = False
+  return ok
+
+
+def same(got, want, e):
+  got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  if got.shape != want.shape:
+    return False
+  return bool(np.array_equal(got, want) if e["exact"] else np.allclose(got, want, rtol=e["rtol"], atol=e["atol"]))
+
+
+def tolerance(e):
+  return "exactly" if e["exact"] else f"within rtol={e['rtol']:g}, atol={e['atol']:g}"
+'''
+
+CHECK_VALUES = '''
+def tiles(w, shape):
+  counts = [n // max(m, 1) for n, m in zip(w.shape, shape)]
+  return [w[tuple(slice(i * m, (i + 1) * m) for i, m in zip(idx, shape))] for idx in np.ndindex(*counts)]
+
+
+def check_values(outs, problems):
+  """Each device's block of each output (as the harness compares them)."""
+  for k, ((_, _, blocks, value), e) in enumerate(zip(outs, EXPECTED_OUTPUTS)):
+    want = e["blocks"]
+    coords = list(np.ndindex(*MESH_SHAPE))
+    if AUTO_AXES and all(blocks.get(c) is not None and blocks[c].ndim == want[c].ndim for c in coords) and all(
+        w % max(g, 1) == 0 for c in coords for g, w in zip(blocks[c].shape, want[c].shape)) and any(
+        blocks[c].shape != want[c].shape for c in coords):
+      # jax laid the output out along automatic axes too: the global value decides, or
+      # (none: blocks differ) each block must be an aligned tile of the predicted one
+      if e["value"] is not None:
+        if not same(value, e["value"], e):
+          problems.append(f"out[{k}] is {short(value)}, but it must be {short(e['value'])} ({tolerance(e)})")
+        continue
+      bad = [c for c in coords if not any(same(blocks[c], t, e) for t in tiles(want[c], blocks[c].shape))]
+      if bad:
+        problems.append(f"out[{k}]: at devices {bad[:4]} the block {short(blocks[bad[0]])} is no tile of {short(want[bad[0]])}")
+      continue
+    bad = []
+    for c in coords:
+      got = blocks.get(c)
+      if got is None or got.shape != want[c].shape:
+        problems.append(f"out[{k}]: device {c} holds a block of shape {None if got is None else got.shape}, but "
+                        f"out_specs={e['spec']} gives it {want[c].shape}")
+        break
+      if not same(got, want[c], e):
+        bad.append(c)
+    else:
+      if bad:
+        c = bad[0]
+        problems.append(f"out[{k}]: wrong values on {len(bad)} of {len(coords)} devices {bad[:4]}{'...' if len(bad) > 4 else ''}; "
+                        f"device {c} holds {short(blocks[c])}, but it must hold {short(want[c])} ({tolerance(e)})")
+'''
+
+CHECK_BATCHED = '''
+def check_values(outs, problems):
+  """The batch of each output against the oracle run once per member, stacked."""
+  for k, ((_, _, _, value), e) in enumerate(zip(outs, EXPECTED_OUTPUTS)):
+    if e["value"] is None:
+      continue  # not replicated where its out_spec says (check_vma=False): no global value
+    if not same(value, e["value"], e):
+      bad = [b for b in range(len(value)) if not same(value[b], e["value"][b], e)]
+      b = bad[0] if bad else 0
+      problems.append(f"out[{k}]: batch members {bad} are wrong; member {b} is {short(value[b])}, "
+                      f"but it must be {short(e['value'][b])} (the unbatched program on member {b}'s arguments; {tolerance(e)})")
+'''
+
+LOWERING_FACTS = r'''
+REGION = re.compile(
+  r"sdy\.manual_computation\((?P<args>[^)]*)\) in_shardings=\[(?P<ins>.*?)\] "
+  r"out_shardings=\[(?P<outs>.*?)\] manual_axes=\{(?P<manual>[^}]*)\} \((?P<block>[^)]*)\)")
+
+
+def dims(sharding):
+  """'{"x"}, {}, {"y", ?}' -> [['x'], [], ['y']]"""
+  return [[t.strip().strip('"') for t in d.split(",") if t.strip() and t.strip() != "?"] for d in re.findall(r"\{([^}]*)\}", sharding)]
+
+
+def lowering_facts(text):
+  """The manual regions of the lowered module: their manual axes; the first one's in / out
+  shardings (mesh axes per dimension) and per-device block shapes."""
+  regions = list(REGION.finditer(text))
+  facts = {"region_manual_axes": [sorted(a.strip().strip('"') for a in m["manual"].split(",") if a.strip()) for m in regions]}
+  if regions:
+    m = regions[0]
+    facts["manual_axes"] = facts["region_manual_axes"][0]
+    facts["in_shardings"] = [dims(s) for s in re.findall(r"<@\w+, \[(.*?)\]", m["ins"])]
+    facts["out_shardings"] = [dims(s) for s in re.findall(r"<@\w+, \[(.*?)\]", m["outs"])]
+    facts["block_shapes"] = [[int(n) for n in t.split("x") if n] for t in re.findall(r"tensor<((?:\d+x)*)[a-z]+\d*>", m["block"])]
+  return facts
+'''
+
+CHECK_LOWERING = r'''
+def check_lowering(facts, problems):
+  want = EXPECTED_LOWERING
+  regions = list(facts["region_manual_axes"])
+  for inner in want["nested"]:
+    if inner not in regions:
+      problems.append(f"the lowering has manual regions over {facts['region_manual_axes']}, but a nested shard_map needs one over {inner}")
+      return
+    regions.remove(inner)
+  manual = want["manual_axes"]
+  ours = [r for r in regions if r == manual] if want["regions"] else regions
+  others = [r for r in regions if r != manual and not set(r).isdisjoint(manual)]
+  if len(ours) != want["regions"] or (want["regions"] and others):
+    problems.append(f"the lowering has sdy.manual_computation regions over {facts['region_manual_axes']}, "
+                    f"but it must have {[manual] * want['regions']}")
+    return
+  for key in ("manual_axes", "in_shardings", "out_shardings", "block_shapes") if want["regions"] else ():
+    if facts.get(key) != want[key]:
+      problems.append(f"the manual region's {key}={facts.get(key)}, but it must be {want[key]}")
+'''
+
+CHECK_GRAD = '''
+def check_derivative(facts, problems):
+  want = EXPECTED_DERIVATIVE
+  if want is None or facts.get("outputs") != want["outputs"] or "jvp" not in facts:
+    return
+  for rule in ("jvp", "vjp"):
+    if not abs(facts[rule] - want["value"]) <= want["tolerance"]:
+      problems.append(f"<u, J v> by jax.{rule} is {facts[rule]:.6g}, but it must be {want['value']:.6g} "
+                      f"(finite differences of the forward semantics; tolerance {want['tolerance']:.2g})")
+'''
+
+SUPERVISOR = '''
+import os
+import subprocess
+import sys
+
+CHILD = "SHARDFUZZ_REPRO_CHILD"
+if os.environ.get(CHILD) != "1" and os.path.isfile(sys.argv[0]):
+  from importlib.metadata import version
+  # run the check in a child process: an abort inside XLA or a hang is a result too
+  limit = float(os.environ.get("SHARDFUZZ_REPRO_TIMEOUT", "{timeout}"))
+  try:
+    r = subprocess.run([sys.executable] + sys.argv, env={{**os.environ, CHILD: "1"}}, timeout=limit)
+  except subprocess.TimeoutExpired:
+    print(f"BUG: {title} (jax {{version('jax')}}, mode {mode}): jax hung: no result after {{limit:g}} s, but it must give {summary}.", flush=True)
+    sys.exit(1)
+  if r.returncode not in (0, 1, 2):
+    how = f"signal {{-r.returncode}}" if r.returncode < 0 else f"exit status {{r.returncode}}"
+    print(f"BUG: {title} (jax {{version('jax')}}, mode {mode}): jax crashed the process ({{how}}), but it must give {summary}.", flush=True)
+    sys.exit(1)
+  sys.exit(r.returncode)
+'''
+
+MAIN = '''
+def main():
+  problems = []
+  try:
+    outs, facts = run()
+  except Exception as e:  # what jax raised
+    if EXPECTED_ERROR is None:
+      problems.append(f"jax raised {{type(e).__name__}}: {{str(e)[:400]!r}}, but the program is valid and must run")
+    else:
+      check_error(e, problems)
+  else:
+    if EXPECTED_ERROR is not None:
+      problems.append(f"jax raised nothing, but it must raise a {{'/'.join(EXPECTED_ERROR['types'])}} "
+                      f"({{EXPECTED_ERROR['kind']}})")
+    check_types(problems)  # (when an error is due: the varying axes that should have caused it)
+    if EXPECTED_ERROR is None:
+{checks}
+  where = f"{title} (jax {{jax.__version__}}, mode {mode})"
+  if problems:
+    print(f"BUG: {{where}}: " + "; ".join(problems) + ". Expected by shard_map's documented semantics: {summary}.")
+    return 1
+  print(f"FIXED: {{where}}: jax agrees with shard_map's documented semantics: {summary}.")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
+'''
