@@ -102,7 +102,7 @@ class Gspmd(Jit):
     def call(self, g: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax
 
-        prev = jax.config.jax_use_shardy_partitioner
+        prev = jax.config.jax_use_shardy_partitioner  # type: ignore[attr-defined]
         jax.config.update("jax_use_shardy_partitioner", False)
         try:
             return super().call(g, args)
