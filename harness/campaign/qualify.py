@@ -5,15 +5,16 @@
 
 For each interpreter (one jax installation each: see scripts/envs.py) a worker pool runs
 every corpus case (JSON files under DIR, recursively) and, optionally, N programs drawn
-from `strategies.programs` with Hypothesis seed S, in the abstract, jit and eager modes.
+from `strategies.programs` with Hypothesis seed S, in every mode (see below).
 The oracle runs once per case, here (it needs no jax). Each case gets one verdict per jax
 version:
 
 - pass: jax agrees with the oracle in every mode;
 - fail: a divergence no known-divergence entry explains (its signatures are listed);
 - known: every divergence is a known one (reports/known_divergences.toml);
-- unsupported: the program uses a feature this jax lacks or defines differently
-  (`harness.run.compat.unsupported_features`), and nothing diverged where it ran.
+- unsupported: no mode could run it: the program uses a feature this jax lacks or
+  defines differently (`harness.run.compat.unsupported_features`); a mode that cannot run
+  a program (or that this jax lacks) is listed in the cell while the others decide.
 
 Writes REPORT/qualify.json (the table, each version's jax_version and counts, the
 changes), REPORT/qualify.junit.xml (one testcase per case x version) and
@@ -21,8 +22,13 @@ REPORT/qualify.html (the table, then the cases whose verdict changed from the fi
 version listed to the last: regressions, fixes, other changes), plus REPORT/cases/ (the
 failing cases, replayable) and REPORT/fuzz/ (the drawn programs).
 
-Exit codes: 0 no regression; 1 the last version listed regresses against the first (a
-case that passes on the first fails on the last); 2 bad input (one line naming it).
+Every case runs in every mode of a fuzz run (`--modes` to choose), each where that jax
+supports it. For each failing case the report gives, in version order, where it broke and
+where it was fixed ("broken in 0.6.0 (passes on 0.5.3)", "fixed by 0.9.2 (fails on
+0.6.0)"), in qualify.json (`ranges`), the console and the HTML page.
+
+Exit codes: 0 no regression; 1 the last version fails a case that some earlier version
+passes; 2 bad input (one line naming it).
 """
 
 from __future__ import annotations
@@ -48,7 +54,8 @@ from programs.model import Program
 __all__ = ["VERDICTS", "html_page", "junit_xml", "qualify", "table_lines"]
 
 SCHEMA = 1
-MODES = ("abstract", "jit", "eager")
+# every mode a fuzz run has (the ones an old jax lacks come out unsupported, per mode)
+from harness.run.modes import DEFAULT_MODES as MODES  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -185,9 +192,12 @@ def verdict(res: Any, sups: list[Any], jax_version: str) -> Cell:
         return Cell("fail", sigs, known, unsupported, unexplained[0].message, statuses=statuses)
     if known:
         return Cell("known", [], known, unsupported, statuses=statuses)
-    if unsupported:
+    # unsupported: no mode could run it here (a feature this jax lacks); a mode that does
+    # not apply (vmap_spmd without a free axis, grad without a float argument, ...) or
+    # that this jax lacks is listed in the cell, and the modes that ran decide
+    if unsupported and all(st == "unsupported" for st in statuses.values()):
         return Cell("unsupported", [], [], unsupported, statuses=statuses)
-    return Cell("pass", statuses=statuses)
+    return Cell("pass", [], [], unsupported, statuses=statuses)
 
 
 def _safe(text: str) -> str:
@@ -221,6 +231,7 @@ def run_column(
     report: Path,
     progress: Any = sys.stderr,
     taken: tuple[str, ...] = (),
+    modes: tuple[str, ...] = MODES,
 ) -> None:
     """Every case through one interpreter's workers; fills col.cells. The column is
     labelled 'jax VERSION' ('jax VERSION #2' when `taken` already has that label)."""
@@ -255,7 +266,7 @@ def run_column(
         for case in cases:
             while pool.free() == 0:
                 record(pool.wait(1.0))
-            pool.submit(case.program, MODES, tag=case.name)
+            pool.submit(case.program, modes, tag=case.name)
         record(pool.drain())
     finally:
         pool.close()
@@ -291,6 +302,41 @@ def changes(cases: list[Case], first: Column, last: Column) -> dict[str, list[di
     return out
 
 
+def _version_key(col: Column) -> tuple[int, ...]:
+    import re as _re
+
+    return tuple(int(x) for x in _re.findall(r"\d+", col.jax_version)[:3]) or (0,)
+
+
+def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
+    """For each case that fails on some version: where it came and went, in version
+    order. Each transition between neighbouring versions that ran it (unsupported ones
+    skipped) is 'broken in B (passes on A)' or 'fixed by B (fails on A)'; `pass` here
+    includes known, since a known entry names the bug. Also whether the last version
+    fails a case that an earlier one passes (the exit code)."""
+    ordered = sorted(cols, key=_version_key)
+    out = []
+    for c in cases:
+        seen = [(col.jax_version, col.cells[c.name].verdict) for col in ordered
+                if c.name in col.cells and col.cells[c.name].verdict != "unsupported"]
+        if not any(v == "fail" for _, v in seen):
+            continue
+        events = []
+        for (va, a), (vb, b) in zip(seen, seen[1:]):
+            if a != "fail" and b == "fail":
+                events.append({"event": "broken", "in": vb, "last_good": va})
+            elif a == "fail" and b != "fail":
+                events.append({"event": "fixed", "by": vb, "last_bad": va})
+        last_fails = bool(seen) and seen[-1][1] == "fail"
+        text = "; ".join(f"broken in {e['in']} (passes on {e['last_good']})" if e["event"] == "broken"
+                         else f"fixed by {e['by']} (fails on {e['last_bad']})" for e in events)
+        if not events:
+            text = f"fails on every version that ran it ({seen[0][0]} .. {seen[-1][0]})"
+        out.append({"case": c.name, "events": events, "text": text,
+                    "last_fails_after_pass": last_fails and any(v != "fail" for _, v in seen[:-1])})
+    return out
+
+
 def entries_fixed(sups: list[Any], col: Column, corpus: str) -> list[str]:
     """The known entries whose range covers this jax but whose own case (when it is in
     the corpus) no longer shows their bug here: fixed on this version, stale entries."""
@@ -322,6 +368,7 @@ def qualify(
     corpus: str = "",
     fuzz: dict[str, int] | None = None,
     progress: Any = sys.stderr,
+    modes: tuple[str, ...] = MODES,
 ) -> dict[str, Any]:
     """Run, write the three reports, return the qualify.json document."""
     from oracles import predict
@@ -330,13 +377,14 @@ def qualify(
     cols: list[Column] = []
     for py in pythons:
         col = Column("", py)
-        run_column(col, cases, preds, sups, workers, timeout_s, report, progress, tuple(c.label for c in cols))
+        run_column(col, cases, preds, sups, workers, timeout_s, report, progress, tuple(c.label for c in cols), modes)
         cols.append(col)
     ch = changes(cases, cols[0], cols[-1])
+    rng = ranges(cases, cols)
     fixed = {col.label: entries_fixed(sups, col, corpus) for col in cols}
     doc = {
         "schema": SCHEMA,
-        "modes": list(MODES),
+        "modes": list(modes),
         "corpus": corpus,
         "fuzz": fuzz,
         "versions": [
@@ -356,7 +404,9 @@ def qualify(
             for c in cases
         ],
         "changes": ch,
-        "exit_code": 1 if ch["regressions"] else 0,
+        "ranges": rng,
+        # 1 when the last version fails a case that some earlier version passes
+        "exit_code": 1 if any(r["last_fails_after_pass"] for r in rng) else 0,
     }
     report.mkdir(parents=True, exist_ok=True)
     _write(report / "qualify.json", json.dumps(doc, indent=1))  # (markup.write: atomic)
@@ -369,6 +419,7 @@ def qualify(
 
 
 def cmd_qualify(a: argparse.Namespace) -> int:
+    from harness.cli_input import parse_modes
     from harness.judge.known import KnownDivergencesError, load
 
     if a.fuzz_examples < 0:
@@ -399,7 +450,7 @@ def cmd_qualify(a: argparse.Namespace) -> int:
         cases += drawn
         fuzz = {"seed": seed, "examples": a.fuzz_examples}
     doc = qualify(cases, pythons, report, sups=sups, workers=a.workers, timeout_s=a.timeout,
-                  corpus=str(a.corpus), fuzz=fuzz)
+                  corpus=str(a.corpus), fuzz=fuzz, modes=parse_modes(a.modes))
     print("\n".join(table_lines(doc)))
     ch = doc["changes"]
     if len(doc["versions"]) > 1:
@@ -407,6 +458,8 @@ def cmd_qualify(a: argparse.Namespace) -> int:
               f"{len(ch['other'])} other changes")
     for r in ch["regressions"]:
         print(f"  REGRESSION {r['case']}: {', '.join(r['signatures'])}")
+    for r in doc["ranges"]:
+        print(f"  {'LAST FAILS ' if r['last_fails_after_pass'] else ''}{r['case']}: {r['text']}")
     for col in doc["versions"]:
         if col.get("entries_fixed"):
             print(f"  {col['label']}: known entries fixed there (their own case passes): {', '.join(col['entries_fixed'])}")
@@ -433,4 +486,6 @@ def register(sub: Any) -> None:
                    help=f"worker processes per version (default: the number of cores, here {cores})")
     q.add_argument("--timeout", type=positive(float, "seconds"), default=60.0, help="per-mode timeout in a worker, seconds")
     q.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+    q.add_argument("--modes", default=",".join(MODES),
+                   help="comma-separated modes to run on every version (each where that jax supports it)")
     q.set_defaults(fn=cmd_qualify)

@@ -20,6 +20,7 @@ def junit_xml(doc: dict[str, Any]) -> str:
     """One testsuite per jax version, one testcase per case: a failure for fail, skipped
     for known and unsupported (with why), nothing for pass."""
     root = ET.Element("testsuites", name="shardfuzz qualify")
+    ranges = {r["case"]: r["text"] for r in doc.get("ranges") or []}
     for v in doc["versions"]:
         counts = v["counts"]
         suite = ET.SubElement(
@@ -43,7 +44,9 @@ def junit_xml(doc: dict[str, Any]) -> str:
             tc = ET.SubElement(suite, "testcase", classname=classname, name=_clean(c["case"]))
             if cell["verdict"] == "fail":
                 f = ET.SubElement(tc, "failure", message=_clean(", ".join(cell["signatures"])), type="divergence")
-                f.text = _clean("\n".join([cell["message"], f"reason: {c['reason']}", f"case: {cell['case_file']}"]))
+                span = ranges.get(c["case"], "")
+                f.text = _clean("\n".join([cell["message"], f"reason: {c['reason']}", f"case: {cell['case_file']}",
+                                            f"range: {span}"]))
             elif cell["verdict"] == "known":
                 ET.SubElement(tc, "skipped", message=_clean("known: " + ", ".join(cell["known"])))
             elif cell["verdict"] == "unsupported":
@@ -99,6 +102,7 @@ def html_page(doc: dict[str, Any]) -> str:
         )
     out.append("</table>")
     out.append(_changes_html(doc))
+    out.append(_ranges_html(doc))
     out.append("<h2>Every case</h2><table><tr><th>case</th>" + "".join(f"<th>{_e(x)}</th>" for x in labels) + "<th>reason</th></tr>")
     for c in doc["cases"]:
         row = [f"<tr><td class='mono'>{_e(c['case'])}</td>"]
@@ -148,3 +152,18 @@ def table_lines(doc: dict[str, Any]) -> list[str]:
     for v in doc["versions"]:
         lines.append(f"{v['label']:<{w}}  " + "  ".join(f"{v['counts'][k]:>11}" for k in VERDICTS))
     return lines
+
+
+def _ranges_html(doc: dict[str, Any]) -> str:
+    """When each failing case's bug came and went, in version order."""
+    rows = doc.get("ranges") or []
+    out = [f"<h2>When each failure came and went ({len(rows)})</h2>"]
+    if not rows:
+        out.append("<p class='sub'>No case fails on any version.</p>")
+        return "\n".join(out)
+    out.append("<table><tr><th>case</th><th>range</th><th>last version</th></tr>")
+    for r in rows:
+        last = "<b class='fail'>fails after passing earlier</b>" if r["last_fails_after_pass"] else ""
+        out.append(f"<tr><td class='mono'>{_e(r['case'])}</td><td>{_e(r['text'])}</td><td>{last}</td></tr>")
+    out.append("</table>")
+    return "\n".join(out)
