@@ -201,3 +201,13 @@ def test_a_fault_in_an_unrelated_collective_is_new_in_every_known_case(faulty_po
         qres = _check(faulty_pool, q, modes)
         new = [x.divergence for x in explain_all(ENTRIES, qres.divergences, q, qres.prediction, jv) if x.entry is None]
     assert any(d.kind == DivergenceKind.VALUE for d in new), f"{e.id}: the broken psum was not reported as new: {[d.signature for d in new]}"
+
+
+def test_a_crash_keeps_its_cause_line(pool: Pool) -> None:
+    """An XLA abort's `Check failed` line names the bug; the crash observation keeps it,
+    not only the last lines of stderr (the stack trace after it)."""
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/gspmd_partial_manual_all_gather.json").read_text())
+    res = _check(pool, p, ("gspmd",))
+    (obs,) = res.observations
+    assert obs.status == "crash", obs
+    assert "cause: " in obs.error_message and "Check failed" in obs.error_message.split("stderr tail:")[0], obs.error_message

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import selectors
 import shutil
 import signal
@@ -104,6 +105,23 @@ class _Worker:
             os.unlink(self.log.name)
         except OSError:
             pass
+
+
+# The lines that name an XLA or jax abort's cause (kept whole, wherever they are in the
+# worker's stderr; the tail alone often shows only the stack trace after them)
+_CAUSE = re.compile(r"(Check failed:.*|RET_CHECK failure.*|F\d{4} [^\n]*\] .*|Fatal Python error:.*|\*\*\* SIG\w+.*|"
+                    r"Segmentation fault.*|Aborted.*|terminate called .*)")
+
+
+def crash_cause(stderr: str) -> str:
+    """The cause lines of a crash (XLA's `Check failed`, `RET_CHECK`, a fatal log line,
+    the signal), first seen first, each once; '' when there is none."""
+    seen: list[str] = []
+    for m in _CAUSE.finditer(stderr):
+        line = m.group(0).strip()[:400]
+        if line not in seen:
+            seen.append(line)
+    return " | ".join(seen[:4])
 
 
 class Pool:
@@ -295,13 +313,15 @@ class Pool:
         w.kill() if status == "timeout" else w.proc.wait()
         rc = w.proc.returncode
         tail = w.stderr_tail()
+        cause = crash_cause(w.stderr_tail(64_000))  # (before the log goes with the worker)
         self._retire(w)
         self._spawn()  # becomes free once it reports ready
         if job is None:
             return []
         mode = job.current_mode or (job.modes[len(job.observations)] if len(job.observations) < len(job.modes) else "?")
         what = f"timed out after {self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{_signame(rc)})"
-        dead = Observation(mode, error_type=None, error_message=f"{what}; stderr tail: {tail[-600:]}", status=status)
+        dead = Observation(mode, error_type=None, status=status,
+                           error_message=f"{what}{'; cause: ' + cause if cause else ''}; stderr tail: {tail[-600:]}")
         if job.batch is not None:  # every program of the batch: the parent re-runs them alone
             return [Completed(p, [job.batch_obs.get(i, dead)], job.tag[i]) for i, p in enumerate(job.batch)]
         job.observations.append(dead)
