@@ -233,6 +233,8 @@ def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
     seconds = positive(float, "seconds")
     m = sub.add_parser("minimize", help="shrink a case while it keeps its divergence signature")
     m.add_argument("case", help="a JSON case file")
+    m.add_argument("--python", default=None,
+                   help="run jax in this interpreter (an environment from scripts/envs.py; default: this one)")
     m.add_argument("--signature", default=None, help="KIND|MODE|WHERE to keep (default: the case's first)")
     m.add_argument("--budget", type=at_least(0.0, float, "0: no shrinking"), default=120.0, help="seconds to spend")
     m.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in the worker, seconds")
@@ -244,6 +246,8 @@ def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
     ):
         s = sub.add_parser(name, help=hlp)
         s.add_argument("case", help="a JSON case file")
+        s.add_argument("--python", default=None,
+                       help="run jax in this interpreter (an environment from scripts/envs.py; default: this one)")
         if name == "replay":
             s.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
             s.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")

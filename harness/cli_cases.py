@@ -36,6 +36,15 @@ def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[st
     return new, known, unsupported
 
 
+def _python(a: argparse.Namespace) -> str | None:
+    """`--python ENV_PYTHON`: run jax there (checked: it exists and imports jax)."""
+    if getattr(a, "python", None) is None:
+        return None
+    from harness.campaign.qualify import check_interpreter
+
+    return check_interpreter(a.python)
+
+
 def cmd_replay(a: argparse.Namespace) -> int:
     from harness.judge.check import check_in_pool
     from harness.judge.known import derived_program
@@ -45,8 +54,8 @@ def cmd_replay(a: argparse.Namespace) -> int:
     p = load_case(a.case)
     entries = load_known(a.suppressions)
     modes = parse_modes(a.modes)
-    jv = jax_version()
-    pool = Pool(1, timeout_s=a.timeout)  # a case may crash jax: never in this process
+    pool = Pool(1, python=_python(a), timeout_s=a.timeout)  # a case may crash jax: never in this process
+    jv = str(pool.info.get("jax_version") or jax_version())
     try:
         res = check_in_pool(pool, p, modes)
         new, known, unsupported = _print_result(res, entries, jv)
@@ -89,7 +98,7 @@ def cmd_minimize(a: argparse.Namespace) -> int:
         sig = sigs[0]
     if sig.count("|") != 2:
         raise UsageError(f"--signature {sig!r}: expected KIND|MODE|WHERE, e.g. value|jit|psum")
-    pool = Pool(1, timeout_s=a.timeout)
+    pool = Pool(1, python=_python(a), timeout_s=a.timeout)
     try:
         check_modes = DEFAULT_MODES
         print(f"minimizing {a.case} for {sig}: start {size(p)} (ops, args+outputs, mesh, elements, spec axes)")
@@ -134,9 +143,19 @@ def cmd_emit(a: argparse.Namespace) -> int:
         raise UsageError(f"--mode {mode!r}: choose from {', '.join(REPRO_MODES)}")
     make = pytest_reproducer if a.pytest else reproducer
     try:
-        print(make(p, mode=mode, title=f"shardfuzz reproducer for {a.case}"))
+        text = make(p, mode=mode, title=f"shardfuzz reproducer for {a.case}")
     except NoReproducer as e:
         raise UsageError(f"{a.case}: {e}; pass another --mode") from None
+    print(text)
+    python = _python(a)
+    if python is not None and not a.pytest:  # the same script, on that jax: say what it shows there
+        import subprocess
+        import sys
+
+        r = subprocess.run([python, "-c", text], capture_output=True, text=True, timeout=600)
+        verdict = next((ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith(("BUG:", "FIXED:"))), "")
+        print(f"# on {a.python} it exits {r.returncode}: {verdict[:300] or (r.stderr.strip().splitlines() or ['?'])[-1]}",
+              file=sys.stderr)
     return 0
 
 
@@ -147,11 +166,20 @@ def cmd_explain(a: argparse.Namespace) -> int:
     if a.no_jax:
         print("\n".join(explain_lines(p)))
     else:
-        from harness.run.modes import MODES
+        from harness.run.pool import Pool
 
-        o = MODES["abstract"].run(p)  # each value's type as jax.typeof saw it while tracing
+        pool = Pool(1, python=_python(a))  # (crash-safe, and on the --python jax when given)
+        try:
+            pool.submit(p, ("abstract",))
+            (c,) = pool.drain()
+            jv = pool.info.get("jax_version", "?")
+        finally:
+            pool.close()
+        o = c.observations[0]  # each value's type as jax.typeof saw it while tracing
         print("\n".join(explain_lines(p, o.value_types)))
         said = f"{o.error_type}: {o.error_message}" if o.raised else "no error (jax.eval_shape ran)"
-        print(f"jax said (abstract mode): {said}")
+        if o.status in ("crash", "timeout", "unsupported"):
+            said = f"{o.status}: {o.error_message}"
+        print(f"jax {jv} said (abstract mode): {said}")
     print("\n" + repr(p))
     return 0

@@ -128,3 +128,18 @@ def test_explain_shows_jax_types_beside_the_oracles_and_marks_mismatches() -> No
     assert good.returncode == 0 and "MISMATCH" not in good.stdout and "(agrees)" in good.stdout, good.stdout
     offline = sf("explain", "--no-jax", "reports/corpus/known/groups_vma.json")
     assert offline.returncode == 0 and "jax:" not in offline.stdout
+
+
+def test_case_commands_take_python() -> None:
+    """replay, explain, minimize and emit run jax in the interpreter --python names (an
+    environment from scripts/envs.py); a missing one is bad input."""
+    case = "reports/corpus/curated/psum_one_of_two_axes.json"
+    r = sf("replay", "--python", sys.executable, "--modes", "abstract,jit", case)
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
+    r = sf("explain", "--python", sys.executable, case)
+    assert r.returncode == 0 and "(agrees)" in r.stdout and "said (abstract mode)" in r.stdout, r.stdout + r.stderr
+    r = sf("emit", "--python", sys.executable, case)
+    assert r.returncode == 0 and "exits 0: FIXED:" in r.stderr, r.stderr
+    for cmd, extra in (("replay", ()), ("explain", ()), ("emit", ()), ("minimize", ("--signature", "value|jit|psum"))):
+        bad = sf(cmd, "--python", "/nonexistent/bin/python", *extra, case)
+        assert bad.returncode == 2 and "no such interpreter" in bad.stderr, (cmd, bad.stderr)
