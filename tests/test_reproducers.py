@@ -2,7 +2,8 @@
 
 Every known divergence's case (reports/corpus/known) gives a script that exits 1 with
 `BUG:` on this jax, in the mode its divergence was found in; a bug this jax no longer has
-(psum_batching_0_8, jax 0.8 only) and every curated case (all pass today) give scripts
+(its entry's jax_versions leaves this jax out, e.g. the 0.8-only batching bugs) and every
+curated case (all pass today) give scripts
 that exit 0 with `FIXED:`. Tampering with one embedded expectation turns a passing script
 into a failing one (each comparison can fail), and the `--pytest` form fails under pytest
 on a bug and passes where jax is right.
@@ -46,8 +47,24 @@ KNOWN = sorted((ROOT / "reports/corpus/known").glob("*.json"))
 CURATED = sorted((ROOT / "reports/corpus/curated").glob("*.json"))
 RUNNER = Path(__file__).with_name("repro_runner.py")
 
-# jax 0.8-only bugs: fixed on the jax these tests run against
-FIXED_HERE = {"psum_batching_0_8"}
+def _entries_by_case() -> dict[str, object]:
+    from harness.judge.known import case_path, load
+
+    return {case_path(e).stem: e for e in load()}
+
+
+ENTRIES = _entries_by_case()
+
+
+def _installed_jax() -> str:
+    from importlib.metadata import version
+
+    return version("jax")
+
+
+# known cases whose entry's jax_versions leaves out the installed jax (e.g. the jax 0.8-only
+# batching bugs): their bug is not here, so their scripts say FIXED:
+FIXED_HERE = {n for n, e in ENTRIES.items() if not e.covers(_installed_jax())}  # type: ignore[attr-defined]
 # Known cases that are plain programs (no recorded divergence): the first mode in which
 # `shardfuzz replay` shows them diverging on jax 0.10.2 (others: jit).
 PLAIN_MODES = {
@@ -58,14 +75,11 @@ PLAIN_MODES = {
     "unbound_assert": "abstract", "vmap_out_rank": "vmap", "vmap_spmd_static_arg": "vmap_spmd",
 }
 # Known cases whose recorded first divergence jax 0.10.2 no longer shows (reported, not hidden)
-STALE = {
-    "vmap_spmd_nested_shard_map": "the case records value|gspmd|psum first, but on 0.10.2 gspmd gives the "
-    "predicted values (shardfuzz replay agrees); its bug shows in eager and vmap_spmd",
-}
+STALE: dict[str, str] = {}
 # Curated (case, mode) pairs that do not pass today (shardfuzz replay agrees): left out
 CURATED_FAILING = {
     ("in_spec_none_static", "vmap_spmd"): "vmap with spmd_axis_name raises AssertionError('ManualAxisType(varying="
-    "frozenset({'x'}), ...)') for this valid program (a new divergence, not yet a known entry)",
+    "frozenset({'x'}), ...)') for this valid program (known entry vmap-spmd-static-argument)",
 }
 # More (case, mode) pairs whose script must say BUG: the failing side of the modes the
 # known cases' own modes leave out (lowering, smap, grad_remat, a value divergence under vmap)
@@ -83,6 +97,8 @@ def _load(path: Path) -> Program:
 
 
 def _mode_of(path: Path) -> str:
+    if path.stem in ENTRIES:  # an entry's own case: the mode the entry says its bug shows in
+        return str(ENTRIES[path.stem].mode)  # type: ignore[attr-defined]
     doc = json.loads(path.read_text())
     if doc.get("divergences") or doc.get("signature"):
         return case_mode(doc, _load(path))
