@@ -25,7 +25,14 @@ from harness.judge.check import check_program, evaluate
 from harness.judge.known import entry_case_shows, entry_modes, statuses
 from harness.report.markup import write as atomic_write
 from harness.report.reports import write_reports
-from harness.report.summary import BucketSummary, CoverageCell, FixedCase, RunSummary, counts_of
+from harness.report.summary import (
+    BucketSummary,
+    CellCheck,
+    CoverageCell,
+    FixedCase,
+    RunSummary,
+    counts_of,
+)
 from harness.run.pool import Pool
 from programs.model import Program
 from programs.serialize import ProgramFormatError, program_from_dict, program_id
@@ -133,6 +140,24 @@ def _events(stats: list[dict[str, Any]]) -> dict[str, float]:
     return {k: round(v / n, 4) for k, v in sorted(counts.items())} if n else {}
 
 
+def cell_checks(run: Run) -> tuple[CellCheck, ...]:
+    """Every cell any program held, in every mode of the run: its checks and first hit,
+    or (never checked) why it cannot be reached here."""
+    from harness.campaign.cells import unreachable
+
+    seen = sorted({c for c, _ in run.cells.checks} | {pair.rsplit("@", 1)[0] for pair in run.cells.scheduled})
+    out = []
+    for c in seen:
+        for m in run.cfg.modes:
+            n = run.cells.checks.get((c, m), 0)
+            if n:
+                i, t = run.cells.first[(c, m)]
+                out.append(CellCheck(c, m, n, i, t))
+            else:
+                out.append(CellCheck(c, m, 0, why=unreachable(c, m) or ""))
+    return tuple(out)
+
+
 def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
     """The run as a RunSummary (harness/report/summary.py), written to summary.json and
     rendered as junit.xml and index.html from the same value."""
@@ -169,6 +194,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         checked_in_full=run.n - run.with_known + run.in_full_by_rewrite,
         statistics=_events(stats),
         coverage=tuple(CoverageCell(c, r, dt, m, sp, n) for (c, r, dt, m, sp), n in sorted(run.coverage.items())),
+        cells=cell_checks(run),
     )
     atomic_write(cfg.report_dir / "summary.json", json.dumps(summary.to_json(), indent=1))
     write_reports(summary, cfg.report_dir)

@@ -19,6 +19,7 @@ from hypothesis import Phase
 from hypothesis.database import ReadOnlyDatabase
 from hypothesis.statistics import collector
 
+from harness.campaign.cells import CellLedger, program_cells
 from harness.campaign.config import RunConfig
 from harness.campaign.corpus import check_sync, load_corpus, replay_corpus
 from harness.campaign.finish import check_entry_cases, minimize_buckets, summarise
@@ -108,7 +109,7 @@ class _Scheduler:
             return
         run.checked.add(pid)
         if self.pool is None:
-            run.record(check_program(p, tier_modes(p, self.cfg)))
+            run.record(check_program(p, tier_modes(p, self.cfg, run.cells)))
         else:
             self.submit(p)
         self.submit_derived()
@@ -116,7 +117,7 @@ class _Scheduler:
 
     def submit(self, p: Program) -> None:
         assert self.pool is not None
-        modes = tier_modes(p, self.cfg)
+        modes = tier_modes(p, self.cfg, self.run.cells)
         pred = predict(p) if self.cfg.batch > 1 and "jit" in modes else None
         # a program the oracle expects to fail, or one with the features of a known jax
         # bug, would only make its batch fail and be bisected: it runs alone
@@ -263,11 +264,17 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
     return summarise(run, stats)
 
 
-def tier_modes(p: Program, cfg: RunConfig) -> tuple[str, ...]:
+def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None) -> tuple[str, ...]:
     """Tiers: every program is checked abstractly (errors, shapes, dtypes, varying axes:
-    no compile); a share chosen by program id (so repeatable) also runs every value mode."""
+    no compile); every value mode also runs a program that brings a configuration cell
+    (harness/campaign/cells.py) no earlier value-tier program had, and a share chosen by
+    program id. Both depend only on the programs drawn so far, in order: repeatable."""
     if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
         return cfg.modes
+    if ledger is not None:
+        types = [(t.shape, t.dtype) for t in predict(p, values=False).value_types]
+        if ledger.claim(p, program_cells(p, types), cfg.modes):
+            return cfg.modes
     if int(program_id(p), 16) % 10000 < cfg.value_share * 10000:
         return cfg.modes
     return ("abstract",)

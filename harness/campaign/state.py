@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.campaign.cells import CellLedger, program_cells
 from harness.campaign.config import RunConfig
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence
@@ -113,6 +114,7 @@ class Run:
         self.in_full_by_rewrite = 0  # ... whose derived program keeps every output (a rewrite)
         self.entry_matches: Counter[str] = Counter()  # entry id -> divergences it explained
         self.entry_shows: dict[str, bool] = {}  # entry id -> its own case showed the bug here
+        self.cells = CellLedger.new()  # configuration cells: scheduled, and checked per mode
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
@@ -140,6 +142,9 @@ class Run:
             self.accidents += 1  # (results arrive after their Hypothesis test case: no event())
         for key in coverage_keys(res):
             self.coverage[key] += 1
+        checked = [o.mode for o in res.observations if o.status in ("ok", "error") and o.mode != "probe"]
+        types = [(t.shape, t.dtype) for t in res.prediction.value_types]
+        self.cells.record(program_cells(p, types), checked, self.n, round(self.elapsed(), 2))
         if not res.divergences:
             return
         path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)

@@ -76,6 +76,7 @@ def html_page(summary: RunSummary, report_dir: Path) -> str:
         _section("Known", "known", summary.known, report_dir, "No known divergences seen in this run."),
         _fixed_section(summary.fixed, report_dir),
         _coverage(summary.coverage),
+        _cells(summary),
         _statistics(summary.statistics),
         "</main></body></html>",
     ]
@@ -270,4 +271,35 @@ def _statistics(stats: Mapping[str, float]) -> str:
             f"{''.join(rows)}</table>"
         )
     out.append("</div></section>")
+    return "\n".join(out)
+
+
+def _cells(s: RunSummary) -> str:
+    """Configuration cells × mode: the program index of the first check (its time in the
+    title), shaded where no check reached it, with the reason when it cannot be reached."""
+    if not s.cells:
+        return ""
+    modes = list(dict.fromkeys(c.mode for c in s.cells))
+    by = {(c.cell, c.mode): c for c in s.cells}
+    names = list(dict.fromkeys(c.cell for c in s.cells))
+    reached = sum(1 for c in s.cells if c.checks)
+    blocked = sum(1 for c in s.cells if not c.checks and c.why)
+    missed = [c for c in s.cells if not c.checks and not c.why]
+    out = ['<section id="cells"><h2>Configuration cells</h2>',
+           f'<p class="meta">{reached} of {len(s.cells)} cell × mode pairs checked; {blocked} cannot be reached here '
+           f"(reason in the cell's title); {len(missed)} not reached by this run"
+           + (": " + ", ".join(f"<code>{_esc(c.cell)} × {_esc(c.mode)}</code>" for c in missed[:40]) if missed else "") + "</p>",
+           '<details><summary>every cell</summary><table class="cells"><tr><th class="name">cell</th>'
+           + "".join(f"<th>{_esc(m)}</th>" for m in modes) + "</tr>"]
+    for n in names:
+        row = [f'<tr><td class="name mono">{_esc(n)}</td>']
+        for m in modes:
+            c = by.get((n, m))
+            if c is None or not c.checks:
+                why = c.why if c is not None else ""
+                row.append(f'<td class="gap" title="{_esc(why or "not reached")}">{"n/a" if why else "0"}</td>')
+            else:
+                row.append(f'<td title="{c.checks} checks; first at {c.first_s}s">#{c.first_program}</td>')
+        out.append("".join(row) + "</tr>")
+    out.append("</table></details></section>")
     return "\n".join(out)

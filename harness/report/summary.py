@@ -9,7 +9,8 @@ Schema 2 (schema 1 was the untyped dict): `failing_programs` now counts programs
 divergence no known entry explains (schema 1 counted any divergence: that figure is now
 `programs_with_divergences`); new: `new_buckets`, `still_failing_buckets`,
 `known_buckets`, `fixed_cases`, `known_entries`, `programs_with_known`,
-`derived_checked`, `checked_in_full`; a bucket's `new` is false for known buckets.
+`derived_checked`, `checked_in_full`, `cells` (per configuration cell and mode: checks,
+first hit, or why it cannot be reached); a bucket's `new` is false for known buckets.
 """
 
 from __future__ import annotations
@@ -72,6 +73,20 @@ class CoverageCell:
 
 
 @dataclass(frozen=True)
+class CellCheck:
+    """One configuration cell (harness/campaign/cells.py) in one mode: the checks that
+    reached it, and the program index and run time of the first (-1: none; then `why`
+    says why it cannot be reached here, or is empty when this run just did not reach it)."""
+
+    cell: str
+    mode: str
+    checks: int
+    first_program: int = -1
+    first_s: float = -1.0
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Counts:
     """Every count a report shows, each with its one definition."""
 
@@ -122,6 +137,7 @@ class RunSummary:
     checked_in_full: int
     statistics: Mapping[str, float] = field(default_factory=dict)
     coverage: tuple[CoverageCell, ...] = ()
+    cells: tuple[CellCheck, ...] = ()
     schema: int = SUMMARY_SCHEMA
 
     @property
@@ -170,6 +186,7 @@ class RunSummary:
                 programs_with_known=int(d["programs_with_known"]), derived_checked=int(d["derived_checked"]),
                 checked_in_full=int(d["checked_in_full"]), statistics=dict(d["statistics"]),
                 coverage=tuple(CoverageCell(**c) for c in d["coverage"]),
+                cells=tuple(CellCheck(**c) for c in d.get("cells", [])),
             )
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, SummaryFormatError):
