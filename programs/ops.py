@@ -16,7 +16,7 @@ table names the same kinds. programs/ never imports jax: a template is strings a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from programs.model import Op, ParamValue
 
@@ -90,9 +90,11 @@ class OpDesc:
     params: tuple[Param, ...]
     call: Call
     local: bool = False  # names no mesh axis
-    # False: XLA:CPU has no lowering for it, so on CPU only the modes that do not compile
-    # run it (harness/run/compat.py reports the others as unsupported)
+    # False: XLA:CPU cannot run it (cpu_values) or even lower it (cpu_lowering), so on CPU
+    # only the modes that do not need that check it (harness/run/compat.py reports the
+    # others as unsupported)
     cpu_values: bool = True
+    cpu_lowering: bool = True
 
 
 def _x(*more: Arg) -> tuple[Arg, ...]:
@@ -142,6 +144,13 @@ _TABLE = (
     OpDesc("pswapaxes", 1, (_AXES, Param("axis", "int")), Call("jax.lax", "pswapaxes", _x(_AX, Arg("axis")))),
     OpDesc("axis_index", 0, (_AXES,), Call("jax.lax", "axis_index", (_AX,))),
     OpDesc("pcast", 1, (_AXES, Param("to", "vary")), Call("jax.lax", "pcast", _x(_AX, Arg("to", "to")))),
+    OpDesc("axis_size", 0, (_AXES,), Call("jax.lax", "axis_size", (_AX,))),
+    # jax 0.10.2 registers pbroadcast's lowering for GPU only. Its axis name is always
+    # passed as a tuple: given one name as a string, jax 0.10.2 checks each of its
+    # characters as an axis name (NameError "unbound axis name: d" for 'data')
+    OpDesc("pbroadcast", 1, (_AXES, Param("source", "int")),
+           Call("jax.lax", "pbroadcast", _x(Arg("axes", form="tuple"), Arg("source"))),
+           cpu_values=False, cpu_lowering=False),
     # operand, output, input_offsets, send_sizes, output_offsets, recv_sizes
     OpDesc("ragged_all_to_all", 6, (_AXES,), Call("jax.lax", "ragged_all_to_all", (Arg("xs"), Arg("axes", "axis_name", "axes"))),
            cpu_values=False),
@@ -172,7 +181,7 @@ WRAPS = tuple(WRAP_SOURCE)
 _WRAP = Param("wrap", "wrap", optional=True)
 
 OP_TABLE: dict[str, OpDesc] = {
-    d.kind: OpDesc(d.kind, d.arity, d.params + (_WRAP,), d.call, d.local, d.cpu_values) if 1 <= d.arity <= 2 else d
+    d.kind: replace(d, params=d.params + (_WRAP,)) if 1 <= d.arity <= 2 else d
     for d in _TABLE
 }
 
@@ -199,6 +208,7 @@ COLLECTIVES = frozenset(SYNTAX) - LOCAL_OPS
 BINARY_OPS = ("add", "sub", "mul", "max", "min")
 REDUCTIONS = ("psum", "pmean", "pmax", "pmin")
 NO_CPU_VALUES = frozenset(d.kind for d in OP_TABLE.values() if not d.cpu_values)
+NO_CPU_LOWERING = frozenset(d.kind for d in OP_TABLE.values() if not d.cpu_lowering)
 
 
 def python_value(form: str, v: ParamValue) -> object:

@@ -213,6 +213,10 @@ def movement() -> list[Case]:
             "ragged_all_to_all: each device sends its first row to every peer, written at the sender's index "
             "(values need a GPU; on CPU abstract and lowering check shapes; check_vma=False because jax 0.10.2 "
             "types the result as its output buffer, see known/ragged_vma.json)"),
+        Case("pbroadcast_from_source",
+            prog(XY, [iota(4, 8)], [P("x", "y")], [op("pbroadcast", 0, axes=("y",), source=3)], [1], [P("x", "y")]),
+            "pbroadcast over y from source 3: every device gets the block of device 3 of its y group (values and "
+            "lowering need a GPU: jax 0.10.2 lowers pbroadcast for GPU only; on CPU abstract checks shapes and types)"),
     ]
 
 
@@ -241,6 +245,11 @@ def axis_index_and_meshes() -> list[Case]:
             prog(XY, [iota(2, 4)], [P("x", "y")], [op("axis_index", axes=("x", "y")), op("add", 0, 1)],
                  [2], [P("x", "y")]),
             "axis_index over (x, y) is the row-major device index, added to each block"),
+        Case("axis_size_two_axes",
+            prog(XY, [iota(2, 4)], [P("x", "y")],
+                 [op("axis_size", axes=("x", "y")), op("axis_size", axes=("y",)), op("mul", 0, 2)],
+                 [1, 3], [P(), P("x", "y")]),
+            "axis_size over (x, y) is 8 (the product), over y 4: an invariant int32 scalar, multiplied into each block"),
         Case("size1_axis_collectives",
             prog(X1Y2, [iota(2, 2)], [P("x", "y")],
                  [op("psum", 0, axes=("x",)), op("all_gather", 1, axes=("x",), axis=0, tiled=True),

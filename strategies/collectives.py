@@ -130,6 +130,29 @@ def _ragged_all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...
     return b.push(Op.make("ragged_all_to_all", (idx, out, zeros, ones, out_off, ones), axes=axes)) is not None
 
 
+def _axis_size(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    i = b.push(Op.make("axis_size", (), axes=axes))
+    if i is not None and draw(st.booleans(), label="combine_size"):
+        b.push(Op.make(draw(st.sampled_from(["add", "mul"]), label="size_binop"), (idx, i)))  # use it
+    return i is not None
+
+
+def _pbroadcast(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    if b.check_vma:
+        # jax 0.10.2's pbroadcast inserts no pvary (it rejects an operand that does not
+        # vary over every named axis; see oracles/ops/movement.py Pbroadcast), so it is
+        # drawn over the named axes the operand varies along
+        axes = tuple(a for a in axes if a in b.vals[idx].vma)
+        if not axes:
+            return False
+    # half as often as other ops: XLA:CPU cannot lower it, so a program holding one
+    # is checked only in the abstract mode there
+    if draw(st.integers(0, 1), label="pbroadcast_rarely") != 0:
+        return False
+    source = draw(st.integers(0, b.n(axes) - 1), label="source")
+    return b.push(Op.make("pbroadcast", (idx,), axes=axes, source=source)) is not None
+
+
 COLLECTIVE_DRAWS: dict[str, CollectiveDraw] = {
     **{k: (lambda b, draw, idx, axes, k=k: _reduction(b, draw, idx, axes, k)) for k in ("psum", "pmean", "pmax", "pmin")},  # type: ignore[misc]
     "all_gather": _all_gather,
@@ -141,4 +164,6 @@ COLLECTIVE_DRAWS: dict[str, CollectiveDraw] = {
     "axis_index": _axis_index,
     "pcast": _pcast,
     "ragged_all_to_all": _ragged_all_to_all,
+    "axis_size": _axis_size,
+    "pbroadcast": _pbroadcast,
 }

@@ -260,3 +260,53 @@ def test_nested_shard_map_must_name_what_varies() -> None:
     # neg keeps the inner value varying over y: an out_spec without y is rejected
     pr = predict(_nested("neg", (None, ("y",)), ()))
     assert pr.error is not None and pr.error.kind == ErrorKind.OUT_SPEC_REPLICATION and "y" in pr.error.facts
+
+
+def test_axis_size_by_hand() -> None:
+    # [parallel.py] axis_size docstring: mesh (4, 2), axis_size(('i', 'j')) == 8; here
+    # (2, 4): 'y' has 4 devices, ('x', 'y') 8; a rank-0 int32, the same on every device
+    body = [op("axis_size", axes=("y",)), op("axis_size", axes=("x", "y")), op("add", 0, 2)]
+    p = prog(XY, [iota(4, 8)], [P("x", "y")], body, [1, 2, 3], [P(), P(), P("x", "y")])
+    size_y, size_xy, plus = run1(p)
+    assert size_y.local_shape == () and size_y.dtype == "int32" and size_y.vma == frozenset()
+    assert size_y.global_value.tolist() == 4 and size_xy.global_value.tolist() == 8
+    assert plus.global_value.tolist() == (np.arange(32).reshape(4, 8) + 8).tolist()
+
+
+def test_axis_size_names_a_bound_axis() -> None:
+    pr = predict(prog(XY, [iota(4, 8)], [P("x", "y")], [op("axis_size", axes=("z",))], [1], [P()]))
+    assert pr.error is not None and pr.error.kind == ErrorKind.UNBOUND_AXIS and "z" in pr.error.facts
+
+
+def test_pbroadcast_doc_example() -> None:
+    # [parallel.py] pbroadcast docstring: psum(where(axis_index == source, x, 0)): every
+    # device gets the source's block; blocks [3 1 4 1] [5 9 2 6] [5 3 5 8] [9 7 1 2]
+    v, shape, vma = _collective_on(DOC_X, X4, P("i"), "pbroadcast", axes=("i",), source=2)
+    assert shape == (4,) and [v[d].tolist() for d in range(4)] == [[5, 3, 5, 8]] * 4
+    assert vma == frozenset({"i"})  # typed like its operand (jax's ppermute rule)
+
+
+def test_pbroadcast_over_one_and_two_axes_by_hand() -> None:
+    x = np.arange(32).reshape(4, 8)  # device (i, j) of XY holds x[2i:2i+2, 2j:2j+2]
+    p = prog(XY, [iota(4, 8)], [P("x", "y")], [op("pbroadcast", 0, axes=("y",), source=3)], [1], [P("x", "y")])
+    (o,) = run1(p)
+    # along y every device gets column block 3 (columns 6, 7) of its own rows
+    assert o.global_value.tolist() == np.tile(x[:, 6:8], (1, 4)).tolist() and o.vma == frozenset({"x", "y"})
+    # over ('x', 'y') the group index is 4 * i + j: source 5 is device (1, 1), x[2:4, 2:4]
+    p = prog(XY, [iota(4, 8)], [P("x", "y")], [op("pbroadcast", 0, axes=("x", "y"), source=5)], [1], [P("x", "y")])
+    (o,) = run1(p)
+    assert o.global_value.tolist() == np.tile(x[2:4, 2:4], (2, 4)).tolist()
+
+
+def test_pbroadcast_source_must_be_a_group_index() -> None:
+    p = prog(XY, [iota(4, 8)], [P("x", "y")], [op("pbroadcast", 0, axes=("y",), source=4)], [1], [P("x", "y")])
+    pr = predict(p)
+    assert pr.error is not None and pr.error.kind == ErrorKind.COLLECTIVE_PARAM and "source" in pr.error.facts
+
+
+def test_pbroadcast_makes_an_invariant_operand_vary() -> None:
+    # auto pcast (shard_map.md), as for every collective but psum/pmean: no error, and
+    # every device of the group holds the one (replicated) block
+    p = prog(XY, [iota(2, 8)], [P("x")], [op("pbroadcast", 0, axes=("y",), source=1)], [1], [P("x", "y")])
+    (o,) = run1(p)
+    assert o.vma == frozenset({"x", "y"}) and o.global_value.tolist() == np.tile(np.arange(16).reshape(2, 8), (1, 4)).tolist()

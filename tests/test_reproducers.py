@@ -40,6 +40,7 @@ from harness.report.reproducer import (
 from programs import from_json
 from programs.emit import REPRO_MODES
 from programs.model import Program
+from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
 from strategies import programs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +107,13 @@ def _mode_of(path: Path) -> str:
 
 
 def _ragged(p: Program) -> bool:
-    return any(op.kind == "ragged_all_to_all" for op in p.body)
+    """An op XLA:CPU cannot run (ragged_all_to_all, pbroadcast: programs/ops.py)."""
+    return any(op.kind in NO_CPU_VALUES for op in p.body)
+
+
+def _cpu_modes(p: Program) -> tuple[str, ...]:
+    """The modes that can run a `_ragged` program on CPU: those that do not compile it."""
+    return ("abstract",) if any(op.kind in NO_CPU_LOWERING for op in p.body) else ("abstract", "lowering")
 
 
 def _env() -> dict[str, str]:
@@ -163,7 +170,7 @@ def _curated_pairs() -> list[tuple[str, Program, str]]:
         p = _load(path)
         pairs.append((path.stem, p, "abstract" if _ragged(p) else "jit"))
         for mode in REPRO_MODES:
-            if mode == "jit" or per_mode.get(mode, 0) >= 3 or (_ragged(p) and mode not in ("abstract", "lowering")):
+            if mode == "jit" or per_mode.get(mode, 0) >= 3 or (_ragged(p) and mode not in _cpu_modes(p)):
                 continue
             if (path.stem, mode) in CURATED_FAILING:
                 continue

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
+
 if TYPE_CHECKING:
     from programs.model import Program
 
@@ -156,13 +158,24 @@ def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
         out.append(f"jax.smap: jax {jax_version()} does not have it (or jax.set_mesh)")
     if mode == "gspmd" and not has("gspmd"):
         out.append(f"the GSPMD partitioner: jax {jax_version()} has no jax_use_shardy_partitioner flag")
-    if mode in VALUE_MODES and any(op.kind == "ragged_all_to_all" for op in p.body) and _backend() == "cpu":
-        out.append("ragged_all_to_all values: XLA:CPU cannot run it (shapes, types and errors are checked by abstract and lowering)")
+    out += _cpu_gaps(p, mode)
     if mode == "eager" and p.axis_names is not None and set(p.axis_names) != set(p.mesh.names):
         if not has("eager_partial_manual"):
             out.append(f"eager partial-manual shard_map (axis_names={sorted(p.axis_names)}): "
                        f"jax {jax_version()} runs it only under jit")
     return out
+
+
+def _cpu_gaps(p: Program, mode: str | None) -> list[str]:
+    """The op kinds XLA:CPU cannot run (or lower) that `p` uses, as the op table says
+    (programs/ops.py `cpu_values`, `cpu_lowering`)."""
+    out = []
+    for k in sorted({op.kind for op in p.body}):
+        if k in NO_CPU_LOWERING and (mode in VALUE_MODES or mode == "lowering"):
+            out.append(f"{k}: XLA:CPU has no lowering for it (shapes, types and errors are checked by abstract)")
+        elif k in NO_CPU_VALUES and mode in VALUE_MODES:
+            out.append(f"{k} values: XLA:CPU cannot run it (shapes, types and errors are checked by abstract and lowering)")
+    return out if out and _backend() == "cpu" else []  # the backend only when it matters (it starts jax)
 
 
 @functools.lru_cache(maxsize=512)

@@ -113,6 +113,18 @@ def to_pspec(s: Spec) -> Any:
     return None
 
 
+def _as_jax_value(v: Any) -> Any:
+    """What `record` reads a value's type from: a Python number (lax.axis_size returns an
+    int; neg, add, psum of one stay one) as the jax scalar it stands for, so that its
+    shape, dtype and (empty) varying axes read like any other value's. The body itself
+    keeps the Python number, as a user's code and the reproducer do."""
+    if hasattr(v, "shape"):
+        return v
+    import jax.numpy as jnp
+
+    return jnp.asarray(v)
+
+
 def make_body(p: Program, record: Callable[[int, Any], None] | None = None) -> Callable[..., Any]:
     """The shard_map body for `p`. `record(value_index, jax_value)` sees every value as it
     is made (at trace time), so modes can read `jax.typeof` of each."""
@@ -127,7 +139,7 @@ def make_body(p: Program, record: Callable[[int, Any], None] | None = None) -> C
             v = _wrapped(op, [vals[j] for j in op.operands])
             vals.append(v)
             if record is not None:
-                record(n_in + i, v)
+                record(n_in + i, _as_jax_value(v))
         return tuple(vals[o] for o in p.outputs)
 
     return body

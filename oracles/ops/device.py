@@ -167,3 +167,23 @@ class NestedShardMap(OpDef):
     @property
     def exact_op(self) -> bool:  # type: ignore[override]
         return True  # its inner ops are psum, pmax, pmin, all_gather, ppermute, neg
+
+
+class AxisSize(Collective):
+    """axis_size(axes): the number of devices in the group, the product of the named
+    axes' sizes for a tuple (parallel.py docstring, jax 0.10.2: `psum(1, axes)`, a Python
+    int that jax types as a weak int32 scalar). The same on every device: invariant."""
+
+    kind = "axis_size"
+
+    def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        return ()
+
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        return "int32"
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        return frozenset()
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        return np.full(tuple(ctx.mesh.sizes), self.n(ctx), dtype=np.int32)

@@ -169,3 +169,27 @@ class Pshuffle(Ppermute):
         if sorted(perm) != list(range(len(perm))):
             raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"pshuffle: perm={perm} is not a permutation", "perm")
         super().check_params(ins, ctx)
+
+
+class Pbroadcast(Collective):
+    """pbroadcast(x, axis_name, source): every device of a group gets the block of the
+    device whose index in that group is `source` (parallel.py docstring, jax 0.10.2:
+    "equivalent to psum(where(axis_index(axis_name) == source, x, 0), axis_name)").
+
+    Types: jax types the result like the operand (`_raise_to_shaped_abstract_eval`, the
+    ppermute rule), so it stays varying over the named axes; as for every collective but
+    psum/pmean, an operand that does not vary over them is first made to (auto pcast;
+    docs/notebooks/shard_map.md), though jax 0.10.2's pbroadcast inserts no pvary and
+    raises instead ("must be applied to a device-varying type"). `source` must be a
+    group index, 0..n-1 (jax 0.10.2 checks it only in its batching rule)."""
+
+    kind = "pbroadcast"
+
+    def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
+        source, n = ctx.op.p("source"), self.n(ctx)
+        if not isinstance(source, int) or isinstance(source, bool) or not 0 <= source < n:
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"pbroadcast: source={source!r} is out of range 0..{n - 1}", "source")
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        t = self.grouped(xs[0], ctx)
+        return self.ungrouped(np.broadcast_to(t[int(ctx.op.p("source"))][None], t.shape).copy(), ctx)  # type: ignore[arg-type]
