@@ -226,6 +226,22 @@ def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int) -> tuple
     return outputs, out_specs
 
 
+def _maybe_invalid(draw: st.DrawFn, program: Program, body: _Body, invalid: float, defects: tuple[str, ...]) -> Program:
+    """`program`, or with probability `invalid` the same with one named defect."""
+    # Hypothesis leans to small integers (a drawn st.integers(0, 9999) < 2500 came out
+    # true for 86% of programs at invalid=0.25); the drawn program's hash is uniform and
+    # still a function of what was drawn. Bits above those apply_defect uses.
+    roll = int(hashlib.sha256(repr(program).encode()).hexdigest(), 16) >> 128
+    if invalid > 0 and roll % 10000 < invalid * 10000:
+        bad = apply_defect(draw, program, body.vals, defects)
+        if bad is None:
+            event("defect: none applicable")
+        else:
+            event(f"defect: {bad.defect}")
+            return bad
+    return program
+
+
 @st.composite
 def programs(
     draw: st.DrawFn,
@@ -293,15 +309,4 @@ def programs(
         axis_names=None if manual == mesh.names else manual,
         check_vma=vma_flag,
     )
-    # Hypothesis leans to small integers (a drawn st.integers(0, 9999) < 2500 came out
-    # true for 86% of programs at invalid=0.25); the drawn program's hash is uniform and
-    # still a function of what was drawn. Bits above those apply_defect uses.
-    roll = int(hashlib.sha256(repr(program).encode()).hexdigest(), 16) >> 128
-    if invalid > 0 and roll % 10000 < invalid * 10000:
-        bad = apply_defect(draw, program, body.vals, defects)
-        if bad is None:
-            event("defect: none applicable")
-        else:
-            event(f"defect: {bad.defect}")
-            return bad
-    return program
+    return _maybe_invalid(draw, program, body, invalid, defects)
