@@ -209,3 +209,24 @@ def test_ranges_say_when_each_bug_came_and_went() -> None:
     assert not by["came_and_went"]["last_fails_after_pass"]
     assert by["regressed"]["text"] == "broken in 0.10.2 (passes on 0.9.2)" and by["regressed"]["last_fails_after_pass"]
     assert by["always"]["text"].startswith("fails on every version") and not by["always"]["last_fails_after_pass"]
+
+
+def test_feature_probes_ask_the_installed_jax_for_the_exact_form() -> None:
+    """Probes per parameter value, never by version: this jax accepts both all_gather `to=`
+    values the strategy draws and a psum inside lax.cond under a checked shard_map; an
+    op kind whose function this jax lacks is named as unsupported."""
+    from dataclasses import replace
+
+    from harness.run import compat
+
+    assert compat._all_gather_accepts("varying") and compat._all_gather_accepts("invarying")
+    assert not compat._all_gather_accepts("sideways")
+    assert compat._cond_under_check()
+    assert all(compat.has_call(k) for k in ("psum", "axis_size", "pcast"))
+    from programs.serialize import from_json
+
+    p = from_json((CORPUS / "curated" / "all_gather_to_invarying.json").read_text())
+    assert compat.unsupported_features(p, "jit") == []
+    bad = replace(p, body=tuple(op if op.kind != "all_gather" else op.__class__(op.kind, op.operands, tuple(
+        (k, "sideways" if k == "to" else v) for k, v in op.params)) for op in p.body))
+    assert any("to='sideways'" in f for f in compat.unsupported_features(bad, "jit"))

@@ -156,6 +156,8 @@ def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
     out = [f for f in _program_features(p) if f]
     if mode == "smap" and not (has("smap") and hasattr(__import__("jax"), "set_mesh")):
         out.append(f"jax.smap: jax {jax_version()} does not have it (or jax.set_mesh)")
+    if mode == "lowering" and not _shardy_default():
+        out.append(f"the lowering mode: jax {jax_version()} lowers with GSPMD by default (no sdy.manual_computation to compare)")
     if mode == "gspmd" and not has("gspmd"):
         out.append(f"the GSPMD partitioner: jax {jax_version()} has no jax_use_shardy_partitioner flag")
     out += _cpu_gaps(p, mode)
@@ -178,18 +180,81 @@ def _cpu_gaps(p: Program, mode: str | None) -> list[str]:
     return out if out and _backend() == "cpu" else []  # the backend only when it matters (it starts jax)
 
 
+def _probe(body: Callable[[Any], Any], check: bool = True) -> Exception | None:
+    """Trace `body` under a checked shard_map on a one-device mesh; the exception, if any."""
+    import jax
+
+    mesh = make_mesh(("a",), (1,), ("auto",))
+    P = jax.sharding.PartitionSpec
+    f = shard_map(lambda x: (body(x),), mesh, (P("a"),), (P(),), None, check)
+    try:
+        jax.eval_shape(f, jax.ShapeDtypeStruct((1,), np.float32))
+    except Exception as e:  # noqa: BLE001 - the probe's answer
+        return e
+    return None
+
+
+@functools.cache
+def _all_gather_accepts(to: str) -> bool:
+    """Whether all_gather takes this exact `to=` value (0.9 accepts only 'varying' and
+    'reduced'; the parameter's presence alone says nothing). Probed, never by version."""
+    import jax
+
+    # (unchecked: the probe asks whether the value is accepted, not what it makes vary)
+    return _probe(lambda x: jax.lax.all_gather(x, "a", tiled=True, to=to), check=False) is None
+
+
+@functools.cache
+def _cond_under_check() -> bool:
+    """Whether a lax.cond holding a psum traces inside a checked (check_rep / check_vma)
+    shard_map: probed, since some releases without jax.shard_map run it."""
+    import jax
+
+    e = _probe(lambda x: jax.lax.cond(True, lambda c: jax.lax.psum(c, "a"), lambda c: jax.lax.psum(c, "a"), x))
+    return not isinstance(e, NotImplementedError)
+
+
+@functools.cache
+def _shardy_default() -> bool:
+    """Whether this jax partitions with Shardy unless told otherwise (the lowering mode
+    reads the sdy.manual_computation regions Shardy emits)."""
+    import jax
+
+    return bool(getattr(jax.config, "jax_use_shardy_partitioner", False))
+
+
+@functools.cache
+def has_call(kind: str) -> bool:
+    """Whether this jax has the function an op kind's call template names (programs/ops.py):
+    jax.lax.axis_size, jax.lax.pcast, ... are missing from older releases."""
+    import importlib
+
+    from programs.ops import OP_TABLE
+
+    call = OP_TABLE[kind].call
+    if call.module not in ("jax", "jax.lax", "jax.numpy"):
+        return True
+    return hasattr(importlib.import_module(call.module), call.function)
+
+
 @functools.lru_cache(maxsize=512)
 def _program_features(p: Program) -> tuple[str, ...]:
     v = jax_version()
     out: list[str] = []
+    for k in sorted({op.kind for op in p.all_ops()}):
+        if not has_call(k):
+            out.append(f"{k}: jax {v} has no such function")
     if any(t != "auto" for t in p.mesh.axis_types) and not has("axis_types"):
         out.append(f"Mesh axis_types={p.mesh.axis_types}: jax {v} has no jax.sharding.AxisType")
     if any(op.kind == "shard_map" for op in p.body) and not has("shard_map"):
         out.append(f"nested shard_map (mesh from context): jax {v} has no jax.shard_map")
-    if p.check_vma and any(op.p("wrap") == "cond" for op in p.body) and not has("shard_map"):
+    if p.check_vma and any(op.p("wrap") == "cond" for op in p.body) and not _cond_under_check() :
         out.append(f"lax.cond in a check_rep shard_map: jax {v} has no replication rule for cond")
     if any(op.kind == "pcast" for op in p.body) and not has("pcast"):
         out.append(f"jax.lax.pcast: jax {v} does not have it")
+    for to in sorted({str(op.p("to")) for op in p.all_ops() if op.kind == "all_gather" and op.p("to") is not None}):
+        if has("all_gather_to") and not _all_gather_accepts(to):
+            out.append(f"all_gather(to={to!r}): jax {v} does not accept that value")
     if any(op.kind == "all_gather" and op.p("to") is not None for op in p.body) and not has("all_gather_to"):
         out.append(f"all_gather(to=...): jax {v} has no 'to' parameter")
     if p.check_vma and not (has("shard_map") and has("pcast")):
