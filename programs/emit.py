@@ -14,6 +14,13 @@ from programs.model import Op, ParamValue, Program, Spec
 from programs.ops import MODULE_SOURCE, OP_TABLE, WRAP_SOURCE, Arg, Call, present_args, python_value
 
 
+def literal(v: object) -> str:
+    """Python source for a value, the same in every process: a set's repr follows string
+    hashing (PYTHONHASHSEED), so sets are written sorted."""
+    if isinstance(v, (set, frozenset)):
+        return "{" + ", ".join(repr(x) for x in sorted(v, key=repr)) + "}" if v else "set()"
+    return repr(v)
+
 def axes_src(axes: ParamValue) -> str:
     """'x' for one axis, ('x', 'y') for several: the forms users write."""
     assert isinstance(axes, tuple)
@@ -32,7 +39,7 @@ def _arg_src(a: Arg, names: list[str], op: Op) -> str:
         return f"jnp.{op.p(a.source)}"
     if a.form == "spec":
         return repr(op.spec_param(a.source))
-    return repr(python_value(a.form, op.p(a.source)))
+    return literal(python_value(a.form, op.p(a.source)))
 
 
 def _args_src(args: tuple[Arg, ...], names: list[str], op: Op) -> list[str]:
@@ -98,7 +105,7 @@ def shard_map_kwargs_src(p: Program) -> str:
         f"out_specs={specs_src(p.out_specs)}",
     ]
     if p.axis_names is not None:
-        kw.append(f"axis_names={set(p.axis_names)!r}")
+        kw.append(f"axis_names={literal(set(p.axis_names))}")
     kw.append(f"check_vma={p.check_vma}")
     return ", ".join(kw)
 
