@@ -96,7 +96,7 @@ def test_unknown_profile_is_exit_2(tmp_path: Path) -> None:
 
 def test_minimize_total_budget_goes_to_the_most_frequent_bucket_first(tmp_path: Path) -> None:
     rep = tmp_path / "rep"
-    r = sf("fuzz", "--seed", "3", "--max-examples", "60", "--report", str(rep), "--modes", "jit,eager,vmap", "--workers", "1",
+    r = sf("fuzz", "--seed", "5", "--max-examples", "60", "--report", str(rep), "--modes", "jit,eager,vmap", "--workers", "1",
            "--value-share", "1", "--invalid", "0", "--minimize-budget", "5", "--minimize-total", "1",
            env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
     assert r.returncode == 1, r.stderr[-1500:]
@@ -121,7 +121,7 @@ def test_console_json_junit_and_html_give_the_same_counts(tmp_path: Path) -> Non
     from harness.report.summary import RunSummary
 
     rep = tmp_path / "rep"
-    r = sf("fuzz", "--seed", "4", "--max-examples", "40", "--report", str(rep), "--modes", "abstract,jit,eager",
+    r = sf("fuzz", "--seed", "5", "--max-examples", "40", "--report", str(rep), "--modes", "abstract,jit,eager",
            "--workers", "1", "--value-share", "1", "--invalid", "0.4", "--minimize-budget", "0",
            env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
     assert r.returncode == 1, r.stderr[-1500:]
