@@ -165,7 +165,8 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
     ordered = sorted(run.buckets.values(), key=lambda b: (b.suppressed_by is not None, -b.count))
     buckets = tuple(
         BucketSummary(b.signature, b.kind, b.mode, b.count, b.case, b.message, b.suppressed_by, b.new,
-                      b.first_seen_at, b.minimized_case, tuple(b.minimized_size) if b.minimized_size else None)
+                      b.first_seen_at, b.minimized_case, tuple(b.minimized_size) if b.minimized_size else None,
+                      b.first_seen_s)
         for b in ordered
     )
     fixed = tuple(FixedCase(str(f["case"]), tuple(f["signatures"])) for f in run.fixed)

@@ -37,6 +37,7 @@ class Bucket:
     minimized_size: list[int] | None = None
     new: bool = True  # False when known, or when the first program in the bucket came from the corpus
     first_seen_at: int = 0  # programs checked when the bucket was first seen
+    first_seen_s: float = 0.0  # seconds into the run when it was first seen
 
 
 def case_document(p: Program, divs: tuple[Divergence, ...], jax_version: str, extra: dict[str, Any] | None = None) -> str:
@@ -172,7 +173,7 @@ class Run:
             if b is None:
                 b = Bucket(d.signature, d.kind.value, d.mode, case=str(path), message=d.message,
                            suppressed_by=sup.id if sup else None, new=not from_corpus and sup is None,
-                           first_seen_at=self.n)
+                           first_seen_at=self.n, first_seen_s=round(self.elapsed(), 2))
                 self.buckets[key] = b
                 if sup:
                     print(f"[known: {sup.id}] {d.signature}", file=self.cfg.progress)

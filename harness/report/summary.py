@@ -43,6 +43,7 @@ class BucketSummary:
     first_seen_at: int = 0  # programs checked when it was first seen
     minimized_case: str | None = None
     minimized_size: tuple[int, ...] | None = None
+    first_seen_s: float = 0.0  # seconds into the run when it was first seen
 
     @property
     def known(self) -> bool:
@@ -201,6 +202,7 @@ def bucket_from_json(b: Mapping[str, Any]) -> BucketSummary:
         case=str(b["case"]), message=str(b.get("message", "")), suppressed_by=b.get("suppressed_by"),
         new=bool(b.get("new", True)), first_seen_at=int(b.get("first_seen_at", 0)),
         minimized_case=b.get("minimized_case"), minimized_size=tuple(size) if size is not None else None,
+        first_seen_s=float(b.get("first_seen_s", 0.0)),
     )
 
 

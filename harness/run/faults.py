@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.run.narrow_faults import NARROW
+
 
 def _patch(name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     import jax
@@ -167,6 +169,7 @@ _FAULTS: dict[str, Callable[[], None]] = {
     "pmin_is_pmax": _pmin_is_pmax,
     "abort_in_pshuffle": _abort_in_pshuffle,
     "hang_in_pswapaxes": _hang_in_pswapaxes,
+    **NARROW,  # one configuration cell each (narrow_faults.py, benchmarks/reach.py)
 }
 
 
