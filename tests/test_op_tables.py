@@ -91,3 +91,13 @@ def test_a_program_of_the_kind_is_drawn(kind: str) -> None:
         settings=settings(max_examples=2000, database=None, suppress_health_check=list(HealthCheck)),
     )
     assert any(o.kind == kind for o in p.body)
+
+
+def test_pbroadcast_names_its_axes_as_a_tuple() -> None:
+    # jax 0.10.2 checks a single string axis name of pbroadcast character by character
+    # (NameError "unbound axis name: d" for 'data'); a tuple is the form it handles
+    from programs.emit import op_source
+
+    src = op_source(Op.make("pbroadcast", (0,), axes=("data",), source=1), ["a0"])
+    assert src == "jax.lax.pbroadcast(a0, ('data',), 1)", src
+    assert op_source(Op.make("psum", (0,), axes=("data",)), ["a0"]) == "jax.lax.psum(a0, 'data')"
