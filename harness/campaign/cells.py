@@ -5,8 +5,8 @@ A cell is one op kind with one parameter class, e.g. `all_gather|tiled=False`,
 `all_to_all|dtype=float32`, `pmax|rank=0`, `psum|wrap=scan`. They are marginal classes
 (one dimension each), not their product, so a run can cover all of them. An op counts for
 its cells only when it is live (its result reaches an output). A cell is *value-checked*
-in a mode when a program holding it ran in that mode (`ok`, or the error the oracle
-predicted for an invalid program).
+in a mode when a valid program holding it ran in that mode; an invalid program checks
+its cells by error only, and those checks are counted apart (`CELL|by_error`).
 
 The run uses the cells twice: the value tier takes every program that brings a cell no
 program before it was sent to the value tier with (so rare configurations are checked by
@@ -124,6 +124,8 @@ def applies(p: Program, mode: str) -> bool:
 def unreachable(cell: str, mode: str, backend: str = "cpu") -> str | None:
     """Why `cell` can never be value-checked in `mode` here, or None."""
     kind = cell.split("|")[0]
+    if cell.endswith("|by_error"):
+        cell = cell[: -len("|by_error")]
     if backend == "cpu" and mode in VALUE_MODES and kind in NO_CPU_VALUES:
         return f"{kind}: XLA:CPU cannot run it (checked by abstract and lowering)"
     if backend == "cpu" and mode in (*VALUE_MODES, "lowering") and kind in NO_CPU_LOWERING:

@@ -272,8 +272,9 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None) -> 
     if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
         return cfg.modes
     if ledger is not None:
-        types = [(t.shape, t.dtype) for t in predict(p, values=False).value_types]
-        if ledger.claim(p, program_cells(p, types), cfg.modes):
+        pred = predict(p, values=False)
+        # only a valid program checks a cell by value (an invalid one stops at its error)
+        if pred.error is None and ledger.claim(p, program_cells(p, [(t.shape, t.dtype) for t in pred.value_types]), cfg.modes):
             return cfg.modes
     if int(program_id(p), 16) % 10000 < cfg.value_share * 10000:
         return cfg.modes

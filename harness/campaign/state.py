@@ -143,9 +143,14 @@ class Run:
             self.accidents += 1  # (results arrive after their Hypothesis test case: no event())
         for key in coverage_keys(res):
             self.coverage[key] += 1
-        checked = [o.mode for o in res.observations if o.status in ("ok", "error") and o.mode != "probe"]
-        types = [(t.shape, t.dtype) for t in res.prediction.value_types]
-        self.cells.record(program_cells(p, types), checked, self.n, round(self.elapsed(), 2))
+        # a cell is checked by value by a valid program that ran; an invalid program checks
+        # its cells by error (recorded apart: `CELL|by_error`), never by value
+        valid = res.prediction.error is None
+        checked = [o.mode for o in res.observations if o.status == ("ok" if valid else "error") and o.mode != "probe"]
+        cells = program_cells(p, [(t.shape, t.dtype) for t in res.prediction.value_types])
+        if not valid:
+            cells = frozenset(f"{c}|by_error" for c in cells)
+        self.cells.record(cells, checked, self.n, round(self.elapsed(), 2))
         if not res.divergences:
             return
         path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
