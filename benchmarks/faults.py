@@ -22,14 +22,19 @@ from harness.run.faults import CHECK_REMOVALS, FAULT_NAMES  # noqa: E402
 VALUE_FAULTS = tuple(f for f in FAULT_NAMES if f not in CHECK_REMOVALS and f not in ("hang_in_pswapaxes",))
 
 
-def run(fault: str, n: int, seed: int, invalid: float) -> dict:  # type: ignore[type-arg]
+def fuzz_with_fault(fault: str, *args: str, timeout: float = 3600) -> dict:  # type: ignore[type-arg]
+    """`shardfuzz fuzz ARGS` with `fault` injected into its workers; its summary.json."""
     with tempfile.TemporaryDirectory() as d:
         subprocess.run(
-            [sys.executable, "-m", "harness.cli", "fuzz", "--seed", str(seed), "--max-examples", str(n),
-             "--invalid", str(invalid), "--value-share", "1", "--minimize-budget", "0", "--report", d],
-            cwd=ROOT, env={**os.environ, "SHARDFUZZ_FAULTS": fault}, capture_output=True, timeout=3600,
+            [sys.executable, "-m", "harness.cli", "fuzz", *args, "--minimize-budget", "0", "--report", d],
+            cwd=ROOT, env={**os.environ, "SHARDFUZZ_FAULTS": fault}, capture_output=True, timeout=timeout,
         )
         return json.loads((Path(d) / "summary.json").read_text())
+
+
+def run(fault: str, n: int, seed: int, invalid: float) -> dict:  # type: ignore[type-arg]
+    return fuzz_with_fault(fault, "--seed", str(seed), "--max-examples", str(n), "--invalid", str(invalid),
+                           "--value-share", "1")
 
 
 def main() -> int:

@@ -14,30 +14,22 @@ budget, so the median is never flattered).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.faults import fuzz_with_fault  # noqa: E402
 from harness.run.narrow_faults import NARROW  # noqa: E402
 
 
 def run(fault: str, budget: float, seed: int) -> tuple[float | None, int, int, str]:
     """(seconds to the first new bucket or None, programs run, new buckets, first signature)."""
-    with tempfile.TemporaryDirectory() as d:
-        subprocess.run(
-            [sys.executable, "-m", "harness.cli", "fuzz", "--seed", str(seed), "--budget", str(budget),
-             "--max-examples", "1000000000", "--minimize-budget", "0", "--workers", "2", "--report", d],
-            cwd=ROOT, env={**os.environ, "SHARDFUZZ_FAULTS": fault}, capture_output=True, timeout=budget * 6 + 300,
-        )
-        s = json.loads((Path(d) / "summary.json").read_text())
+    s = fuzz_with_fault(fault, "--seed", str(seed), "--budget", str(budget), "--max-examples", "1000000000",
+                        "--workers", "2", timeout=budget * 6 + 300)
     new = [b for b in s["buckets"] if not b["suppressed_by"]]
     first = min(new, key=lambda b: b["first_seen_s"]) if new else None
     return (first["first_seen_s"] if first else None), s["programs_run"], len(new), (first["signature"] if first else "")

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from harness.cli_cases import cmd_emit, cmd_explain, cmd_minimize, cmd_replay
 from harness.cli_input import (
@@ -30,6 +30,9 @@ from harness.cli_input import (
 from harness.run.worker import host_device_count
 from harness.usage import UsageError, at_least, fraction, positive
 from programs.serialize import ProgramFormatError
+
+if TYPE_CHECKING:
+    from harness.report.summary import RunSummary
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -143,7 +146,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
     return 1 if s.failing else 0
 
 
-def print_summary(s, report: Path) -> None:  # type: ignore[no-untyped-def]
+def print_summary(s: RunSummary, report: Path) -> None:
     """The console summary of a RunSummary: the same Counts line as junit.xml and index.html."""
     print(
         f"\nshardfuzz: jax {s.jax_version}, seed {s.seed}, modes {','.join(s.modes)}, {s.elapsed_s:.0f}s "

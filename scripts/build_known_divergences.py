@@ -38,20 +38,29 @@ E = dict
 entries = [
  E(id="negative-scatter-dimension", case="neg_scatter", mode="jit", rewrite="nonnegative_axes", jax_versions=NEG_FIXED,
    errors_downstream=True,
-   signatures=["unexpected_error|*|psum_scatter->*", "unexpected_error|*|lowering->ValueError", "unexpected_error|*|*->ValueError",
-               "wrong_error|*|*->ValueError", "wrong_error|vmap,vmap_spmd|*->IndexError", "shape|*|*", "timeout|grad,grad_remat|timeout"],
+   # jax raises at the psum_scatter (or while lowering, naming no op); a wrong error's `where`
+   # is the predicted kind, so its scope is the op jax raised at (errors_downstream: or after it)
+   signatures=["unexpected_error|*|psum_scatter->*", "unexpected_error|*|lowering->ValueError",
+               "wrong_error|*|*->ValueError", "wrong_error|vmap,vmap_spmd|*->IndexError", "shape|*|psum_scatter",
+               "timeout|grad,grad_remat|timeout"],
    when=["psum_scatter:scatter_dimension<0"],
    reason="jax.lax.psum_scatter forwards a negative scatter_dimension unnormalised to the reduce_scatter primitive: lowering fails StableHLO verification ('value is non-negative'), under vmap the batching rule raises IndexError, the abstract shape of later ops can be wrong, and in the grad modes after an all_to_all inside lax.scan the backward pass hangs (reports/corpus/known/neg_scatter_scan_grad_hang.json). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/20125 (fixed upstream by jax-ml/jax#38998, after 0.10.2)"),
  E(id="negative-all-to-all-split-axis", case="neg_split", mode="jit", rewrite="nonnegative_axes", jax_versions=NEG_FIXED,
    errors_downstream=True,
-   signatures=["unexpected_error|*|*", "crash|*|crash", "wrong_error|*|*", "shape|*|*", "value|*|*", "missing_error|*|*"],
+   # the damage starts at the all_to_all itself (or while lowering, or a crash naming no op); grad
+   # names the program's collectives; wrong and missing errors are scoped by the op jax raised at
+   signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash", "wrong_error|*|*",
+               "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*", "missing_error|*|*"],
    when=["all_to_all:split_axis<0"],
    reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values. The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998, after 0.10.2)"),
  E(id="negative-all-to-all-concat-axis", case="neg_concat", mode="jit", rewrite="nonnegative_axes", jax_versions=NEG_FIXED,
    errors_downstream=True,
-   signatures=["unexpected_error|*|*", "crash|*|crash", "wrong_error|*|*", "shape|*|*", "value|*|*", "missing_error|*|*"],
+   # the damage starts at the all_to_all itself (or while lowering, or a crash naming no op); grad
+   # names the program's collectives; wrong and missing errors are scoped by the op jax raised at
+   signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash", "wrong_error|*|*",
+               "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*", "missing_error|*|*"],
    when=["all_to_all:concat_axis<0"],
    reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong. The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998, after 0.10.2)"),
@@ -192,22 +201,26 @@ entries = [
    reason="all_to_all's transpose rule (_all_to_all_transpose_rule) calls all_to_all with split_axis and concat_axis swapped and the same tiled=False, but untiled all_to_all removes the split axis and inserts a new one at concat_axis, which is not its own inverse with the axes swapped: the cotangent has the wrong shape whenever split_axis != concat_axis ('Expected cotangent type float32[1,1,3,6] but got float32[1,3,1,6]'). Forward, jvp and vmap are right.",
    link="jax/_src/lax/parallel.py _all_to_all_transpose_rule; " + NONE + "'all_to_all transpose tiled=False cotangent'"),
  E(id="ppermute-multi-axis-order", case="ppermute_order", mode="jit", rewrite="mesh_order_axes", jax_versions=SINCE_06,
-   signatures=["value|*|*", "vma|*|*"],
+   signatures=["value|*|ppermute", "value|grad,grad_remat|*ppermute*"],  # the ppermute is the first op going wrong
    when=["ppermute:axes_order==unordered"],
    reason="ppermute over a tuple of mesh axes listed out of mesh order, e.g. axis_name=('y', 'x') on an ('x', 'y') mesh, numbers the devices in mesh order, while axis_index(('y', 'x')) and all_gather(..., ('y', 'x')) number them in the listed order (major first); the perm pairs are axis_index values, so the wrong devices receive the data. The rewrite (axes in mesh order, perm renumbered) is checked in full. Later jax raises for this form (issue 15).",
    link=NONE + "'ppermute tuple axis_name order', 'ppermute multiple axes wrong devices'"),
  E(id="pshuffle-multi-axis-order", case="pshuffle_order", mode="jit", rewrite="mesh_order_axes", jax_versions=SINCE_06,
-   signatures=["value|*|*", "vma|*|*"],
+   signatures=["value|*|pshuffle", "value|grad,grad_remat|*pshuffle*"],  # the pshuffle is the first op going wrong
    when=["pshuffle:axes_order==unordered"],
    reason="pshuffle is ppermute underneath and numbers devices the same way for axes listed out of mesh order (see ppermute-multi-axis-order). The rewrite is checked in full.",
    link=NONE + "'pshuffle multiple axes order'"),
  E(id="grouped-pmax-claims-invariance", case="groups_vma", mode="jit", jax_versions=SINCE_08, errors_downstream=True,
-   signatures=["missing_error|*|out_spec_replication", "vma|*|*", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError", "value|*|*"],
+   # the wrong type starts at the grouped pmax; later collectives that see it raise (downstream)
+   signatures=["missing_error|*|out_spec_replication", "vma|*|pmax", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError",
+               "value|*|pmax"],
    when=["pmax:groups"],
    reason="With check_vma=True, pmax with axis_index_groups of more than one group types its result as invariant over the named axes although each group holds a different value: out_specs=P() is then accepted and jax returns one group's answer, and later collectives see the wrong varying axes (a psum over them is rejected as mixing varying and invariant axes).",
    link=NONE + "'axis_index_groups vma invariant pmax'"),
  E(id="grouped-pmin-claims-invariance", case="groups_vma_pmin", mode="jit", jax_versions=SINCE_08, errors_downstream=True,
-   signatures=["missing_error|*|out_spec_replication", "vma|*|*", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError", "value|*|*"],
+   # the wrong type starts at the grouped pmin; later collectives that see it raise (downstream)
+   signatures=["missing_error|*|out_spec_replication", "vma|*|pmin", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError",
+               "value|*|pmin"],
    when=["pmin:groups"],
    reason="As grouped-pmax-claims-invariance, for pmin.",
    link=NONE + "'axis_index_groups vma invariant pmin'"),

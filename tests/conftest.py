@@ -8,6 +8,9 @@ Profiles (select with `pytest --hypothesis-profile NAME`):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 from harness.run.compat import force_host_devices
@@ -19,3 +22,13 @@ settings.register_profile("dev", max_examples=25, **_common)
 settings.register_profile("ci", max_examples=30, derandomize=True, database=None, print_blob=True, **_common)
 settings.register_profile("nightly", max_examples=2000, **_common)
 settings.load_profile("dev")
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[object]:
+    """One crash-safe worker on this jax (a module's tests share it)."""
+    from harness.run.pool import Pool
+
+    p = Pool(1, timeout_s=60.0)
+    yield p
+    p.close()

@@ -10,9 +10,6 @@ agree with the oracle in full.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from hypothesis import given
 
 from harness.judge.check import evaluate
@@ -22,13 +19,6 @@ from harness.run.pool import Pool
 from strategies import programs
 
 SUPPRESSIONS = load()
-
-
-@pytest.fixture(scope="module")
-def pool() -> Iterator[Pool]:
-    p = Pool(1, timeout_s=60.0)
-    yield p
-    p.close()
 
 
 def _check(pool: Pool, p):  # type: ignore[no-untyped-def]

@@ -129,13 +129,6 @@ ENTRIES = load()
 
 
 @pytest.fixture(scope="module")
-def pool() -> Iterator[Pool]:
-    p = Pool(1, timeout_s=60.0)
-    yield p
-    p.close()
-
-
-@pytest.fixture(scope="module")
 def faulty_pool() -> Iterator[Pool]:
     p = Pool(1, timeout_s=60.0, env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
     yield p

@@ -35,7 +35,7 @@ from harness.report.summary import (
 )
 from harness.run.pool import Pool
 from programs.model import Program
-from programs.serialize import ProgramFormatError, program_from_dict, program_id
+from programs.serialize import ProgramFormatError, from_json, program_from_dict, program_id
 
 
 def check_entry_cases(run: Run, pool: Pool | None) -> None:
@@ -48,7 +48,7 @@ def check_entry_cases(run: Run, pool: Pool | None) -> None:
         if e.id in run.entry_matches or not e.covers(run.jax_version):
             continue
         try:
-            q = program_from_dict(json.loads(case_path(e).read_text()).get("program") or json.loads(case_path(e).read_text()))
+            q = from_json(case_path(e).read_text())  # (a bare program or a case file)
         except (OSError, ValueError, KeyError, ProgramFormatError):
             continue  # (validated when the file was loaded: a case gone since is left unseen)
         todo.append((e, q, entry_modes(e, run.cfg.modes)))
