@@ -9,90 +9,22 @@ only jax and numpy. When version X has no jaxlib for this Python, the nearest ve
 that has one is installed instead (and said so). The last lines printed are
 `X -> PYTHON` for each environment, ready for `shardfuzz qualify --python PYTHON`.
 
+jax 0.11 and newer need Python >= 3.12. For those versions the environment is made from a
+Python >= 3.12 found on this machine (`python3.13`, `python3.12` on PATH, or a pyenv
+installation under ~/.pyenv/versions/), or from `--new-python PYTHON`; when none exists the
+version is skipped with a message that names what is missing (exit 1, the others still built).
+
 Exit code: 0 every environment is ready; 1 one could not be built (named on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import sys
 from pathlib import Path
 
-
-def _vt(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
-
-
-def _run(cmd: list[str], quiet: bool = True) -> subprocess.CompletedProcess[str]:
-    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
-    return subprocess.run(cmd, capture_output=quiet, text=True)
-
-
-def available(pip: Path, package: str) -> list[str]:
-    """Versions of `package` the index offers for this environment's Python."""
-    r = _run([str(pip), "index", "versions", package])
-    m = re.search(r"Available versions:\s*(.*)", r.stdout)
-    if not m:
-        return []
-    return [v.strip() for v in m.group(1).split(",") if re.fullmatch(r"[\d.]+", v.strip())]
-
-
-def nearest(want: str, versions: list[str]) -> str | None:
-    """The offered version closest to `want` (ties: the older one)."""
-    if not versions:
-        return None
-    w = _vt(want)
-    width = max(len(w), 3)
-
-    def key(v: str) -> tuple[int, tuple[int, ...]]:
-        t = _vt(v) + (0,) * (width - len(_vt(v)))
-        ww = w + (0,) * (width - len(w))
-        # distance on (major, minor, patch) as one number, weighted by position
-        d = sum(abs(a - b) * 1000 ** (width - i) for i, (a, b) in enumerate(zip(t, ww, strict=True)))
-        return d, t
-
-    return min(versions, key=key)
-
-
-def python_of(env: Path) -> Path:
-    return env / "bin" / "python"
-
-
-def jax_in(python: Path) -> str | None:
-    r = subprocess.run([str(python), "-c", "import jax, jaxlib; print(jax.__version__)"], capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else None
-
-
-def build(version: str, root: Path, base_python: str) -> tuple[str, Path]:
-    """Make root/jax-VERSION (or the nearest installable version); return (installed, python)."""
-    env = root / f"jax-{version}"
-    py = python_of(env)
-    if py.exists() and jax_in(py) == version:
-        print(f"jax {version}: {env} already has it", file=sys.stderr)
-        return version, py
-    if not py.exists():
-        r = _run([base_python, "-m", "venv", str(env)], quiet=False)
-        if r.returncode != 0:
-            raise RuntimeError(f"jax {version}: could not create a venv at {env}")
-    pip = env / "bin" / "pip"
-    r = _run([str(pip), "install", "--quiet", f"jax=={version}", f"jaxlib=={version}"], quiet=False)
-    got = version
-    if r.returncode != 0:
-        alt = nearest(version, available(pip, "jaxlib"))
-        if alt is None or alt == version:
-            raise RuntimeError(f"jax {version}: not installable for this Python, and no other jaxlib is offered")
-        print(f"jax {version}: not installable for Python {sys.version_info.major}.{sys.version_info.minor}; "
-              f"installing the nearest, {alt}", file=sys.stderr)
-        r = _run([str(pip), "install", "--quiet", f"jax=={alt}", f"jaxlib=={alt}"], quiet=False)
-        if r.returncode != 0:
-            raise RuntimeError(f"jax {alt}: pip install failed in {env}")
-        got = alt
-    seen = jax_in(py)
-    if seen is None:
-        raise RuntimeError(f"jax {got}: installed in {env} but 'import jax' fails there")
-    return seen, py
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.campaign.envs import base_python_for, build  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("versions", nargs="+", help="jax versions, e.g. 0.4.35 0.6.2 0.8.1 0.10.2")
     ap.add_argument("--dir", default="envs", help="where the venvs go (default: envs/)")
     ap.add_argument("--python", default=sys.executable, help="interpreter the venvs are made from")
+    ap.add_argument("--new-python", default=None,
+                    help="a Python >= 3.12 for jax >= 0.11 (default: found on PATH or under ~/.pyenv)")
     a = ap.parse_args(argv)
     root = Path(a.dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -107,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for v in a.versions:
         try:
-            got, py = build(v, root, a.python)
+            got, py = build(v, root, base_python_for(v, a.python, a.new_python))
         except RuntimeError as e:
             print(f"error: {e}", file=sys.stderr)
             failed += 1

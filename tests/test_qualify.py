@@ -211,6 +211,26 @@ def test_ranges_say_when_each_bug_came_and_went() -> None:
     assert by["always"]["text"].startswith("fails on every version") and not by["always"]["last_fails_after_pass"]
 
 
+def test_bisect_gaps_narrow_as_columns_are_added() -> None:
+    """--bisect works on the gaps `ranges` finds: each pair of neighbouring versions that
+    disagree on a case; a column run on a release in between (holding only the cases of
+    that gap) splits the gap, and a case it did not run keeps its range."""
+    from harness.campaign.qualify import _gaps
+
+    p = Program(Mesh(("x",), (2,)), (Input((2,), "int32", "iota"),), (Spec((("x",),)),), (Op.make("neg", (0,)),), (1,), (Spec((("x",),)),))
+    cases = [Case(n, p, "") for n in ("a", "b", "steady")]
+    cols = [_col("jax 0.6.0", {"a": "pass", "b": "fail", "steady": "fail"}),
+            _col("jax 0.9.2", {"a": "fail", "b": "pass", "steady": "fail"})]
+    cols[0].jax_version, cols[1].jax_version = "0.6.0", "0.9.2"
+    assert _gaps(cases, cols) == {("0.6.0", "0.9.2"): ["a", "b"]}
+    mid = _col("jax 0.8.0", {"a": "fail", "b": "fail"})
+    mid.jax_version = "0.8.0"
+    assert _gaps(cases, [*cols, mid]) == {("0.6.0", "0.8.0"): ["a"], ("0.8.0", "0.9.2"): ["b"]}
+    late = _col("jax 0.7.0", {"a": "known"})
+    late.jax_version = "0.7.0"
+    assert _gaps(cases, [*cols, mid, late]) == {("0.7.0", "0.8.0"): ["a"], ("0.8.0", "0.9.2"): ["b"]}
+
+
 def test_feature_probes_ask_the_installed_jax_for_the_exact_form() -> None:
     """Probes per parameter value, never by version: this jax accepts both all_gather `to=`
     values the strategy draws and a psum inside lax.cond under a checked shard_map; an

@@ -44,7 +44,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.campaign.versions import Case, Cell, Column, changes, entries_fixed, ranges
+from harness.campaign.versions import (
+    Case,
+    Cell,
+    Column,
+    changes,
+    entries_fixed,
+    ranges,
+    version_key,
+)
 from harness.report.markup import write as _write
 from harness.report.qualify_report import VERDICTS, html_page, junit_xml, table_lines
 from harness.usage import UsageError
@@ -239,8 +247,11 @@ def qualify(
     fuzz: dict[str, int] | None = None,
     progress: Any = sys.stderr,
     modes: tuple[str, ...] = MODES,
+    bisect_envs: Path | None = None,
+    bisect_max: int = 12,
 ) -> dict[str, Any]:
-    """Run, write the three reports, return the qualify.json document."""
+    """Run, write the three reports, return the qualify.json document. With
+    `bisect_envs`, every range wider than one release is narrowed (see `bisect`)."""
     from oracles import predict
 
     preds = {c.name: predict(c.program) for c in cases}
@@ -249,7 +260,12 @@ def qualify(
         col = Column("", py)
         run_column(col, cases, preds, sups, workers, timeout_s, report, progress, tuple(c.label for c in cols), modes)
         cols.append(col)
-    ch = changes(cases, cols[0], cols[-1])
+    given = list(cols)
+    bisected: list[dict[str, Any]] = []
+    if bisect_envs is not None:
+        bisected = bisect(cases, cols, preds, sups, workers, timeout_s, report, progress, modes,
+                          bisect_envs, bisect_max)
+    ch = changes(cases, given[0], given[-1])
     rng = ranges(cases, cols)
     fixed = {col.label: entries_fixed(sups, col, corpus) for col in cols}
     doc = {
@@ -260,16 +276,18 @@ def qualify(
         "versions": [
             {"label": c.label, "python": c.python, "jax_version": c.jax_version, "counts": c.counts(),
              "elapsed_s": round(c.elapsed_s, 1), "entries_fixed": fixed[c.label]}
-            for c in cols
+            for c in sorted(cols, key=version_key)
         ],
-        "first": cols[0].label,
-        "last": cols[-1].label,
+        "first": given[0].label,
+        "last": given[-1].label,
+        "bisect": bisected,
         "cases": [
             {
                 "case": c.name,
                 "source": c.source,
                 "reason": c.reason,
-                "verdicts": {col.label: col.cells[c.name].to_json() for col in cols if c.name in col.cells},
+                "verdicts": {col.label: col.cells[c.name].to_json() for col in sorted(cols, key=version_key)
+                             if c.name in col.cells},
             }
             for c in cases
         ],
@@ -283,6 +301,71 @@ def qualify(
     _write(report / "qualify.junit.xml", junit_xml(doc))
     _write(report / "qualify.html", html_page(doc))
     return doc
+
+
+def _gaps(cases: list[Case], cols: list[Column]) -> dict[tuple[str, str], list[str]]:
+    """(last good or bad version, first version after the change) -> the cases whose
+    verdict changes between those two neighbouring versions (from `ranges`)."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for r in ranges(cases, cols):
+        for e in r["events"]:
+            key = (e["last_good"], e["in"]) if e["event"] == "broken" else (e["last_bad"], e["by"])
+            out.setdefault(key, []).append(r["case"])
+    return out
+
+
+def bisect(
+    cases: list[Case],
+    cols: list[Column],
+    preds: dict[str, Any],
+    sups: list[Any],
+    workers: int,
+    timeout_s: float,
+    report: Path,
+    progress: Any,
+    modes: tuple[str, ...],
+    env_root: Path,
+    max_builds: int,
+) -> list[dict[str, Any]]:
+    """Narrow every regression range to one release: while two neighbouring versions
+    disagree on a case and the package index offers releases between them, build an
+    environment for the middle release (harness.campaign.envs, under `env_root`), run
+    the cases of that gap there, and add its column to `cols`. Stops after `max_builds`
+    environments. Returns one row per step (the gap, the release tried, the cases run,
+    or why it could not be built)."""
+    from harness.campaign import envs
+
+    steps: list[dict[str, Any]] = []
+    tried: set[str] = {c.jax_version for c in cols}
+    builds = 0
+    while builds < max_builds:
+        gaps = _gaps(cases, cols)
+        pick = None
+        for (low, high), names in sorted(gaps.items(), key=lambda kv: -len(kv[1])):
+            between = [v for v in envs.releases_between(low, high, [c.python for c in cols]) if v not in tried]
+            if between:
+                pick = (low, high, names, between[len(between) // 2])
+                break
+        if pick is None:
+            break
+        low, high, names, mid = pick
+        tried.add(mid)
+        builds += 1
+        print(f"bisect: {len(names)} case(s) change between jax {low} and {high}; trying {mid}",
+              file=progress, flush=True)
+        try:
+            got, py = envs.build(mid, env_root, envs.base_python_for(mid, sys.executable, None))
+        except RuntimeError as e:
+            print(f"  bisect: {e}", file=progress, flush=True)
+            steps.append({"low": low, "high": high, "release": mid, "cases": names, "error": str(e)})
+            continue
+        col = Column("", str(py))
+        subset = [c for c in cases if c.name in set(names)]
+        run_column(col, subset, preds, sups, workers, timeout_s, report, progress, tuple(c.label for c in cols), modes)
+        tried.add(col.jax_version)
+        cols.append(col)
+        steps.append({"low": low, "high": high, "release": got, "cases": names, "label": col.label})
+    return steps
 
 
 # ---------------------------------------------------------------------------- CLI
@@ -320,7 +403,8 @@ def cmd_qualify(a: argparse.Namespace) -> int:
         cases += drawn
         fuzz = {"seed": seed, "examples": a.fuzz_examples}
     doc = qualify(cases, pythons, report, sups=sups, workers=a.workers, timeout_s=a.timeout,
-                  corpus=str(a.corpus), fuzz=fuzz, modes=parse_modes(a.modes))
+                  corpus=str(a.corpus), fuzz=fuzz, modes=parse_modes(a.modes),
+                  bisect_envs=Path(a.envs) if a.bisect else None, bisect_max=a.bisect_max)
     print("\n".join(table_lines(doc)))
     ch = doc["changes"]
     if len(doc["versions"]) > 1:
@@ -358,4 +442,9 @@ def register(sub: Any) -> None:
     q.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
     q.add_argument("--modes", default=",".join(MODES),
                    help="comma-separated modes to run on every version (each where that jax supports it)")
+    q.add_argument("--bisect", action="store_true",
+                   help="narrow each range to one release: build an environment (under --envs) for releases in between")
+    q.add_argument("--envs", default="envs", help="where --bisect builds its environments (default: envs/)")
+    q.add_argument("--bisect-max", type=at_least(1), default=12,
+                   help="at most this many environments built by --bisect (default 12)")
     q.set_defaults(fn=cmd_qualify)

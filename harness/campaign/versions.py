@@ -89,8 +89,8 @@ def changes(cases: list[Case], first: Column, last: Column) -> dict[str, list[di
     return out
 
 
-def _version_key(col: Column) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", col.jax_version)[:3]) or (0,)
+def version_key(col: Column) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", col.jax_version)) or (0,)
 
 
 def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
@@ -99,7 +99,7 @@ def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
     skipped) is 'broken in B (passes on A)' or 'fixed by B (fails on A)'; `pass` here
     includes known, since a known entry names the bug. Also whether the last version
     fails a case that an earlier one passes (the exit code)."""
-    ordered = sorted(cols, key=_version_key)
+    ordered = sorted(cols, key=version_key)
     out = []
     for c in cases:
         seen = [(col.jax_version, col.cells[c.name].verdict) for col in ordered
