@@ -161,6 +161,20 @@ JAX_IMPORTS = [
     "from jax.sharding import AxisType, PartitionSpec as P",
 ]
 
+# jax.shard_map from jax 0.6.1 on; before that only jax.experimental.shard_map, whose
+# check_rep= is check_vma= and whose auto= is the mesh axes axis_names= leaves out
+SHARD_MAP_SHIM = [
+    'if hasattr(jax, "shard_map"):',
+    "  shard_map = jax.shard_map",
+    "else:  # jax < 0.6.1: jax.experimental.shard_map(check_rep=, auto=)",
+    "  from jax.experimental.shard_map import shard_map as _experimental_shard_map",
+    "",
+    "  def shard_map(f, *, mesh, in_specs, out_specs, axis_names=None, check_vma=True):",
+    "    auto = frozenset(mesh.axis_names) - frozenset(axis_names) if axis_names is not None else frozenset()",
+    "    return _experimental_shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,",
+    "                                   check_rep=check_vma, auto=auto)",
+]
+
 
 REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "vmap_spmd", "smap", "grad", "grad_remat")
 
@@ -254,6 +268,7 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         "import os",
         *FORCE_DEVICES,
         *JAX_IMPORTS,
+        *SHARD_MAP_SHIM,
         "",
         *mesh_src(p),
         *inputs_src(p),
@@ -261,7 +276,7 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         "",
         body_source(p),
         "",
-        f"f = jax.shard_map({body}, {shard_map_kwargs_src(p)})",
+        f"f = shard_map({body}, {shard_map_kwargs_src(p)})",
         "try:",
         *_call_lines(p, mode, args),
         "except Exception as e:",

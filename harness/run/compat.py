@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from programs.model import Program
 
 N_DEVICES = 8
+# the first jaxlib (major, minor) without --xla_cpu_use_fusion_emitters
+FUSION_EMITTER_FLAG_UNTIL = (0, 11)
 
 
 def codegen_flags(setting: str) -> list[str]:
@@ -61,7 +63,9 @@ def codegen_flags(setting: str) -> list[str]:
         from importlib.metadata import version
 
         major, minor = (int(x) for x in version("jaxlib").split(".")[:2])
-        if (major, minor) >= (0, 6):
+        # jaxlib 0.11 no longer knows the flag (XLA aborts at start-up: 'Unknown flag in
+        # XLA_FLAGS'); measured: 0.6.0-0.10.2 accept it, 0.11.2 and 0.12.0 do not
+        if (0, 6) <= (major, minor) < FUSION_EMITTER_FLAG_UNTIL:
             flags.append("--xla_cpu_use_fusion_emitters=false")
     except Exception:  # noqa: BLE001 - unknown jaxlib: the portable flag only
         pass

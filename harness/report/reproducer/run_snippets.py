@@ -33,7 +33,7 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         body_source(p, record="record"),
         "",
         "",
-        f"f = jax.shard_map({body}, {shard_map_kwargs_src(p)})",
+        f"f = shard_map({body}, {shard_map_kwargs_src(p)})",
     ]
 
 
