@@ -204,11 +204,13 @@ def test_ranges_say_when_each_bug_came_and_went() -> None:
     for c, v in zip(cols, ("0.9.2", "0.5.3", "0.6.0", "0.10.2")):
         c.jax_version = v
     by = {r["case"]: r for r in ranges(cases, cols)}
-    assert set(by) == {"came_and_went", "regressed", "always"}
-    assert by["came_and_went"]["text"] == "broken in 0.6.0 (passes on 0.5.3); fixed by 0.9.2 (fails on 0.6.0)"
-    assert not by["came_and_went"]["last_fails_after_pass"]
+    assert set(by) == {"came_and_went", "regressed", "always", "never"}  # known counts as a bug present
+    assert by["came_and_went"]["text"] == ("broken in 0.6.0 (passes on 0.5.3); fixed by 0.9.2 (fails on 0.6.0); "
+                                           "broken in 0.10.2 (known) (passes on 0.9.2)")
+    assert not by["came_and_went"]["last_fails_after_pass"]  # known on the last: not a failure
     assert by["regressed"]["text"] == "broken in 0.10.2 (passes on 0.9.2)" and by["regressed"]["last_fails_after_pass"]
     assert by["always"]["text"].startswith("fails on every version") and not by["always"]["last_fails_after_pass"]
+    assert by["never"]["text"] == "broken in 0.6.0 (known) (passes on 0.5.3); fixed by 0.9.2 (fails on 0.6.0 (known))"
 
 
 def test_bisect_gaps_narrow_as_columns_are_added() -> None:
@@ -226,7 +228,7 @@ def test_bisect_gaps_narrow_as_columns_are_added() -> None:
     mid = _col("jax 0.8.0", {"a": "fail", "b": "fail"})
     mid.jax_version = "0.8.0"
     assert _gaps(cases, [*cols, mid]) == {("0.6.0", "0.8.0"): ["a"], ("0.8.0", "0.9.2"): ["b"]}
-    late = _col("jax 0.7.0", {"a": "known"})
+    late = _col("jax 0.7.0", {"a": "pass"})
     late.jax_version = "0.7.0"
     assert _gaps(cases, [*cols, mid, late]) == {("0.7.0", "0.8.0"): ["a"], ("0.8.0", "0.9.2"): ["b"]}
 

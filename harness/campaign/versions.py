@@ -62,6 +62,9 @@ class Column:
         return {v: c.get(v, 0) for v in VERDICTS}
 
 
+# verdicts that show a bug on that version (known: the bug is a known entry's)
+BAD = frozenset({"fail", "known"})
+
 
 def changes(cases: list[Case], first: Column, last: Column) -> dict[str, list[dict[str, Any]]]:
     """Cases whose verdict differs between the first and the last version: regressions
@@ -94,31 +97,39 @@ def version_key(col: Column) -> tuple[int, ...]:
 
 
 def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
-    """For each case that fails on some version: where it came and went, in version
-    order. Each transition between neighbouring versions that ran it (unsupported ones
-    skipped) is 'broken in B (passes on A)' or 'fixed by B (fails on A)'; `pass` here
-    includes known, since a known entry names the bug. Also whether the last version
-    fails a case that an earlier one passes (the exit code)."""
+    """For each case that shows a bug on some version (fail, or known: a known entry
+    names the bug): where it came and went, in version order. Each transition between
+    neighbouring versions that ran it (unsupported ones skipped) is 'broken in B (passes
+    on A)' or 'fixed by B (fails on A)', marked '(known)' where the bad side's bug is a
+    known entry's. Also whether the last version fails (unexplained) a case that an
+    earlier one passes (the exit code)."""
     ordered = sorted(cols, key=version_key)
     out = []
     for c in cases:
         seen = [(col.jax_version, col.cells[c.name].verdict) for col in ordered
                 if c.name in col.cells and col.cells[c.name].verdict != "unsupported"]
-        if not any(v == "fail" for _, v in seen):
+        if not any(v in BAD for _, v in seen):
             continue
         events = []
         for (va, a), (vb, b) in zip(seen, seen[1:]):
-            if a != "fail" and b == "fail":
-                events.append({"event": "broken", "in": vb, "last_good": va})
-            elif a == "fail" and b != "fail":
-                events.append({"event": "fixed", "by": vb, "last_bad": va})
+            if a not in BAD and b in BAD:
+                events.append({"event": "broken", "in": vb, "last_good": va, "known": b == "known"})
+            elif a in BAD and b not in BAD:
+                events.append({"event": "fixed", "by": vb, "last_bad": va, "known": a == "known"})
         last_fails = bool(seen) and seen[-1][1] == "fail"
-        text = "; ".join(f"broken in {e['in']} (passes on {e['last_good']})" if e["event"] == "broken"
-                         else f"fixed by {e['by']} (fails on {e['last_bad']})" for e in events)
+
+        def words(e: dict[str, Any]) -> str:
+            k = " (known)" if e["known"] else ""
+            if e["event"] == "broken":
+                return f"broken in {e['in']}{k} (passes on {e['last_good']})"
+            return f"fixed by {e['by']} (fails on {e['last_bad']}{k})"
+
+        text = "; ".join(words(e) for e in events)
         if not events:
-            text = f"fails on every version that ran it ({seen[0][0]} .. {seen[-1][0]})"
+            k = " (known)" if all(v == "known" for _, v in seen) else ""
+            text = f"fails on every version that ran it{k} ({seen[0][0]} .. {seen[-1][0]})"
         out.append({"case": c.name, "events": events, "text": text,
-                    "last_fails_after_pass": last_fails and any(v != "fail" for _, v in seen[:-1])})
+                    "last_fails_after_pass": last_fails and any(v == "pass" for _, v in seen[:-1])})
     return out
 
 
