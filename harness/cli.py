@@ -269,6 +269,8 @@ def _qualify_corpus_fits(a: argparse.Namespace) -> None:
     checks are qualify.load_corpus's)."""
     from harness.campaign.qualify import load_corpus
 
+    if not a.corpus:
+        return  # --rejudge, or qualify says what is missing
     root = Path(a.corpus)
     for c in load_corpus(root):
         fits(c.program, f"--corpus: {root / c.name}.json")
@@ -280,7 +282,7 @@ def _saved(a: argparse.Namespace | None) -> str:
     if cmd == "fuzz":
         return f"every case found so far is saved in {Path(a.report) / 'cases'}"  # type: ignore[union-attr]
     if cmd == "qualify":
-        return f"no report was written to {a.report}"  # type: ignore[union-attr]
+        return f"no report was written to {a.report or a.rejudge or 'reports/qualify'}"  # type: ignore[union-attr]
     if cmd == "minimize":
         return f"{a.case} is unchanged and no .min files were written"  # type: ignore[union-attr]
     if cmd in ("replay", "explain", "emit"):

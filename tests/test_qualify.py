@@ -144,6 +144,27 @@ def test_qualify_on_this_jax_exits_0(tmp_path: Path) -> None:
     assert "curated/pshuffle" in page and "http" not in page.split("</style>")[1]
     assert "no regression" in r.stdout or "0 regressions" in r.stdout
 
+    # --rejudge: the same verdicts from the saved observations, no jax run; with no known
+    # entries, every known verdict becomes a fail (it really judges again)
+    again = tmp_path / "again"
+    r2 = sf("qualify", "--rejudge", str(rep), "--report", str(again))
+    assert r2.returncode == 0, r2.stdout[-2000:] + r2.stderr[-2000:]
+    doc2 = json.loads((again / "qualify.json").read_text())
+
+    def verdicts_of(d: dict) -> dict:
+        return {c["case"]: {k: (v["verdict"], v["signatures"], v["known"]) for k, v in c["verdicts"].items()} for c in d["cases"]}
+
+    assert verdicts_of(doc2) == verdicts_of(doc) and doc2["ranges"] == doc["ranges"]
+    empty = tmp_path / "none.toml"
+    empty.write_text("")
+    bare = tmp_path / "bare"
+    r3 = sf("qualify", "--rejudge", str(rep), "--report", str(bare), "--suppressions", str(empty))
+    doc3 = json.loads((bare / "qualify.json").read_text())
+    known_before = sum(v["counts"]["known"] for v in doc["versions"])
+    assert sum(v["counts"]["known"] for v in doc3["versions"]) == 0
+    assert sum(v["counts"]["fail"] for v in doc3["versions"]) == known_before + sum(v["counts"]["fail"] for v in doc["versions"])
+    assert r3.returncode == 0  # the same failures on both versions: nothing regressed
+
 
 @pytest.mark.parametrize(
     "args, phrase",
@@ -152,6 +173,7 @@ def test_qualify_on_this_jax_exits_0(tmp_path: Path) -> None:
         (["--corpus", "reports/corpus", "--python", "/nonexistent/bin/python"], "/nonexistent/bin/python: no such interpreter"),
         (["--corpus", "reports/corpus", "--python", "{nojax}"], "cannot import jax"),
         (["--corpus", "reports/corpus"], "--python"),
+        (["--rejudge", "{tmp}"], "not a qualify report"),
         (["--corpus", "{tmp}/bad", "--python", sys.executable], "bad.json"),
     ],
 )

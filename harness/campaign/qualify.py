@@ -208,10 +208,22 @@ def run_column(
     col.label = label if n == 0 else f"{label} #{n + 1}"
     print(f"{col.label} ({col.python}): jax {col.jax_version}, {len(cases)} cases", file=progress, flush=True)
     by_name = {c.name: c for c in cases}
+    obs_dir = report / "observations"
+    obs_dir.mkdir(parents=True, exist_ok=True)
+    obs_file = (obs_dir / f"{_safe(col.label)}.jsonl").open("w", encoding="utf-8")
+    obs_file.write(json.dumps({"column": {"label": col.label, "python": col.python, "jax_version": col.jax_version}}) + "\n")
 
     def record(done: list[Any]) -> None:
+        from harness.run.observation import observation_to_dict
+        from programs.serialize import program_to_dict
+
         for c in done:
             case = by_name[c.tag]
+            # what jax did, saved before judging: `qualify --rejudge` judges it again
+            obs_file.write(json.dumps({"case": case.name, "source": case.source, "reason": case.reason,
+                                       "program": program_to_dict(case.program),
+                                       "observations": [observation_to_dict(o) for o in c.observations]}) + "\n")
+            obs_file.flush()
             res = evaluate(c.program, c.observations, preds[case.name])
             cell = verdict(res, sups, col.jax_version)
             if cell.verdict == "fail":
@@ -229,6 +241,7 @@ def run_column(
         record(pool.drain())
     finally:
         pool.close()
+        obs_file.close()
     col.elapsed_s = time.monotonic() - t0
     counts = col.counts()
     print(f"  {col.label}: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS) + f" ({col.elapsed_s:.0f}s)",
@@ -265,6 +278,24 @@ def qualify(
     if bisect_envs is not None:
         bisected = bisect(cases, cols, preds, sups, workers, timeout_s, report, progress, modes,
                           bisect_envs, bisect_max)
+    return write_reports(cases, cols, given, report, sups=sups, corpus=corpus, fuzz=fuzz, modes=modes,
+                         bisected=bisected)
+
+
+def write_reports(
+    cases: list[Case],
+    cols: list[Column],
+    given: list[Column],
+    report: Path,
+    *,
+    sups: list[Any],
+    corpus: str,
+    fuzz: dict[str, int] | None,
+    modes: tuple[str, ...],
+    bisected: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The qualify.json document from judged columns (`given`: the --python order, whose
+    first and last are compared), written with its JUnit and HTML forms."""
     ch = changes(cases, given[0], given[-1])
     rng = ranges(cases, cols)
     fixed = {col.label: entries_fixed(sups, col, corpus) for col in cols}
@@ -368,6 +399,64 @@ def bisect(
     return steps
 
 
+def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
+    """Judge a finished qualify run again from what its workers saw
+    (REPORT/observations/*.jsonl, written as each case finished), with this checkout's
+    oracle and known entries: triage without running jax again. Writes the three reports
+    (and the failing cases) to `out`."""
+    from harness.judge.check import evaluate
+    from harness.run.observation import observation_from_dict
+    from oracles import predict
+    from programs.serialize import program_from_dict
+
+    prev_path = report / "qualify.json"
+    files = sorted((report / "observations").glob("*.jsonl"))
+    if not prev_path.is_file() or not files:
+        raise UsageError(f"--rejudge {report}: not a qualify report with observations "
+                         f"(needs qualify.json and observations/*.jsonl; run shardfuzz qualify first)")
+    try:
+        prev = json.loads(prev_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise UsageError(f"--rejudge {report}: cannot read qualify.json ({e})") from None
+    cases: dict[str, Case] = {}
+    preds: dict[str, Any] = {}
+    cols: list[Column] = []
+    for f in files:
+        lines = f.read_text(encoding="utf-8").splitlines()
+        try:
+            meta = json.loads(lines[0])["column"]
+        except (IndexError, KeyError, json.JSONDecodeError):
+            raise UsageError(f"--rejudge: {f}: not an observations file (its first line names the column)") from None
+        col = Column(meta["label"], meta["python"], meta["jax_version"])
+        for line in lines[1:]:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short when the run stopped: that case was not finished
+            name = row["case"]
+            if name not in cases:
+                cases[name] = Case(name, program_from_dict(row["program"]), row.get("reason", ""), row.get("source", "corpus"))
+                preds[name] = predict(cases[name].program)
+            obs = [observation_from_dict(o) for o in row["observations"]]
+            res = evaluate(cases[name].program, obs, preds[name])
+            cell = verdict(res, sups, col.jax_version)
+            if cell.verdict == "fail":
+                path = out / "cases" / _safe(col.label) / f"{_safe(name)}.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(_case_doc(res, col.jax_version, cases[name]))
+                cell.case_file = str(path)
+            col.cells[name] = cell
+        cols.append(col)
+    by_label = {c.label: c for c in cols}
+    given = [by_label[lab] for lab in (prev.get("first"), prev.get("last")) if lab in by_label] or cols
+    order = {c["case"]: i for i, c in enumerate(prev.get("cases") or [])}  # the run's case order
+    ordered = sorted(cases.values(), key=lambda c: order.get(c.name, len(order)))
+    out.mkdir(parents=True, exist_ok=True)
+    return write_reports(ordered, cols, given, out, sups=sups, corpus=str(prev.get("corpus", "")),
+                         fuzz=prev.get("fuzz"), modes=tuple(prev.get("modes") or MODES),
+                         bisected=list(prev.get("bisect") or []))
+
+
 # ---------------------------------------------------------------------------- CLI
 
 
@@ -379,13 +468,19 @@ def cmd_qualify(a: argparse.Namespace) -> int:
         raise UsageError(f"--fuzz-examples={a.fuzz_examples} must be >= 0")
     if a.workers < 1:
         raise UsageError(f"--workers={a.workers} must be >= 1")
-    cases = load_corpus(Path(a.corpus))
-    pythons = [check_interpreter(py) for py in a.python]
     try:
         sups = load(Path(a.suppressions) if a.suppressions else None)
     except KnownDivergencesError as e:
         raise UsageError(str(e)) from None
-    report = Path(a.report)
+    if a.rejudge:
+        out = Path(a.report) if a.report else Path(a.rejudge)
+        doc = rejudge(Path(a.rejudge), out, sups)
+        return _print_doc(doc, out)
+    if not a.corpus or not a.python:
+        raise UsageError("qualify needs --corpus DIR and at least one --python ENV_PYTHON (or --rejudge REPORT)")
+    cases = load_corpus(Path(a.corpus))
+    pythons = [check_interpreter(py) for py in a.python]
+    report = Path(a.report or "reports/qualify")
     try:
         report.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -405,6 +500,10 @@ def cmd_qualify(a: argparse.Namespace) -> int:
     doc = qualify(cases, pythons, report, sups=sups, workers=a.workers, timeout_s=a.timeout,
                   corpus=str(a.corpus), fuzz=fuzz, modes=parse_modes(a.modes),
                   bisect_envs=Path(a.envs) if a.bisect else None, bisect_max=a.bisect_max)
+    return _print_doc(doc, report)
+
+
+def _print_doc(doc: dict[str, Any], report: Path) -> int:
     print("\n".join(table_lines(doc)))
     ch = doc["changes"]
     if len(doc["versions"]) > 1:
@@ -429,10 +528,14 @@ def register(sub: Any) -> None:
     q = sub.add_parser("qualify", help="run a corpus against several jax installations and compare them")
     from harness.usage import at_least, positive
 
-    q.add_argument("--corpus", required=True, help="directory of JSON cases (searched recursively; required)")
-    q.add_argument("--python", action="append", required=True,
-                   help="an interpreter with jax installed (repeat; the first and last are compared; required)")
-    q.add_argument("--report", default="reports/qualify", help="directory for qualify.json/.junit.xml/.html")
+    q.add_argument("--corpus", default=None, help="directory of JSON cases (searched recursively; required unless --rejudge)")
+    q.add_argument("--python", action="append", default=None,
+                   help="an interpreter with jax installed (repeat; the first and last are compared; required unless --rejudge)")
+    q.add_argument("--report", default=None,
+                   help="directory for qualify.json/.junit.xml/.html (default: reports/qualify; with --rejudge: that report)")
+    q.add_argument("--rejudge", default=None, metavar="REPORT",
+                   help="judge a finished run again from its saved observations, with this checkout's oracle and "
+                        "known entries (no jax run)")
     q.add_argument("--fuzz-seed", type=int, default=None, help="also run programs drawn with this seed (default: none)")
     q.add_argument("--fuzz-examples", type=at_least(0, what="0: none"), default=0, help="how many programs to draw (0: none)")
     cores = len(os.sched_getaffinity(0))
