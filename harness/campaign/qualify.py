@@ -233,10 +233,20 @@ def run_column(
                 cell.case_file = str(path)
             col.cells[case.name] = cell
 
+    last = [time.monotonic()]
+
+    def tick() -> None:  # progress on long columns, every 15 s
+        if time.monotonic() - last[0] >= 15:
+            last[0] = time.monotonic()
+            n = col.counts()
+            print(f"  {col.label}: {len(col.cells)}/{len(cases)} cases, " + ", ".join(f"{n[v]} {v}" for v in VERDICTS)
+                  + f" ({time.monotonic() - t0:.0f}s)", file=progress, flush=True)
+
     try:
         for case in cases:
             while pool.free() == 0:
                 record(pool.wait(1.0))
+                tick()
             pool.submit(case.program, modes, tag=case.name)
         record(pool.drain())
     finally:
