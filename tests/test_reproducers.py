@@ -317,3 +317,35 @@ def test_reproducer_is_python(p: Program, mode: str) -> None:
             return
         ast.parse(text)
         assert ("EXPECTED_ERROR = " in text) if make is reproducer else ("pytest.raises(" in text or "\n  assert " in text)
+
+
+def _old_jax_python() -> tuple[str, str] | None:
+    """An interpreter with a jax that has no jax.shard_map (0.6.0 or older), from
+    $SHARDFUZZ_OLD_JAX_PYTHON or envs/jax-*/bin/python (scripts/envs.py builds them)."""
+    root = Path(__file__).resolve().parent.parent
+    cands = [os.environ["SHARDFUZZ_OLD_JAX_PYTHON"]] if os.environ.get("SHARDFUZZ_OLD_JAX_PYTHON") else []
+    cands += sorted(str(p) for p in root.glob("envs/jax-*/bin/python"))
+    for py in cands:
+        r = subprocess.run([py, "-c", "import jax; print(jax.__version__, hasattr(jax, 'shard_map'))"],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode == 0 and r.stdout.split()[1] == "False":
+            return py, r.stdout.split()[0]
+    return None
+
+
+def test_reproducer_runs_on_jax_without_jax_shard_map(tmp_path: Path) -> None:
+    """A reproducer emitted here runs on the old jax a regression was found on (through
+    jax.experimental.shard_map, check_rep=, auto=): it exits 1 with BUG: there and 0 with
+    FIXED: on this jax."""
+    old = _old_jax_python()
+    if old is None:
+        pytest.skip("no jax without jax.shard_map here: build one with `python scripts/envs.py 0.6.0 --dir envs/` "
+                    "or set SHARDFUZZ_OLD_JAX_PYTHON")
+    py, v = old
+    case = Path(__file__).resolve().parent.parent / "reports/corpus/regressions/in_spec_unknown_axis_keyerror.json"
+    script = tmp_path / "repro.py"
+    script.write_text(reproducer(from_json(case.read_text()), mode="jit", title=case.name))
+    bad = subprocess.run([py, str(script)], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "BUG:" in bad.stdout and "KeyError" in bad.stdout, (v, bad.stdout, bad.stderr[-2000:])
+    good = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert good.returncode == 0 and "FIXED:" in good.stdout, good.stdout + good.stderr[-2000:]
