@@ -34,9 +34,10 @@ UNTIL_0_10 = ">=0.5,<0.11"  # shows on 0.5.3 .. 0.10.2; not on 0.11.2 or 0.12.0 
 SINCE_0_6 = ">=0.6,<0.13"  # shows on 0.6.0 .. 0.12.0; not on 0.5.3
 SINCE_0_8 = ">=0.8,<0.13"  # shows on 0.8.1 .. 0.12.0; not on 0.5.3 or 0.6.0
 SINCE_0_9 = ">=0.9,<0.13"  # shows on 0.9.2 .. 0.12.0; not on 0.5.3, 0.6.0 or 0.8.1
-SINCE_0_8_UNTIL_0_11 = ">=0.8,<0.12"
+SINCE_0_8_UNTIL_0_11 = ">=0.8,<0.12"  # shows on 0.8.1 .. 0.11.2; not on 0.5.3, 0.6.0 or 0.12.0
 ONLY_0_5 = "==0.5.*"  # shows on 0.5.3; not on 0.6.0 or later
-UNTIL_0_6 = ">=0.5,<0.7"  # shows on 0.5.3 and 0.6.0; not on 0.8.1 or later  # shows on 0.8.1 .. 0.11.2; not on 0.5.3, 0.6.0 or 0.12.0
+UNTIL_0_6 = ">=0.5,<0.7"  # shows on 0.5.3 and 0.6.0; not on 0.8.1 or later
+UNTIL_0_8 = ">=0.5,<0.9"  # shows on 0.5.3, 0.6.0 and 0.8.1; not on 0.9.2 or later
 NONE = "none found: searched jax-ml/jax issues for "
 
 E = dict
@@ -227,6 +228,11 @@ entries = [
    when=["all_to_all:tiled==False"],
    reason="all_to_all's transpose rule (_all_to_all_transpose_rule) calls all_to_all with split_axis and concat_axis swapped and the same tiled=False, but untiled all_to_all removes the split axis and inserts a new one at concat_axis, which is not its own inverse with the axes swapped: the cotangent has the wrong shape whenever split_axis != concat_axis ('Expected cotangent type float32[1,1,3,6] but got float32[1,3,1,6]'). Forward, jvp and vmap are right.",
    link="jax/_src/lax/parallel.py _all_to_all_transpose_rule; " + NONE + "'all_to_all transpose tiled=False cotangent'"),
+ E(id="all-to-all-untiled-transpose-dot-general", case="all_to_all_untiled_transpose_0_8", mode="grad", jax_versions=UNTIL_0_8,
+   signatures=["unexpected_error|grad,grad_remat|lowering->TypeError", "unexpected_error|grad,grad_remat|*->TypeError"],
+   when=["all_to_all:tiled==False"],
+   reason="The transpose-rule bug of all-to-all-untiled-transpose-shape before 0.9: the wrongly shaped cotangent reaches the next op's transpose, and jax raises TypeError there ('dot_general requires contracting dimensions to have the same shape, got (6,) and (18,).') instead of the cotangent type check of 0.9+.",
+   link="jax/_src/lax/parallel.py _all_to_all_transpose_rule; " + NONE + "'all_to_all transpose tiled=False', 'dot_general requires contracting dimensions shard_map'"),
  E(id="ppermute-multi-axis-order", case="ppermute_order", mode="jit", rewrite="mesh_order_axes", jax_versions=UNTIL_0_10,
    signatures=["value|*|ppermute", "value|grad,grad_remat|*ppermute*"],  # the ppermute is the first op going wrong
    when=["ppermute:axes_order==unordered"],
