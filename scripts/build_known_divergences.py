@@ -199,12 +199,13 @@ entries = [
  # jax 0.5.x: the same programs, an older symptom (shard_map's replication checking,
  # check_rep, before vma): measured on 0.5.3 only, not on 0.6.0
  E(id="ragged-all-to-all-no-replication-rule-0-5", case="ragged_no_rule_0_5", mode="abstract", jax_versions=ONLY_0_5,
-   signatures=["unexpected_error|*|ragged_all_to_all->NotImplementedError"],
+   # (an invalid program holding one raises it first, instead of its own error: wrong_error, scoped to the op raising)
+   signatures=["unexpected_error|*|ragged_all_to_all->NotImplementedError", "wrong_error|*|*->NotImplementedError"],
    when=["check_vma==True", "ragged_all_to_all"],
    reason="jax 0.5 has no replication rule for ragged_all_to_all: under shard_map's check_rep (check_vma) every program holding one raises NotImplementedError ('No replication rule for ragged_all_to_all ... pass check_rep=False'); 0.6.0 types it.",
    link=NONE + "'No replication rule for ragged_all_to_all'"),
  E(id="pbroadcast-no-replication-rule-0-5", case="pbroadcast_no_rule_0_5", mode="abstract", jax_versions=ONLY_0_5,
-   signatures=["unexpected_error|*|pbroadcast->NotImplementedError"],
+   signatures=["unexpected_error|*|pbroadcast->NotImplementedError", "wrong_error|*|*->NotImplementedError"],
    when=["check_vma==True", "pbroadcast"],
    reason="jax 0.5 has no replication rule for pbroadcast: under check_rep every program holding one raises NotImplementedError ('No replication rule for pbroadcast'); 0.6.0 types it.",
    link=NONE + "'No replication rule for pbroadcast'"),
@@ -234,12 +235,15 @@ entries = [
    reason="The transpose-rule bug of all-to-all-untiled-transpose-shape before 0.9: the wrongly shaped cotangent reaches the next op's transpose, and jax raises TypeError there ('dot_general requires contracting dimensions to have the same shape, got (6,) and (18,).') instead of the cotangent type check of 0.9+.",
    link="jax/_src/lax/parallel.py _all_to_all_transpose_rule; " + NONE + "'all_to_all transpose tiled=False', 'dot_general requires contracting dimensions shard_map'"),
  E(id="ppermute-multi-axis-order", case="ppermute_order", mode="jit", rewrite="mesh_order_axes", jax_versions=UNTIL_0_10,
-   signatures=["value|*|ppermute", "value|grad,grad_remat|*ppermute*"],  # the ppermute is the first op going wrong
+   # a wrong value of any output whose dependency cone holds such a ppermute (downstream ops
+   # carry its wrong values on: a psum of it, a cond around it); the rewrite (the same
+   # devices, axes in mesh order) is checked in full, so an unrelated wrong value still shows
+   signatures=["value|*|*"],
    when=["ppermute:axes_order==unordered"],
    reason="ppermute over a tuple of mesh axes listed out of mesh order, e.g. axis_name=('y', 'x') on an ('x', 'y') mesh, numbers the devices in mesh order, while axis_index(('y', 'x')) and all_gather(..., ('y', 'x')) number them in the listed order (major first); the perm pairs are axis_index values, so the wrong devices receive the data. The rewrite (axes in mesh order, perm renumbered) is checked in full. Later jax raises for this form (issue 15).",
    link=NONE + "'ppermute tuple axis_name order', 'ppermute multiple axes wrong devices'"),
  E(id="pshuffle-multi-axis-order", case="pshuffle_order", mode="jit", rewrite="mesh_order_axes", jax_versions=UNTIL_0_10,
-   signatures=["value|*|pshuffle", "value|grad,grad_remat|*pshuffle*"],  # the pshuffle is the first op going wrong
+   signatures=["value|*|*"],  # as ppermute-multi-axis-order: any output depending on it; the rewrite is checked in full
    when=["pshuffle:axes_order==unordered"],
    reason="pshuffle is ppermute underneath and numbers devices the same way for axes listed out of mesh order (see ppermute-multi-axis-order). The rewrite is checked in full.",
    link=NONE + "'pshuffle multiple axes order'"),
