@@ -166,6 +166,18 @@ entries = [
    when=["partial_manual", "all_gather"],
    reason="With GSPMD, a partial-manual shard_map doing all_gather aborts the process ('Check failed: sharding.IsManualSubgroup()').",
    link=NONE + "'IsManualSubgroup all_gather'"),
+ # jax 0.5 and 0.6 partition with GSPMD by default (jax_use_shardy_partitioner=False), so
+ # plain jit aborts on the same programs as the gspmd mode; measured on 0.5.3, 0.6.0; 0.8.1 runs them under jit (Shardy)
+ E(id="gspmd-partial-manual-pswapaxes-abort-jit-0-6", case="gspmd_partial_manual_all_to_all_jit_0_6", mode="jit", jax_versions=UNTIL_0_6,
+   signatures=["crash|jit|crash"],
+   when=["partial_manual", "pswapaxes"],
+   reason="gspmd-partial-manual-pswapaxes-abort under plain jit, where GSPMD is the default partitioner (jax 0.5, 0.6): the process aborts.",
+   link=NONE + "'IsManualSubgroup', 'GSPMD partial manual all_to_all'"),
+ E(id="gspmd-partial-manual-all-gather-abort-jit-0-6", case="gspmd_partial_manual_all_gather_jit_0_6", mode="jit", jax_versions=UNTIL_0_6,
+   signatures=["crash|jit|crash"],
+   when=["partial_manual", "all_gather"],
+   reason="gspmd-partial-manual-all-gather-abort under plain jit, where GSPMD is the default partitioner (jax 0.5, 0.6): the process aborts.",
+   link=NONE + "'IsManualSubgroup all_gather'"),
  E(id="psum-batching-rule-0-8", case="psum_batching_0_8", mode="vmap", jax_versions="==0.8.*",
    signatures=["unexpected_error|vmap,vmap_spmd|*->TypeError"],
    when=["psum"],
