@@ -110,6 +110,18 @@ def test_all_gather_with_groups_not_drawn_but_pmax_groups() -> None:
     assert v.reshape(4).tolist() == [2, 3, 2, 3]
 
 
+def test_grouped_pmax_varies_only_when_its_operand_does() -> None:
+    # groups {0,2},{1,3} of a varying operand: the two groups hold different maxima, so the
+    # result still varies along i; of an operand invariant along i, every group takes the max
+    # of equal values and the result is invariant (and equal everywhere)
+    x = np.arange(4)
+    _, _, vma = _collective_on(x, X4, P("i"), "pmax", axes=("i",), groups=((0, 2), (1, 3)))
+    assert vma == frozenset({"i"})
+    v, _, vma = _collective_on(np.array([7, 1]), X4, P(), "pmin", axes=("i",), groups=((0, 2), (1, 3)))
+    assert vma == frozenset()
+    assert all(v[d].tolist() == [7, 1] for d in range(4))
+
+
 def test_axis_index_multi_axis_is_major_first() -> None:
     p = prog(XY, [iota(2)], [P()], [op("axis_index", axes=("x", "y")), op("axis_index", axes=("y", "x"))], [1, 2], [P(("x", "y")), P(("x", "y"))])
     # rank-0 outputs cannot take a non-empty out_spec: expect the rank error
