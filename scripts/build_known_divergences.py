@@ -35,6 +35,7 @@ SINCE_0_6 = ">=0.6,<0.13"  # shows on 0.6.0 .. 0.12.0; not on 0.5.3
 SINCE_0_8 = ">=0.8,<0.13"  # shows on 0.8.1 .. 0.12.0; not on 0.5.3 or 0.6.0
 SINCE_0_9 = ">=0.9,<0.13"  # shows on 0.9.2 .. 0.12.0; not on 0.5.3, 0.6.0 or 0.8.1
 SINCE_0_8_UNTIL_0_11 = ">=0.8,<0.12"  # shows on 0.8.1 .. 0.11.2; not on 0.5.3, 0.6.0 or 0.12.0
+SINCE_0_6_UNTIL_0_8 = ">=0.6,<0.9"  # shows on 0.6.0 and 0.8.1; not on 0.5.3 or 0.9.2 and later
 ONLY_0_5 = "==0.5.*"  # shows on 0.5.3; not on 0.6.0 or later
 UNTIL_0_6 = ">=0.5,<0.7"  # shows on 0.5.3 and 0.6.0; not on 0.8.1 or later
 UNTIL_0_8 = ">=0.5,<0.9"  # shows on 0.5.3, 0.6.0 and 0.8.1; not on 0.9.2 or later
@@ -95,6 +96,11 @@ entries = [
    when=["collective_axis_not_in_mesh"],
    reason="psum, pmean, pmax, pmin, psum_scatter, all_to_all and ppermute over an axis name that is not in the mesh raise a bare AssertionError with no message inside shard_map; the documented behaviour (and jax outside shard_map, and all_gather / axis_index inside it) is NameError 'unbound axis name'.",
    link=NONE + "'shard_map unbound axis AssertionError', 'psum unknown axis name AssertionError'"),
+ E(id="unbound-axis-keyerror", case="unbound_keyerror_0_8", mode="jit", jax_versions=SINCE_0_6_UNTIL_0_8,
+   signatures=["wrong_error|*|unbound_axis->KeyError"],
+   when=["collective_axis_not_in_mesh"],
+   reason="Before unbound-axis-assertion: on jax 0.6.0 and 0.8.1 a collective over an axis name that is not in the mesh raises a bare KeyError naming the axis ('absent') instead of NameError 'unbound axis name' (which 0.5.3 raised). Found by shardfuzz qualify on 0.6.0.",
+   link=NONE + "'shard_map unbound axis KeyError', 'psum unknown axis name KeyError'"),
  E(id="vmap-spmd-static-argument", case="vmap_spmd_static_arg", mode="vmap_spmd", jax_versions=SINCE_0_8,
    signatures=["unexpected_error|vmap_spmd|*->AssertionError"],
    when=["in_spec_none"],
