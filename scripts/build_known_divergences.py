@@ -172,6 +172,11 @@ entries = [
    when=["partial_manual", "all_gather"],
    reason="With GSPMD, a partial-manual shard_map doing all_gather aborts the process ('Check failed: sharding.IsManualSubgroup()').",
    link=NONE + "'IsManualSubgroup all_gather'"),
+ E(id="gspmd-partial-manual-all-to-all-abort", case="gspmd_partial_manual_a2a", mode="gspmd", jax_versions=ALL_MEASURED,
+   signatures=["crash|gspmd|crash"],
+   when=["partial_manual", "all_to_all"],
+   reason="With GSPMD, a partial-manual shard_map doing all_to_all aborts the process (hlo_verifier: 'In kFlattenedID mode, replica groups should contain 4 flattened IDs, but found 3', or 'Check failed: target.IsManualSubgroup()'); Shardy runs it. Found by shardfuzz qualify (seed 3) on 0.6.0 under plain jit.",
+   link=NONE + "'IsManualSubgroup all_to_all', 'replica groups should contain flattened IDs'"),
  # jax 0.5 and 0.6 partition with GSPMD by default (jax_use_shardy_partitioner=False), so
  # plain jit aborts on the same programs as the gspmd mode; measured on 0.5.3, 0.6.0; 0.8.1 runs them under jit (Shardy)
  E(id="gspmd-partial-manual-pswapaxes-abort-jit-0-6", case="gspmd_partial_manual_all_to_all_jit_0_6", mode="jit", jax_versions=UNTIL_0_6,
@@ -184,6 +189,11 @@ entries = [
    when=["partial_manual", "all_gather"],
    reason="gspmd-partial-manual-all-gather-abort under plain jit, where GSPMD is the default partitioner (jax 0.5, 0.6): the process aborts.",
    link=NONE + "'IsManualSubgroup all_gather'"),
+ E(id="gspmd-partial-manual-all-to-all-abort-jit-0-6", case="gspmd_partial_manual_a2a_jit_0_6", mode="jit", jax_versions=UNTIL_0_6,
+   signatures=["crash|jit|crash"],
+   when=["partial_manual", "all_to_all"],
+   reason="gspmd-partial-manual-all-to-all-abort under plain jit, where GSPMD is the default partitioner (jax 0.5, 0.6): the process aborts.",
+   link=NONE + "'IsManualSubgroup all_to_all'"),
  E(id="psum-batching-rule-0-8", case="psum_batching_0_8", mode="vmap", jax_versions="==0.8.*",
    signatures=["unexpected_error|vmap,vmap_spmd|*->TypeError"],
    when=["psum"],
