@@ -261,6 +261,9 @@ def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
                            help="write a pytest test (jax's tests/shard_map_test.py style) instead of a script")
         if name == "explain":
             s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")
+            s.add_argument("--fix", action="store_true",
+                           help="propose the smallest edits that make an invalid program valid; show those the oracle "
+                           "calls valid and jax runs agreeing with the oracle, as diffs with their outputs")
         s.set_defaults(fn=fn)
 
 
