@@ -175,6 +175,7 @@ def print_summary(s: RunSummary, report: Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from harness.campaign import qualify
+    from harness.report import catalogue
 
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
     ap.add_argument("--version", action=_Version)
@@ -182,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     _fuzz_parser(sub.add_parser("fuzz", help="draw programs and check them against the oracle"))
     _case_parsers(sub)
     qualify.register(sub)
+    catalogue.register(sub)
     return ap
 
 
@@ -284,6 +286,8 @@ def _saved(a: argparse.Namespace | None) -> str:
         return f"every case found so far is saved in {Path(a.report) / 'cases'}"  # type: ignore[union-attr]
     if cmd == "qualify":
         return f"no report was written to {a.report}"  # type: ignore[union-attr]
+    if cmd == "errors":
+        return f"no page in {a.out} was changed"  # type: ignore[union-attr]
     if cmd == "minimize":
         return f"{a.case} is unchanged and no .min files were written"  # type: ignore[union-attr]
     if cmd in ("replay", "explain", "emit"):
@@ -326,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     a: argparse.Namespace | None = None
     try:
         a = build_parser().parse_args(argv)
-        if a.cmd in ("fuzz", "replay", "explain", "minimize"):
+        if a.cmd in ("fuzz", "replay", "explain", "minimize", "errors"):
             from harness.run.compat import force_host_devices
 
             force_host_devices(host_device_count())

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import P, iota, op, prog
 
 from harness.judge.check import check_in_pool
 from harness.report.fix_candidates import _insert_before, candidates
@@ -19,7 +20,6 @@ from oracles.interpreter import trace
 from oracles.prediction import ErrorKind
 from programs.model import Mesh
 from programs.serialize import from_json
-from helpers import P, iota, op, prog
 
 CURATED = Path(__file__).resolve().parents[1] / "reports" / "corpus" / "curated"
 
