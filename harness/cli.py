@@ -176,6 +176,7 @@ def print_summary(s: RunSummary, report: Path) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from harness.campaign import qualify
     from harness.report import catalogue
+    from harness.serve import server
 
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
     ap.add_argument("--version", action=_Version)
@@ -184,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     _case_parsers(sub)
     qualify.register(sub)
     catalogue.register(sub)
+    server.register(sub)
     return ap
 
 
@@ -330,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     a: argparse.Namespace | None = None
     try:
         a = build_parser().parse_args(argv)
-        if a.cmd in ("fuzz", "replay", "explain", "minimize", "errors"):
+        if a.cmd in ("fuzz", "replay", "explain", "minimize", "errors", "serve"):
             from harness.run.compat import force_host_devices
 
             force_host_devices(host_device_count())
