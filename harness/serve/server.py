@@ -66,10 +66,12 @@ def make_server(port: int = 0, python: str | None = None) -> ThreadingHTTPServer
             try:
                 n = int(self.headers.get("Content-Length", "0"))
                 d = json.loads(self.rfile.read(min(n, 1 << 20)) or b"{}")
-                known = {f.name: f.type for f in fields(CheckRequest)}
-                if not isinstance(d, dict) or set(d) - set(known):
+                known = {f.name for f in fields(CheckRequest)}
+                if not isinstance(d, dict) or set(d) - known:
                     raise ValueError(f"expected an object with fields {sorted(known)}")
-                req = CheckRequest(**{k: (bool(v) if k in ("jax", "check_vma") else str(v)) for k, v in d.items()})
+                dflt = CheckRequest()
+                text = {k: str(d.get(k, getattr(dflt, k))) for k in ("mesh", "args", "in_specs", "out_specs", "axis_names", "body")}
+                req = CheckRequest(**text, check_vma=bool(d.get("check_vma", True)), jax=bool(d.get("jax", False)))
             except (ValueError, TypeError) as e:
                 self._send(400, json.dumps({"ok": False, "problem": f"bad request: {e}"}).encode(), "application/json")
                 return
