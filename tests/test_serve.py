@@ -53,6 +53,8 @@ def test_api_verdict_follows_the_spec(server: str) -> None:
 def test_api_unreadable_body_names_line_and_column() -> None:
     r = check(CheckRequest(body="def body(a0):\n  v0 = a0 @ a0\n  return v0,"))
     assert not r.ok and r.problem.startswith("body line 2, column 8: ")
+    r = check(CheckRequest(out_specs="(Q('x'),)"))
+    assert not r.ok and r.problem.startswith("out_specs, column 2: ")
     r = check(CheckRequest(mesh="x=two"))
     assert not r.ok and r.problem.startswith("mesh: ")
 

@@ -433,7 +433,11 @@ def _pad_operand(p: Program, op: Op) -> Iterator[Edit]:
     for d, size in enumerate(x.shape):
         split = p.mesh.group_size(s.entries[d] or ()) if d < len(s.entries) else 1
         local = size // split
-        if local % n:
+        exact = op.kind == "pswapaxes" or (op.kind == "psum_scatter" and not op.p("tiled"))  # the size must equal n
+        if exact and local != n and d == op.p("axis", op.p("scatter_dimension")):
+            yield Edit(f"give args[{j}] dimension {d} the size {n * split} (per device {n}, the group size {op.kind} needs)",
+                       replace(p, inputs=_set(p.inputs, j, Input(_set(x.shape, d, n * split), x.dtype, x.fill, x.seed))))
+        elif not exact and local % n:
             up = -(-local // n) * n * split
             yield Edit(f"pad args[{j}] dimension {d} from {size} to {up} (per device {up // split}, a multiple of the group size {n})",
                        replace(p, inputs=_set(p.inputs, j, Input(_set(x.shape, d, up), x.dtype, x.fill, x.seed))))

@@ -17,7 +17,7 @@ passes, `FixReport.why_none` says why (none proposed, or each candidate's first 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -199,7 +199,3 @@ def find_fixes(pool: Any, p: Program, max_fixes: int = MAX_FIXES, jax_version: s
             why = f"{len(valid)} edits are valid by the oracle, but jax diverged on each one tried; first: {jax_bad[0].title}: {jax_bad[0].why}"
     return FixReport(p, err, tuple(fixes), tuple(rejected), len(valid), len(edits), why)
 
-
-def strip(p: Program) -> Program:
-    """The program without its defect label and notes (what a fix is compared as)."""
-    return replace(p, defect=None, notes=())

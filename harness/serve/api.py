@@ -90,40 +90,43 @@ def _args(text: str) -> list[tuple[str, tuple[int, ...]]]:
     return out
 
 
-def assemble(r: CheckRequest) -> tuple[str, int]:
-    """The form as emit-form source, and the line the body starts on."""
+def assemble(r: CheckRequest) -> tuple[str, list[tuple[str, int]]]:
+    """The form as emit-form source, and for each of its lines the field it came from
+    and that line's first column there (the body: every line after the settings)."""
     names, sizes = _mesh(r.mesh)
-    lines = [f"mesh = jax.make_mesh({sizes!r}, {names!r})"]
+    lines = [(f"mesh = jax.make_mesh({sizes!r}, {names!r})", "mesh", 0)]
     for i, (dtype, shape) in enumerate(_args(r.args)):
-        lines.append(f"a{i} = jax.ShapeDtypeStruct({shape!r}, jnp.{dtype})")
-    lines.append(f"in_specs = {r.in_specs.strip() or '()'}")
-    lines.append(f"out_specs = {r.out_specs.strip() or '()'}")
-    if r.axis_names.strip():
-        lines.append(f"axis_names = {r.axis_names.strip()}")
-    lines.append(f"check_vma = {bool(r.check_vma)}")
-    return "\n".join(lines + [r.body.rstrip(), ""]), len(lines) + 1
+        lines.append((f"a{i} = jax.ShapeDtypeStruct({shape!r}, jnp.{dtype})", "arguments", 0))
+    for name, text in (("in_specs", r.in_specs), ("out_specs", r.out_specs), ("axis_names", r.axis_names)):
+        if name != "axis_names" or text.strip():
+            # one line each: a field written over several lines is joined
+            lines.append((f"{name} = {' '.join(text.split()) or '()'}", name, len(name) + 3))
+    lines.append((f"check_vma = {bool(r.check_vma)}", "check_vma", 0))
+    src = "\n".join([ln for ln, _, _ in lines] + [r.body.rstrip(), ""])
+    return src, [(f, off) for _, f, off in lines]
 
 
-def _field_of(msg: str, body_line: int) -> str:
-    """A source error re-worded in the form's terms: which field, which line of the body."""
+def _field_of(msg: str, where: list[tuple[str, int]]) -> str:
+    """A source error re-worded in the form's terms: which field, line and column."""
     m = re.match(r"line (\d+), column (\d+): (.*)", msg)
     if m is None:
         return msg
     line, col, what = int(m.group(1)), int(m.group(2)), m.group(3)
-    if line >= body_line:
-        return f"body line {line - body_line + 1}, column {col}: {what}"
-    return f"line {line} of the assembled source, column {col}: {what}"
+    if line > len(where):
+        return f"body line {line - len(where)}, column {col}: {what}"
+    field_name, off = where[line - 1]
+    return f"{field_name}, column {max(1, col - off)}: {what}"
 
 
 def check(r: CheckRequest, pool: Any = None) -> CheckResponse:
     try:
-        src, body_line = assemble(r)
+        src, where = assemble(r)
     except FormError as e:
         return CheckResponse(False, str(e))
     try:
         p = from_source(src, "<form>")
     except SourceError as e:
-        return CheckResponse(False, _field_of(str(e), body_line), src)
+        return CheckResponse(False, _field_of(str(e), where), src)
     except ProgramFormatError as e:
         return CheckResponse(False, str(e), src)
     if p.mesh.size > 8:
