@@ -116,3 +116,14 @@ def test_cli_explain_fix_without_jax_is_bad_input(capsys: pytest.CaptureFixture[
     assert main(["explain", "--fix", "--no-jax", str(CURATED / "err_out_spec_replication.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--fix" in err[0] and "--no-jax" in err[0]
+
+
+def test_a_fix_on_a_program_holding_a_known_jax_bug_is_not_verified_and_says_so(pool) -> None:  # type: ignore[no-untyped-def]
+    mesh = Mesh(("x",), (4,))
+    # grouped pmin: jax 0.10.2 calls the result invariant (a known divergence); the
+    # program's own mistake (no out_specs) has an oracle-valid fix that jax cannot confirm
+    p = prog(mesh, [iota(4)], [P("x")], [op("pmin", 0, axes=("x",), groups=((0, 1), (2, 3)))], [1], [])
+    rep = find_fixes(pool, p)
+    assert rep.error is not None and rep.error.kind == ErrorKind.OUT_SPECS_STRUCTURE
+    assert rep.oracle_valid >= 1 and not rep.fixes
+    assert "known jax bug grouped-pmin-claims-invariance" in rep.why_none

@@ -162,9 +162,21 @@ def verify(pool: Any, p: Program, e: Edit, modes: tuple[str, ...] = VERIFY_MODES
         return Rejected(e.title, "jax", f"{bad[0].mode}: {bad[0].status}: {bad[0].error_message[:200]}")
     if res.divergences:
         d = res.divergences[0]
-        return Rejected(e.title, "jax", f"jax diverges from the oracle: {d.signature}: {d.message[:300]}")
+        return Rejected(e.title, "jax", f"jax diverges from the oracle{_known(res, jax_version)}: {d.signature}: {d.message[:300]}")
     pred = predict(e.program)
     return VerifiedFix(e.title, e.program, diff_lines(p, e.program), output_views(e.program, pred.outputs), modes, jax_version)
+
+
+def _known(res: Any, jax_version: str) -> str:
+    """' (known jax bug ID)' when a known divergence explains the first divergence: the
+    edited program still holds that bug, which the edit did not cause."""
+    from harness.judge.known import KnownDivergencesError, explain_all, load
+
+    try:
+        x = explain_all(load(), res.divergences[:1], res.program, res.prediction, jax_version)
+    except KnownDivergencesError:
+        return ""
+    return f" (known jax bug {x[0].entry.id}, elsewhere in the program)" if x and x[0].entry is not None else ""
 
 
 def find_fixes(pool: Any, p: Program, max_fixes: int = MAX_FIXES, jax_version: str = "?",
@@ -173,6 +185,8 @@ def find_fixes(pool: Any, p: Program, max_fixes: int = MAX_FIXES, jax_version: s
     _, err = trace(p, with_values=False)
     if err is None:
         return FixReport(p, None, (), (), 0, 0, "")
+    if jax_version == "?" and pool is not None:
+        jax_version = str(pool.info.get("jax_version", "?"))
     edits = candidates(p, err)
     valid, rejected = oracle_valid(edits)
     fixes: list[VerifiedFix] = []
@@ -196,6 +210,6 @@ def find_fixes(pool: Any, p: Program, max_fixes: int = MAX_FIXES, jax_version: s
             why = f"none of the {len(edits)} proposed edits makes the oracle call the program valid; first: {rejected[0].title}: {rejected[0].why}"
         else:
             jax_bad = [r for r in rejected if r.stage == "jax"]
-            why = f"{len(valid)} edits are valid by the oracle, but jax diverged on each one tried; first: {jax_bad[0].title}: {jax_bad[0].why}"
+            why = f"{len(valid)} edits are valid by the oracle, but jax did not confirm any of those tried; first: {jax_bad[0].title}: {jax_bad[0].why}"
     return FixReport(p, err, tuple(fixes), tuple(rejected), len(valid), len(edits), why)
 
