@@ -175,6 +175,8 @@ def print_summary(s: RunSummary, report: Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from harness.campaign import qualify
+    from harness.report import catalogue
+    from harness.serve import server
 
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
     ap.add_argument("--version", action=_Version)
@@ -182,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     _fuzz_parser(sub.add_parser("fuzz", help="draw programs and check them against the oracle"))
     _case_parsers(sub)
     qualify.register(sub)
+    catalogue.register(sub)
+    server.register(sub)
     return ap
 
 
@@ -261,6 +265,9 @@ def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
                            help="write a pytest test (jax's tests/shard_map_test.py style) instead of a script")
         if name == "explain":
             s.add_argument("--no-jax", action="store_true", help="do not run jax, only the oracle")
+            s.add_argument("--fix", action="store_true",
+                           help="propose the smallest edits that make an invalid program valid; show those the oracle "
+                           "calls valid and jax runs agreeing with the oracle, as diffs with their outputs")
         s.set_defaults(fn=fn)
 
 
@@ -283,6 +290,8 @@ def _saved(a: argparse.Namespace | None) -> str:
         return f"every case found so far is saved in {Path(a.report) / 'cases'}"  # type: ignore[union-attr]
     if cmd == "qualify":
         return f"no report was written to {a.report or a.rejudge or 'reports/qualify'}"  # type: ignore[union-attr]
+    if cmd == "errors":
+        return f"no page in {a.out} was changed"  # type: ignore[union-attr]
     if cmd == "minimize":
         return f"{a.case} is unchanged and no .min files were written"  # type: ignore[union-attr]
     if cmd in ("replay", "explain", "emit"):
@@ -325,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     a: argparse.Namespace | None = None
     try:
         a = build_parser().parse_args(argv)
-        if a.cmd in ("fuzz", "replay", "explain", "minimize"):
+        if a.cmd in ("fuzz", "replay", "explain", "minimize", "errors", "serve"):
             from harness.run.compat import force_host_devices
 
             force_host_devices(host_device_count())

@@ -163,6 +163,8 @@ def cmd_explain(a: argparse.Namespace) -> int:
     from harness.report.explain import explain_lines
 
     p = load_case(a.case)
+    if a.fix and a.no_jax:
+        raise UsageError("explain --fix checks every fix with jax; drop --no-jax")
     if a.no_jax:
         print("\n".join(explain_lines(p)))
     else:
@@ -173,6 +175,11 @@ def cmd_explain(a: argparse.Namespace) -> int:
             pool.submit(p, ("abstract",))
             (c,) = pool.drain()
             jv = pool.info.get("jax_version", "?")
+            fixes = None
+            if a.fix:
+                from harness.report.fixes import find_fixes
+
+                fixes = find_fixes(pool, p, jax_version=str(jv))
         finally:
             pool.close()
         o = c.observations[0]  # each value's type as jax.typeof saw it while tracing
@@ -181,5 +188,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
         if o.status in ("crash", "timeout", "unsupported"):
             said = f"{o.status}: {o.error_message}"
         print(f"jax {jv} said (abstract mode): {said}")
+        if fixes is not None:
+            print("\n".join(fixes.lines()))
     print("\n" + repr(p))
     return 0

@@ -10,6 +10,7 @@ from harness.run.worker import host_device_count
 from harness.usage import UsageError
 from programs.model import Program
 from programs.serialize import ProgramFormatError, from_json
+from programs.source import from_source
 from programs.validate import check_fits
 
 # Modes the harness runs for itself (harness/judge/check.py localises value divergences
@@ -31,11 +32,13 @@ def fits(p: Program, where: str, emit: bool = False) -> None:
 def load_case(path: str, emit: bool = False) -> Program:
     f = Path(path)
     if not f.exists():
-        raise UsageError(f"{path}: no such file; pass a case file written by 'shardfuzz fuzz' (reports/.../cases/*.json)")
+        raise UsageError(f"{path}: no such file; pass a case file written by 'shardfuzz fuzz' (reports/.../cases/*.json) or a program in the emit form (.py)")
     if f.is_dir():
         raise UsageError(f"{path}: is a directory; pass one case file")
     try:
-        p = from_json(f.read_text())
+        text = f.read_text()
+        # a Python file in the emit form (parsed with ast, never run), else a JSON case
+        p = from_source(text, path) if f.suffix == ".py" else from_json(text)
     except ProgramFormatError as e:
         raise UsageError(f"{path}: {e}") from None
     except UnicodeDecodeError:

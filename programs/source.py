@@ -1,0 +1,452 @@
+"""Read a program from Python source in the emit form, with `ast` (never exec).
+
+The form is what `programs.emit.to_python` writes, and what people write by hand:
+
+    mesh = jax.make_mesh((2,), ('x',))          # or: devices = ...; mesh = jax.sharding.Mesh(devices, ('x',), ...)
+    a0 = np.arange(8).reshape((4, 2)).astype(np.int32)   # or jax.ShapeDtypeStruct((4, 2), jnp.int32)
+    def body(a0):
+      v0 = -a0
+      return v0,
+    f = jax.shard_map(body, mesh=mesh, in_specs=(P('x'),), out_specs=(P('x'),), check_vma=True)
+
+`in_specs`, `out_specs`, `axis_names` and `check_vma` may also be top-level assignments.
+Each body line `name = <expr>` is one op of the op table (`programs/ops.py`: its call
+template read backwards, so the text emit writes and the text read here cannot drift);
+an operand may itself be an expression (it becomes its own op). Imports, the docstring,
+the `os.environ` lines, `def inputs` and the `try:` block that runs `f` are skipped;
+anything else, and anything unreadable, is a `SourceError` naming its line and column.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+
+from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry, _freeze
+from programs.ops import OP_TABLE, WRAP_SOURCE, Arg, OpDesc
+from programs.validate import EXPLAINED_BY, ProgramFormatError, validate
+
+_MODULES = {"jax": "jax", "jax.lax": "jax.lax", "lax": "jax.lax", "jnp": "jax.numpy", "jax.numpy": "jax.numpy"}
+_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
+
+
+class SourceError(ProgramFormatError):
+    """Source that is not a program in the emit form: 'line L, column C: what; the fix'."""
+
+    def __init__(self, node: ast.AST | None, msg: str) -> None:
+        line, col = getattr(node, "lineno", None), getattr(node, "col_offset", 0)
+        where = f"line {line}, column {col + 1}: " if line is not None else ""
+        super().__init__(where + msg)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _literal(node: ast.AST, what: str) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        raise SourceError(node, f"{what} must be a literal (numbers, strings, tuples, lists), got {ast.unparse(node)!r}") from None
+
+
+def _dtype(node: ast.AST) -> str:
+    name = _dotted(node) if not isinstance(node, ast.Constant) else str(node.value)
+    short = (name or "").split(".")[-1]
+    if short not in DTYPES:
+        raise SourceError(node, f"dtype {ast.unparse(node)!r} is not one shardfuzz knows; use one of {', '.join('jnp.' + d for d in DTYPES)}")
+    return short
+
+
+def _entry(node: ast.AST) -> SpecEntry:
+    v = _literal(node, "a spec entry")
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, tuple) and all(isinstance(a, str) for a in v):
+        return v
+    raise SourceError(node, f"a spec entry is None, an axis name or a tuple of axis names, got {ast.unparse(node)!r}")
+
+
+def spec_of(node: ast.AST) -> Spec:
+    """P(...) -> a PartitionSpec; 'x', ('x', None) and None -> the wrong-kind specs the
+    oracle explains (a bare string, a plain tuple, None)."""
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("P", "PartitionSpec", "jax.sharding.PartitionSpec"):
+        if node.keywords:
+            raise SourceError(node, "P(...) takes no keywords")
+        return Spec(tuple(_entry(a) for a in node.args))
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return Spec(((node.value,),), "str")
+    if isinstance(node, ast.Constant) and node.value is None:
+        return Spec((), "none")
+    if isinstance(node, ast.Tuple):
+        return Spec(tuple(_entry(e) for e in node.elts), "tuple")
+    raise SourceError(node, f"expected a spec such as P('x', None), got {ast.unparse(node)!r}")
+
+
+def specs_of(node: ast.AST) -> tuple[Spec, ...]:
+    """One spec per argument or output: a tuple (or list) of specs, or one spec."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(spec_of(e) for e in node.elts)
+    return (spec_of(node),)
+
+
+@dataclass
+class _Body:
+    """The body being read: value names and the ops so far."""
+
+    names: dict[str, int]
+    n_in: int
+    ops: list[Op] = field(default_factory=list)
+
+    def push(self, op: Op) -> int:
+        self.ops.append(op)
+        return self.n_in + len(self.ops) - 1
+
+
+def _operand(node: ast.AST, body: _Body) -> int:
+    if isinstance(node, ast.Name):
+        if node.id not in body.names:
+            raise SourceError(node, f"{node.id!r} is not defined yet; name an argument of body or an earlier value")
+        return body.names[node.id]
+    return body.push(_op(node, body))
+
+
+def _desc_for_call(node: ast.Call) -> tuple[OpDesc, list[ast.AST]]:
+    """The op table entry a call is written from, and its arguments (a method's receiver first)."""
+    name = _dotted(node.func)
+    if isinstance(node.func, ast.Attribute) and (name is None or name.rsplit(".", 1)[0] not in _MODULES):
+        for d in OP_TABLE.values():
+            if d.call.module == "method" and d.call.function == node.func.attr:
+                return d, [node.func.value, *node.args]
+    if name is not None and "." in name:
+        mod, fn = name.rsplit(".", 1)
+        for d in OP_TABLE.values():
+            if _MODULES.get(mod) == d.call.module and d.call.function == fn and not d.call.then:
+                return d, list(node.args)
+    raise SourceError(node, f"{ast.unparse(node.func)!r} is not an op shardfuzz knows; write one of "
+                      + ", ".join(sorted(f"{'jnp' if d.call.module == 'jax.numpy' else d.call.module}.{d.call.function}"
+                                         for d in OP_TABLE.values() if d.call.module not in ("operator", "method"))))
+
+
+def _param(a: Arg, node: ast.AST, body: _Body, params: dict[str, ParamValue], operands: list[int | None]) -> None:
+    if a.source in ("x0", "x1"):
+        operands[int(a.source[1])] = _operand(node, body)
+        return
+    if a.form == "dtype":
+        params[a.source] = _dtype(node)
+    elif a.form == "spec":
+        params[a.source] = spec_of(node).entries if isinstance(node, ast.Call) else _freeze(_literal(node, a.source))
+    elif a.form == "fn":
+        if not (isinstance(node, ast.Lambda) and len(node.args.args) == 1):
+            raise SourceError(node, "the nested shard_map's function must be `lambda b: <one op of b>`")
+        inner = _Body({node.args.args[0].arg: 0}, 1)
+        op = _op(node.body, inner)
+        if inner.ops:
+            raise SourceError(node.body, "a nested shard_map holds exactly one op, reading its one argument by name")
+        params["inner"], params["inner_params"] = op.kind, op.params
+    elif a.form == "axes":
+        v = _literal(node, "axes")
+        params[a.source] = (v,) if isinstance(v, str) else _freeze(v)
+    elif a.form == "set":
+        v = _literal(node, a.source)
+        params[a.source] = tuple(sorted(v)) if isinstance(v, (set, frozenset)) else _freeze(v)  # type: ignore[arg-type]
+    else:
+        params[a.source] = _freeze(_literal(node, a.source))
+
+
+def _from_template(d: OpDesc, args: list[ast.AST], keywords: list[ast.keyword], node: ast.AST, body: _Body,
+                   then: list[ast.AST] = ()) -> Op:  # type: ignore[assignment]
+    params: dict[str, ParamValue] = {}
+    operands: list[int | None] = [None] * d.arity
+    positional = [a for a in d.call.args if not a.keyword]
+    by_keyword = {a.keyword: a for a in d.call.args if a.keyword}
+    by_keyword.update({a.source: a for a in positional if a.source not in ("x0", "x1", "xs", "fn")})
+    if positional and positional[0].source == "xs":
+        if len(args) != d.arity:
+            raise SourceError(node, f"{d.kind} takes {d.arity} operands, got {len(args)}")
+        operands = [_operand(x, body) for x in args]
+    else:
+        if len(args) > len(positional):
+            raise SourceError(node, f"{d.kind} takes {len(positional)} positional arguments, got {len(args)}")
+        for a, x in zip(positional, args):
+            _param(a, x, body, params, operands)
+    for kw in keywords:
+        if kw.arg not in by_keyword:
+            raise SourceError(kw.value, f"{d.kind} has no argument {kw.arg!r}; it takes {', '.join(sorted(k for k in by_keyword if k))}")
+        _param(by_keyword[kw.arg], kw.value, body, params, operands)  # type: ignore[index]
+    for a, x in zip(d.call.then, then):
+        _param(a, x, body, params, operands)
+    params = {k: v for k, v in params.items() if v is not None}  # None is an absent parameter
+    if any(o is None for o in operands):
+        raise SourceError(node, f"{d.kind} needs {d.arity} operand(s)")
+    missing = [p.name for p in d.params if not p.optional and p.name not in params]
+    if missing:
+        raise SourceError(node, f"{d.kind} is missing {', '.join(missing)}")
+    return Op.make(d.kind, tuple(o for o in operands if o is not None), **params)
+
+
+def _wrapped(node: ast.AST, body: _Body) -> Op | None:
+    """jax.lax.scan(lambda c, _: (c, <op of c>), x, None, length=1)[1][0] and
+    jax.lax.cond(True, lambda c: <op>, lambda c: <op>, x): the op with wrap=scan/cond."""
+    call, wrap, lam = None, None, None
+    if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Call)
+            and _dotted(node.value.value.func) in ("jax.lax.scan", "lax.scan")):
+        call, wrap = node.value.value, "scan"
+        if len(call.args) >= 2 and isinstance(call.args[0], ast.Lambda) and isinstance(call.args[0].body, ast.Tuple):
+            lam = call.args[0]
+            inner_node = call.args[0].body.elts[1]
+    elif isinstance(node, ast.Call) and _dotted(node.func) in ("jax.lax.cond", "lax.cond") and len(node.args) == 4:
+        call, wrap = node, "cond"
+        if isinstance(node.args[1], ast.Lambda):
+            lam = node.args[1]
+            inner_node = node.args[1].body
+    if call is None:
+        return None
+    if lam is None or not lam.args.args:
+        raise SourceError(node, f"a {wrap} wrapper is written as {WRAP_SOURCE[str(wrap)]!r}")
+    x = _operand(call.args[1] if wrap == "scan" else call.args[3], body)
+    carry = lam.args.args[0].arg
+    inner = _Body({**body.names, carry: x}, body.n_in, body.ops)
+    op = _op(inner_node, inner)
+    if op.operands[:1] != (x,):
+        raise SourceError(inner_node, f"the op inside {wrap} must read the carry {carry!r} first")
+    return Op.make(op.kind, op.operands, **op.param_dict, wrap=wrap)
+
+
+def _op(node: ast.AST, body: _Body) -> Op:
+    w = _wrapped(node, body)
+    if w is not None:
+        return w
+    if isinstance(node, ast.BinOp) and type(node.op) in _SYMBOLS:
+        sym = _SYMBOLS[type(node.op)]
+        d = next(d for d in OP_TABLE.values() if d.call.module == "operator" and d.call.symbol == sym and d.arity == 2)
+        return Op.make(d.kind, (_operand(node.left, body), _operand(node.right, body)))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return Op.make("neg", (_operand(node.operand, body),))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and _dotted(node.func.func) in ("jax.shard_map", "shard_map"):
+        return _from_template(OP_TABLE["shard_map"], list(node.func.args), node.func.keywords, node, body, list(node.args))
+    if isinstance(node, ast.Call):
+        d, args = _desc_for_call(node)
+        return _from_template(d, args, node.keywords, node, body)
+    raise SourceError(node, f"cannot read {ast.unparse(node)!r} as an op; write one op per line, e.g. v0 = jax.lax.psum(a0, 'x')")
+
+
+def _input(node: ast.AST) -> Input:
+    """np.arange(n).reshape(s).astype(np.T) (iota), np.random.default_rng(seed).integers(-3,
+    4, size=n).reshape(s).astype(np.T) (small), or jax.ShapeDtypeStruct(s, jnp.T) (iota)."""
+    if isinstance(node, ast.Call) and _dotted(node.func) in ("jax.ShapeDtypeStruct", "ShapeDtypeStruct") and len(node.args) == 2:
+        shape = _literal(node.args[0], "a shape")
+        if not isinstance(shape, tuple) or not all(isinstance(n, int) for n in shape):
+            raise SourceError(node.args[0], "a shape is a tuple of integers")
+        return Input(shape, _dtype(node.args[1]), "iota")
+    try:
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "astype"
+        dtype = _dtype(node.args[0])
+        rs = node.func.value
+        assert isinstance(rs, ast.Call) and isinstance(rs.func, ast.Attribute) and rs.func.attr == "reshape"
+        shape = _literal(rs.args[0], "a shape") if len(rs.args) == 1 else tuple(_literal(a, "a shape") for a in rs.args)
+        shape = (shape,) if isinstance(shape, int) else shape
+        src = rs.func.value
+        assert isinstance(src, ast.Call)
+        if _dotted(src.func) == "np.arange":
+            fill, seed = "iota", 0
+        else:
+            assert isinstance(src.func, ast.Attribute) and src.func.attr == "integers"
+            rng = src.func.value
+            assert isinstance(rng, ast.Call) and _dotted(rng.func) == "np.random.default_rng"
+            seed_v = _literal(rng.args[0], "a seed")
+            assert isinstance(seed_v, int) and [ast.literal_eval(a) for a in src.args] == [-3, 4]
+            fill, seed = "small", seed_v
+    except (AssertionError, IndexError, ValueError):
+        raise SourceError(node, "an argument is np.arange(N).reshape(SHAPE).astype(np.DTYPE), "
+                          "np.random.default_rng(SEED).integers(-3, 4, size=N).reshape(SHAPE).astype(np.DTYPE) "
+                          "or jax.ShapeDtypeStruct(SHAPE, jnp.DTYPE)") from None
+    assert isinstance(shape, tuple)
+    return Input(tuple(int(n) for n in shape), dtype, fill, int(seed))  # type: ignore[arg-type]
+
+
+def _axis_types(node: ast.AST | None, n: int) -> tuple[str, ...]:
+    if node is None:
+        return ("auto",) * n
+    elts = node.elts if isinstance(node, ast.Tuple) else [node]
+    out = []
+    for e in elts:
+        name = (_dotted(e) or "").split(".")[-1].lower()
+        if name not in ("auto", "explicit"):
+            raise SourceError(e, "an axis type is AxisType.Auto or AxisType.Explicit")
+        out.append(name)
+    return tuple(out)
+
+
+def _mesh(node: ast.AST, devices: tuple[int, ...] | None) -> Mesh:
+    if not isinstance(node, ast.Call):
+        raise SourceError(node, "mesh = jax.make_mesh(SIZES, NAMES) or jax.sharding.Mesh(devices, NAMES)")
+    fn = _dotted(node.func)
+    kw = {k.arg: k.value for k in node.keywords}
+    if fn in ("jax.make_mesh", "make_mesh") and len(node.args) >= 2:
+        sizes, names = _literal(node.args[0], "mesh sizes"), _literal(node.args[1], "mesh axis names")
+    elif fn in ("jax.sharding.Mesh", "Mesh") and len(node.args) >= 2:
+        if devices is None:
+            raise SourceError(node, "define devices = np.array(jax.devices()[:N]).reshape(SIZES) before the mesh")
+        sizes, names = devices, _literal(node.args[1], "mesh axis names")
+    else:
+        raise SourceError(node, "mesh = jax.make_mesh(SIZES, NAMES) or jax.sharding.Mesh(devices, NAMES)")
+    names = (names,) if isinstance(names, str) else names
+    sizes = (sizes,) if isinstance(sizes, int) else sizes
+    if not (isinstance(names, tuple) and isinstance(sizes, tuple) and len(names) == len(sizes)
+            and all(isinstance(a, str) for a in names) and all(isinstance(s, int) for s in sizes)):
+        raise SourceError(node, "the mesh needs a tuple of axis names and a tuple of sizes of the same length")
+    types = _axis_types(kw.get("axis_types"), len(names))
+    if len(types) != len(names):
+        raise SourceError(node, "give one axis type per mesh axis")
+    return Mesh(names, sizes, types)  # type: ignore[arg-type]
+
+
+def _devices(node: ast.AST) -> tuple[int, ...]:
+    """np.array(jax.devices()[:N]).reshape(SIZES)"""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "reshape" and node.args:
+        v = _literal(node.args[0], "the device grid's shape") if len(node.args) == 1 else tuple(_literal(a, "a size") for a in node.args)
+        v = (v,) if isinstance(v, int) else v
+        if isinstance(v, tuple) and all(isinstance(n, int) for n in v):
+            return v
+    raise SourceError(node, "devices = np.array(jax.devices()[:N]).reshape(SIZES)")
+
+
+def _skipped(st: ast.stmt, i: int) -> bool:
+    if isinstance(st, (ast.Import, ast.ImportFrom, ast.Try)):
+        return True
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str) and i == 0:
+        return True  # the docstring
+    text = ast.unparse(st)
+    if text.startswith(("os.environ", "jax.config.update")):
+        return True
+    return isinstance(st, ast.FunctionDef) and st.name == "inputs"
+
+
+def _body_fn(fn: ast.FunctionDef, values: dict[str, Input]) -> tuple[list[str], list[Op], tuple[int, ...]]:
+    args = [a.arg for a in fn.args.args]
+    for a in args:
+        if a not in values:
+            raise SourceError(fn, f"argument {a!r} of {fn.name} has no value: write {a} = np.arange(8).reshape((4, 2)).astype(np.int32) "
+                              "(or jax.ShapeDtypeStruct((4, 2), jnp.int32)) before it")
+    body = _Body({a: i for i, a in enumerate(args)}, len(args))
+    outputs: tuple[int, ...] | None = None
+    for st in fn.body:
+        if outputs is not None:
+            raise SourceError(st, "nothing may follow the return")
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
+            continue
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            body.names[st.targets[0].id] = body.push(_op(st.value, body))
+        elif isinstance(st, ast.Return) and st.value is not None:
+            elts = st.value.elts if isinstance(st.value, ast.Tuple) else [st.value]
+            outputs = tuple(_operand(e, body) for e in elts)
+        elif isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and ast.unparse(st.value.func) == "record":
+            continue  # a reproducer's record(...) of every value
+        else:
+            raise SourceError(st, "a body line is `name = <op>` or `return name, ...`")
+    if outputs is None:
+        raise SourceError(fn, f"{fn.name} must end with `return value, ...`")
+    return args, body.ops, outputs
+
+
+def from_source(text: str, filename: str = "<source>") -> Program:
+    """The program a Python file in the emit form describes (validated like a case file)."""
+    try:
+        tree = ast.parse(text, filename)
+    except SyntaxError as e:
+        raise SourceError(None, f"line {e.lineno}, column {e.offset}: {e.msg}") from None
+    devices: tuple[int, ...] | None = None
+    mesh: Mesh | None = None
+    values: dict[str, Input] = {}
+    fns: dict[str, ast.FunctionDef] = {}
+    settings: dict[str, ast.AST] = {}
+    call: ast.Call | None = None
+    for i, st in enumerate(tree.body):
+        if _skipped(st, i):
+            continue
+        if isinstance(st, ast.FunctionDef):
+            fns[st.name] = st
+            continue
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+            raise SourceError(st, "expected `name = ...` (mesh, an argument, in_specs, out_specs, axis_names, check_vma, "
+                              "f = jax.shard_map(...)) or `def body(...)`")
+        name, v = st.targets[0].id, st.value
+        if name == "devices":
+            devices = _devices(v)
+        elif name == "mesh":
+            mesh = _mesh(v, devices)
+        elif name in ("in_specs", "out_specs", "axis_names", "check_vma"):
+            settings[name] = v
+        elif isinstance(v, ast.Call) and _dotted(v.func) in ("jax.shard_map", "shard_map"):
+            call = v
+        else:
+            values[name] = _input(v)
+    if mesh is None:
+        raise SourceError(None, "line 1, column 1: no mesh: write mesh = jax.make_mesh((2,), ('x',))")
+    fn_name = "body"
+    if call is not None:
+        if call.args and isinstance(call.args[0], ast.Name):
+            fn_name = call.args[0].id
+        for k in call.keywords:
+            if k.arg in ("in_specs", "out_specs", "axis_names", "check_vma"):
+                settings[k.arg] = k.value
+            elif k.arg != "mesh":
+                raise SourceError(k.value, f"jax.shard_map has no argument {k.arg!r} shardfuzz reads")
+    if fn_name not in fns:
+        raise SourceError(call, f"no `def {fn_name}(...)`: define the shard_map body")
+    args, ops, outputs = _body_fn(fns[fn_name], values)
+    for need in ("in_specs", "out_specs"):
+        if need not in settings:
+            raise SourceError(fns[fn_name], f"no {need}: write {need} = (P('x'),) or pass {need}= to jax.shard_map")
+    axis_names: tuple[str, ...] | None = None
+    if "axis_names" in settings:
+        names = _literal(settings["axis_names"], "axis_names")
+        if not isinstance(names, (set, frozenset, tuple, list)) or not all(isinstance(a, str) for a in names):
+            raise SourceError(settings["axis_names"], "axis_names is a set of mesh axis names, e.g. {'x'}")
+        axis_names = tuple(a for a in mesh.names if a in names) + tuple(sorted(a for a in names if a not in mesh.names))
+    check_vma = True
+    if "check_vma" in settings:
+        cv = _literal(settings["check_vma"], "check_vma")
+        if not isinstance(cv, bool):
+            raise SourceError(settings["check_vma"], "check_vma is True or False")
+        check_vma = cv
+    in_specs, out_specs = specs_of(settings["in_specs"]), specs_of(settings["out_specs"])
+    inputs = tuple(values[a] for a in args)
+    # a spec naming an axis the mesh lacks is the mistake the oracle explains: record it
+    # as the defect that puts it there, so validation lets it through
+    defect = None
+    mesh_axes = set(mesh.names)
+    for which, specs in (("out_specs", out_specs), ("in_specs", in_specs)):
+        if any(a not in mesh_axes for s in specs for a in s.axes()):
+            defect = sorted(EXPLAINED_BY[which])[0]
+    p = Program(mesh, inputs, in_specs, tuple(ops), outputs, out_specs, axis_names, check_vma, defect)
+    if math.prod(mesh.sizes) < 1:
+        raise SourceError(None, "the mesh needs at least one device")
+    validate(p)
+    return p
+
+
+def canonical(p: Program) -> Program:
+    """`p` as its emitted source says it: what `from_source(to_python(p))` must give back.
+    The emit form does not carry what has no effect: a parameter equal to None (`Op.p`
+    reads it as absent), an iota argument's unused seed, and the defect label and notes
+    (the source records a defect only where validation needs one)."""
+    from dataclasses import replace
+
+    def op(o: Op) -> Op:
+        params = {k: v for k, v in o.params if v is not None}
+        if o.kind == "shard_map":
+            params["inner_params"] = tuple(kv for kv in o.p("inner_params") if kv[1] is not None)  # type: ignore[union-attr, index]
+        return Op.make(o.kind, o.operands, **params)
+
+    inputs = tuple(Input(x.shape, x.dtype, x.fill, x.seed if x.fill == "small" else 0) for x in p.inputs)
+    return replace(p, inputs=inputs, body=tuple(op(o) for o in p.body), defect=None, notes=())
