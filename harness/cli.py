@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from harness.campaign.shard import parse_shard
 from harness.cli_cases import cmd_emit, cmd_explain, cmd_minimize, cmd_replay
 from harness.cli_input import (
     INTERNAL_MODES,
@@ -140,9 +141,27 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         value_share=a.value_share,
         batch=a.batch,
         worker_env={"SHARDFUZZ_CODEGEN": a.codegen},
+        shard=parse_shard(a.shard) if a.shard is not None else None,
     )
     s = fuzz(cfg)
     print_summary(s, report)
+    return 1 if s.failing else 0
+
+
+def cmd_merge(a: argparse.Namespace) -> int:
+    from harness.report.merge import merge, missing_shards, read_report
+
+    out = writable_dir(a.report, "--report")
+    dirs = [Path(d) for d in a.reports]
+    for d in dirs:
+        if not d.is_dir():
+            raise UsageError(f"merge: {d}: no such report directory (name the --report directories of the shards)")
+    s = merge(dirs, out)
+    gaps = missing_shards([read_report(d) for d in dirs])
+    print_summary(s, out)
+    print(f"  merged {len(dirs)} reports: {', '.join(map(str, dirs))}")
+    if gaps:
+        print(f"  note: shards {', '.join(gaps)} are missing: this report covers only part of the run")
     return 1 if s.failing else 0
 
 
@@ -181,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     _fuzz_parser(sub.add_parser("fuzz", help="draw programs and check them against the oracle"))
     _case_parsers(sub)
+    g = sub.add_parser("merge", help="merge the reports of a run's shards into one report")
+    g.add_argument("reports", nargs="+", metavar="REPORT_DIR", help="report directories (each with a summary.json)")
+    g.add_argument("--report", required=True, help="directory for the merged summary.json, junit.xml, index.html, cases/")
+    g.set_defaults(fn=cmd_merge)
     qualify.register(sub)
     return ap
 
@@ -226,6 +249,9 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=FUZZ_DEFAULTS["workers"],
                    help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")
     f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"], help="per-mode timeout in a worker, seconds")
+    f.add_argument("--shard", default=None, metavar="K/N",
+                   help="check only shard K of N (0 <= K < N) of the program stream; the N shards of one seed and "
+                   "count check exactly what the unsharded run checks; `shardfuzz merge` joins their reports (default: all)")
     f.set_defaults(fn=cmd_fuzz)
 
 
@@ -279,7 +305,7 @@ def _saved(a: argparse.Namespace | None) -> str:
     cmd = getattr(a, "cmd", None)
     if cmd == "fuzz":
         return f"every case found so far is saved in {Path(a.report) / 'cases'}"  # type: ignore[union-attr]
-    if cmd == "qualify":
+    if cmd in ("qualify", "merge"):
         return f"no report was written to {a.report}"  # type: ignore[union-attr]
     if cmd == "minimize":
         return f"{a.case} is unchanged and no .min files were written"  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from harness.campaign.shard import Shard
 from harness.judge.known import KnownDivergence
 from harness.run.modes import DEFAULT_MODES
 
@@ -38,6 +39,8 @@ class RunConfig:
     batch: int = 8  # programs per combined jit in the value tier (1: no batching)
     minimize_budget_s: float = 30.0  # per new bucket, after the run; 0 disables
     minimize_total_s: float = 0.0  # for all new buckets together (0: no limit); most frequent first
+    shard: Shard | None = None  # check only this shard's slice of the program stream (harness/campaign/shard.py)
+    database: str | None = None  # a shared Hypothesis example database (harness/campaign/database.py)
 
     def __post_init__(self) -> None:
         """Every number in range, or a ConfigError (a UsageError and a ValueError) naming

@@ -166,7 +166,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
     buckets = tuple(
         BucketSummary(b.signature, b.kind, b.mode, b.count, b.case, b.message, b.suppressed_by, b.new,
                       b.first_seen_at, b.minimized_case, tuple(b.minimized_size) if b.minimized_size else None,
-                      b.first_seen_s)
+                      b.first_seen_s, b.first_seen_index)
         for b in ordered
     )
     fixed = tuple(FixedCase(str(f["case"]), tuple(f["signatures"])) for f in run.fixed)
@@ -196,6 +196,8 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         statistics=_events(stats),
         coverage=tuple(CoverageCell(c, r, dt, m, sp, n) for (c, r, dt, m, sp), n in sorted(run.coverage.items())),
         cells=cell_checks(run),
+        shard=str(cfg.shard) if cfg.shard is not None else "",
+        programs_drawn=len(run.generated_ids),
     )
     atomic_write(cfg.report_dir / "summary.json", json.dumps(summary.to_json(), indent=1))
     write_reports(summary, cfg.report_dir)

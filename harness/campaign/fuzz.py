@@ -104,8 +104,17 @@ class _Scheduler:
             run.database_replayed += 1
         else:
             run.generated_ids.append(pid)
+            run.stream_index.setdefault(pid, len(run.generated_ids) - 1)
+        if pid in run.elsewhere:
+            return  # drawn again, and another shard's
         if pid in run.checked:  # Hypothesis drew the same program again: its result is known
             run.repeats += 1
+            return
+        if not reused and self.cfg.shard is not None and not self.cfg.shard.owns(pid):
+            # another shard checks it; its cells are claimed here too, so every later
+            # program gets the tier it gets in the unsharded run
+            run.elsewhere.add(pid)
+            tier_modes(p, self.cfg, run.cells)
             return
         run.checked.add(pid)
         if self.pool is None:
