@@ -138,6 +138,9 @@ class Pool:
         self.timeout_s = timeout_s
         self.env = dict(os.environ)
         self.env["PYTHONPATH"] = str(ROOT) + os.pathsep + self.env.get("PYTHONPATH", "")
+        # the multiprocess mode's own limit per program, under the pool's: a hung rank
+        # process then costs its program, not the worker
+        self.env.setdefault("SHARDFUZZ_MP_TIMEOUT", f"{max(1.0, timeout_s * 0.8):.1f}")
         self.env.update(env or {})
         self.clear_caches_every = clear_caches_every
         self.sel = selectors.DefaultSelector()
