@@ -124,6 +124,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             raise UsageError(f"--corpus {corpus}: a file there cannot be read as a JSON case ({e}); fix or remove it") from None
         for f, p, _ in cases:
             fits(p, f"--corpus: {f}")
+    if a.database is not None:
+        from harness.campaign.database import open_database
+
+        open_database(a.database)  # (checked before the run: a wrong address is one line, exit 2)
     cfg = RunConfig(
         seed=a.seed,
         max_examples=a.max_examples,
@@ -142,6 +146,8 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         batch=a.batch,
         worker_env={"SHARDFUZZ_CODEGEN": a.codegen},
         shard=parse_shard(a.shard) if a.shard is not None else None,
+        large=a.large,
+        database=a.database,
     )
     s = fuzz(cfg)
     print_summary(s, report)
@@ -249,6 +255,12 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=FUZZ_DEFAULTS["workers"],
                    help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")
     f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"], help="per-mode timeout in a worker, seconds")
+    f.add_argument("--database", default=None, metavar="DIR|redis://HOST:PORT[/DB]",
+                   help="Hypothesis example database shared with other runs and shards: its saved failures are "
+                   "replayed first, this run's new failures saved (default: the --corpus DIR's .hypothesis/, else none)")
+    f.add_argument("--large", type=fraction, default=None,
+                   help="share of large programs (a block of >= 4 MiB per device; checked in abstract, jit and "
+                   "multiprocess only; default: 0.05 when --modes has multiprocess, else 0)")
     f.add_argument("--shard", default=None, metavar="K/N",
                    help="check only shard K of N (0 <= K < N) of the program stream; the N shards of one seed and "
                    "count check exactly what the unsharded run checks; `shardfuzz merge` joins their reports (default: all)")

@@ -80,3 +80,28 @@ def test_kill_9_or_hang_of_one_process_costs_one_program(faulty: Pool) -> None:
     assert "gave no answer within 5s" in hang.message and "both stopped" in hang.message
     # each program still ran in jit, and the programs after each failure ran in a fresh pair
     assert all({o.mode for o in r.observations} == {"jit", "multiprocess"} for r in results)
+
+
+def test_emitted_reproducer_launches_both_processes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The multiprocess reproducer starts its two processes itself; each checks its own
+    blocks. On clean jax it exits 0 (FIXED); with a wrong value on process 1's devices
+    (its expectation tampered with, as a bug there would show) it exits 1 naming process 1."""
+    import subprocess
+    import sys
+
+    from harness.report.reproducer import reproducer
+
+    text = reproducer(SMALL_SCATTER, mode="multiprocess", title="psum_scatter over two processes")
+    assert "jax.distributed.initialize" in text and "jax_cpu_collectives_implementation" in text
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text(text)
+    # the prediction for device (2,), held by process 1: one value off
+    assert text.count("blocks=np.array([") == 1
+    bad.write_text(text.replace("blocks=np.array([", "blocks=np.array([0, 0, 0, 1]).reshape(4, 1, 1) + np.array(["))
+    r = subprocess.run([sys.executable, str(good)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "FIXED: psum_scatter over two processes" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert r.stdout.count("process 0: FIXED") == 1 and r.stdout.count("process 1: FIXED") == 1
+    r = subprocess.run([sys.executable, str(bad)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr[-2000:]
+    verdict = r.stdout.strip().splitlines()[-1]
+    assert verdict.startswith("BUG: process 1:") and "process 0" not in verdict and "(3,)" in verdict, r.stdout

@@ -63,11 +63,12 @@ def spans_processes(p: Program) -> str | None:
 def block_bytes(p: Program) -> int:
     """The largest per-device input block of `p`, in bytes."""
     best = 0
-    for x, s in zip(p.inputs, p.in_specs, strict=True):
+    for x, s in zip(p.inputs, p.in_specs):  # (an invalid program may have more of one)
         n = 1
         for d, size in enumerate(x.shape):
             e = s.entries[d] if d < len(s.entries) else None
-            n *= size // (p.mesh.group_size(e) if e else 1)
+            known = e is not None and all(a in p.mesh.names for a in e)  # (a defect may name a foreign axis)
+            n *= size // max(1, p.mesh.group_size(e) if known else 1)
         best = max(best, n * np.dtype(x.dtype).itemsize)
     return best
 
@@ -86,6 +87,16 @@ def _mesh(p: Program) -> Any:
         by.setdefault(d.process_index, []).append(d)
     devices = [d for i in range(N_PROCESSES) for d in sorted(by[i], key=lambda d: d.id)[:half]]
     return compat.mesh_over(devices, p.mesh.names, p.mesh.sizes, p.mesh.axis_types)
+
+
+def _global(v: np.ndarray, sharding: Any) -> Any:
+    """A global array of value `v` (every process holds the same `v`: its blocks are cut here)."""
+    import jax
+
+    def block(idx: Any) -> np.ndarray:
+        return v[idx]
+
+    return jax.make_array_from_callback(v.shape, sharding, block)
 
 
 class _Rank(Jit):
@@ -110,10 +121,13 @@ class _Rank(Jit):
 
         mesh = _mesh(p)
         out = []
-        for x, s in zip(p.inputs, p.in_specs, strict=True):
+        for i, x in enumerate(p.inputs):
             v = x.materialize()
-            sharding = jax.sharding.NamedSharding(mesh, to_pspec(s))
-            out.append(jax.make_array_from_callback(v.shape, sharding, lambda idx, v=v: v[idx]))
+            try:  # laid out as its in_spec says, so no process needs the others' blocks
+                sharding = jax.sharding.NamedSharding(mesh, to_pspec(p.in_specs[i]))
+                out.append(_global(v, sharding))
+            except Exception:  # noqa: BLE001 - an invalid program's spec: replicated, and shard_map says what is wrong
+                out.append(_global(v, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())))
         return out
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:

@@ -74,7 +74,7 @@ class _Worker:
             start_new_session=True,
         )
         self.job: Job | None = None
-        self.buf = b""
+        self.buf: list[bytes] = []  # the pieces of an unfinished line
         self.ready = False
         self.info: dict[str, Any] = {}
         self.jobs_done = 0
@@ -256,8 +256,16 @@ class Pool:
             if not chunk:
                 done.extend(self._dead(w, "crash"))
                 continue
-            w.buf += chunk
-            *lines, w.buf = w.buf.split(b"\n")
+            # a pipe gives at most 64 KiB a read: an observation of large blocks is many
+            # reads, so its pieces are joined once, when its line ends (not re-joined and
+            # re-split on every read, which is quadratic in the line)
+            if b"\n" not in chunk:
+                w.buf.append(chunk)
+                continue
+            first, *lines = chunk.split(b"\n")
+            lines[:0] = [b"".join([*w.buf, first])]
+            *lines, rest = lines
+            w.buf = [rest] if rest else []
             for line in lines:
                 done.extend(self._handle(w, line))
         now = time.monotonic()
