@@ -28,6 +28,7 @@ from harness.cli_input import (
     parse_modes,
     writable_dir,
 )
+from harness.run.modes import DEFAULT_MODES
 from harness.run.worker import host_device_count
 from harness.usage import UsageError, at_least, fraction, positive
 from programs.serialize import ProgramFormatError
@@ -84,7 +85,7 @@ def _run_defaults() -> dict[str, object]:
     from harness.campaign.config import RunConfig
 
     d = RunConfig()
-    return {"max_examples": d.max_examples, "budget": d.budget_s, "minimize_budget": d.minimize_budget_s,
+    return {"modes": ",".join(d.modes), "max_examples": d.max_examples, "budget": d.budget_s, "minimize_budget": d.minimize_budget_s,
             "minimize_total": d.minimize_total_s, "value_share": d.value_share, "batch": d.batch,
             "invalid": d.invalid, "workers": d.workers, "timeout": d.timeout_s, "seed": d.seed}
 
@@ -95,7 +96,10 @@ FUZZ_DEFAULTS: dict[str, object] = _run_defaults()
 PROFILES: dict[str, dict[str, object]] = {
     "dev": {"max_examples": 200},
     "ci": {"max_examples": 100, "minimize_budget": 0.0},
-    "nightly": {"max_examples": 10**9, "budget": 8 * 3600.0, "minimize_total": 3600.0},
+    # nightly adds the multiprocess mode (2 processes x 4 devices, gloo; its large programs
+    # cost seconds each: benchmarks/multiprocess_cost.py), which the default modes leave out
+    "nightly": {"max_examples": 10**9, "budget": 8 * 3600.0, "minimize_total": 3600.0,
+                "modes": ",".join((*DEFAULT_MODES, "multiprocess"))},
 }
 
 
