@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from harness.campaign.shard import parse_shard
 from harness.cli_cases import cmd_emit, cmd_explain, cmd_minimize, cmd_replay
 from harness.cli_input import (
     INTERNAL_MODES,
@@ -27,6 +28,7 @@ from harness.cli_input import (
     parse_modes,
     writable_dir,
 )
+from harness.run.modes import DEFAULT_MODES
 from harness.run.worker import host_device_count
 from harness.usage import UsageError, at_least, fraction, positive
 from programs.serialize import ProgramFormatError
@@ -83,7 +85,7 @@ def _run_defaults() -> dict[str, object]:
     from harness.campaign.config import RunConfig
 
     d = RunConfig()
-    return {"max_examples": d.max_examples, "budget": d.budget_s, "minimize_budget": d.minimize_budget_s,
+    return {"modes": ",".join(d.modes), "max_examples": d.max_examples, "budget": d.budget_s, "minimize_budget": d.minimize_budget_s,
             "minimize_total": d.minimize_total_s, "value_share": d.value_share, "batch": d.batch,
             "invalid": d.invalid, "workers": d.workers, "timeout": d.timeout_s, "seed": d.seed}
 
@@ -94,7 +96,10 @@ FUZZ_DEFAULTS: dict[str, object] = _run_defaults()
 PROFILES: dict[str, dict[str, object]] = {
     "dev": {"max_examples": 200},
     "ci": {"max_examples": 100, "minimize_budget": 0.0},
-    "nightly": {"max_examples": 10**9, "budget": 8 * 3600.0, "minimize_total": 3600.0},
+    # nightly adds the multiprocess mode (2 processes x 4 devices, gloo; its large programs
+    # cost seconds each: benchmarks/multiprocess_cost.py), which the default modes leave out
+    "nightly": {"max_examples": 10**9, "budget": 8 * 3600.0, "minimize_total": 3600.0,
+                "modes": ",".join((*DEFAULT_MODES, "multiprocess"))},
 }
 
 
@@ -123,6 +128,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             raise UsageError(f"--corpus {corpus}: a file there cannot be read as a JSON case ({e}); fix or remove it") from None
         for f, p, _ in cases:
             fits(p, f"--corpus: {f}")
+    if a.database is not None:
+        from harness.campaign.database import open_database
+
+        open_database(a.database)  # (checked before the run: a wrong address is one line, exit 2)
     cfg = RunConfig(
         seed=a.seed,
         max_examples=a.max_examples,
@@ -140,9 +149,29 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         value_share=a.value_share,
         batch=a.batch,
         worker_env={"SHARDFUZZ_CODEGEN": a.codegen},
+        shard=parse_shard(a.shard) if a.shard is not None else None,
+        large=a.large,
+        database=a.database,
     )
     s = fuzz(cfg)
     print_summary(s, report)
+    return 1 if s.failing else 0
+
+
+def cmd_merge(a: argparse.Namespace) -> int:
+    from harness.report.merge import merge, missing_shards, read_report
+
+    out = writable_dir(a.report, "--report")
+    dirs = [Path(d) for d in a.reports]
+    for d in dirs:
+        if not d.is_dir():
+            raise UsageError(f"merge: {d}: no such report directory (name the --report directories of the shards)")
+    s = merge(dirs, out)
+    gaps = missing_shards([read_report(d) for d in dirs])
+    print_summary(s, out)
+    print(f"  merged {len(dirs)} reports: {', '.join(map(str, dirs))}")
+    if gaps:
+        print(f"  note: shards {', '.join(gaps)} are missing: this report covers only part of the run")
     return 1 if s.failing else 0
 
 
@@ -183,6 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     _fuzz_parser(sub.add_parser("fuzz", help="draw programs and check them against the oracle"))
     _case_parsers(sub)
+    g = sub.add_parser("merge", help="merge the reports of a run's shards into one report")
+    g.add_argument("reports", nargs="+", metavar="REPORT_DIR", help="report directories (each with a summary.json)")
+    g.add_argument("--report", required=True, help="directory for the merged summary.json, junit.xml, index.html, cases/")
+    g.set_defaults(fn=cmd_merge)
     qualify.register(sub)
     catalogue.register(sub)
     server.register(sub)
@@ -230,6 +263,15 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=FUZZ_DEFAULTS["workers"],
                    help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")
     f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"], help="per-mode timeout in a worker, seconds")
+    f.add_argument("--database", default=None, metavar="DIR|redis://HOST:PORT[/DB]",
+                   help="Hypothesis example database shared with other runs and shards: its saved failures are "
+                   "replayed first, this run's new failures saved (default: the --corpus DIR's .hypothesis/, else none)")
+    f.add_argument("--large", type=fraction, default=None,
+                   help="share of large programs (a block of >= 4 MiB per device; checked in abstract, jit and "
+                   "multiprocess only; default: 0.05 when --modes has multiprocess, else 0)")
+    f.add_argument("--shard", default=None, metavar="K/N",
+                   help="check only shard K of N (0 <= K < N) of the program stream; the N shards of one seed and "
+                   "count check exactly what the unsharded run checks; `shardfuzz merge` joins their reports (default: all)")
     f.set_defaults(fn=cmd_fuzz)
 
 
@@ -290,6 +332,8 @@ def _saved(a: argparse.Namespace | None) -> str:
         return f"every case found so far is saved in {Path(a.report) / 'cases'}"  # type: ignore[union-attr]
     if cmd == "qualify":
         return f"no report was written to {a.report or a.rejudge or 'reports/qualify'}"  # type: ignore[union-attr]
+    if cmd == "merge":
+        return f"no report was written to {a.report}"  # type: ignore[union-attr]
     if cmd == "errors":
         return f"no page in {a.out} was changed"  # type: ignore[union-attr]
     if cmd == "minimize":

@@ -176,7 +176,7 @@ SHARD_MAP_SHIM = [
 ]
 
 
-REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "vmap_spmd", "smap", "grad", "grad_remat")
+REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
 
 
 def reproducer_mode(mode: str) -> str:
@@ -189,6 +189,9 @@ def reproducer_mode(mode: str) -> str:
 def _call_lines(p: Program, mode: str, args: str) -> list[str]:
     """The lines (inside `try:`) that run `f` the way the harness mode does."""
     shapes = f"*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in ({args},)]"
+    if mode == "multiprocess":  # (this plain form runs it in one process; the asserting reproducer launches two)
+        return ["  # multiprocess: `shardfuzz emit --mode multiprocess` writes the two-process reproducer",
+                f"  outs = jax.jit(f)({args})", *_print_values()]
     if mode in ("jit", "eager", "gspmd"):
         pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
         return pre + [f"  outs = {'f' if mode == 'eager' else 'jax.jit(f)'}({args})", *_print_values()]

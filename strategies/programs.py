@@ -89,20 +89,37 @@ def _dim_choices(mesh: Mesh) -> list[int]:
     return sorted(out)
 
 
+# A large program's first argument has a per-device block of at least this many
+# elements (4 MiB of float32 or int32): collectives over several processes move such a
+# block in chunks (harness/run/modes_multiprocess.py), small programs never do.
+LARGE_ELEMENTS = 1 << 20
+_LARGE_MESHES = ((8,), (2, 4), (4, 2), (1, 8), (2, 2, 2), (2, 1, 4))  # every device: 4 in each process
+_LARGE_MULTIPLE = 840  # lcm(1..8): the long dimension divides by every group size
+
+
+def _uniform(n: int) -> float:
+    """A drawn integer as a number in [0, 1), spread evenly whatever Hypothesis favours."""
+    return int.from_bytes(hashlib.sha256(n.to_bytes(8, "big")).digest()[:8], "big") / 2**64
+
+
 @st.composite
-def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int) -> tuple[Input, Spec, _V]:
-    rank = draw(st.integers(0, 3), label="arg_rank")
+def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, large: bool = False) -> tuple[Input, Spec, _V]:
+    rank = draw(st.integers(1 if large else 0, 3), label="arg_rank")
     choices = _dim_choices(mesh)
     local = []
     for _ in range(rank):
         # Hypothesis draws the bound 0 far more often than 1 in 101: about 5% of
         # programs get a zero-size dimension (a known jax bug family; see
         # reports/known_divergences.toml), the rest stay free to show other bugs
-        if draw(st.integers(0, 100), label="zero_dim") == 0:
+        if not large and draw(st.integers(0, 100), label="zero_dim") == 0:
             local.append(0)
             event("input: zero-size dimension")
         else:
             local.append(draw(st.sampled_from(choices), label="dim"))
+    if large:  # the last dimension long enough for a block of LARGE_ELEMENTS
+        rest = math.prod(local[:-1])
+        local[-1] = _LARGE_MULTIPLE * -(-LARGE_ELEMENTS // (_LARGE_MULTIPLE * rest))
+        event("input: large block (>= 4 MiB per device)")
     # split dims by distinct axes: each axis used at most once per spec
     unused = list(manual)
     entries: list[tuple[str, ...] | None] = []
@@ -255,6 +272,7 @@ def programs(
     kinds: tuple[str, ...] = ALL_KINDS,
     invalid: float = 0.0,
     defects: tuple[str, ...] = tuple(DEFECTS),
+    large: float = 0.0,
 ) -> Program:
     """A valid shard_map program.
 
@@ -267,6 +285,9 @@ def programs(
     - invalid: probability that the program carries exactly one named defect (recorded
       in `Program.defect`); defects: the defect names to choose from (default: all in
       `strategies.invalid.DEFECTS`).
+    - large: probability that the program is large: every device of the mesh, one
+      argument whose per-device block holds at least `LARGE_ELEMENTS` (4 MiB), no all_gather (which would multiply
+      it by the group size). 0 draws exactly what earlier versions drew.
 
     Example::
 
@@ -274,14 +295,28 @@ def programs(
         def test_shapes(p): ...
     """
     _check_program_args(max_args, max_ops, max_outputs, kinds, invalid, defects)
-    mesh = draw(meshes(max_devices=max_devices, max_axes=max_axes), label="mesh")
+    if not 0.0 <= large <= 1.0:
+        raise InvalidArgument(f"large={large!r} must be a probability between 0 and 1 (e.g. large=0.05)")
+    # (a hash of the drawn number: Hypothesis draws small integers far more often than a
+    # uniform draw would, which would make `large` mean much more than its share)
+    big = large > 0 and _uniform(draw(st.integers(0, 9999), label="large")) < large
+    # a large program uses 8 devices (multiprocess: 4 in each process)
+    if big and max_devices >= 8:
+        sizes = draw(st.sampled_from([s for s in _LARGE_MESHES if len(s) <= max_axes]), label="large_mesh")
+        mesh = Mesh(AXIS_NAMES[: len(sizes)], sizes)
+        event(f"mesh rank: {len(sizes)}")
+        event("mesh devices: 8")
+    else:
+        mesh = draw(meshes(max_devices=max_devices, max_axes=max_axes), label="mesh")
     manual, usable = _manual_axes(draw, mesh)
     vma_flag = draw(st.sampled_from([True, True, True, False]), label="check_vma") if check_vma is None else check_vma
     event(f"check_vma: {vma_flag}")
-    n_args = draw(st.integers(1, max_args), label="n_args")
+    if big:
+        kinds = tuple(k for k in kinds if k != "all_gather")
+    n_args = 1 if big else draw(st.integers(1, max_args), label="n_args")
     inputs, in_specs, vals = [], [], []
     for i in range(n_args):
-        x, s, v = draw(_argument(mesh, usable, i), label=f"arg{i}")
+        x, s, v = draw(_argument(mesh, usable, i, large=big), label=f"arg{i}")
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)

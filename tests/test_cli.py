@@ -38,6 +38,9 @@ def case(tmp_path: Path) -> Path:
         (["fuzz", "--modes", "jit,warp"], "unknown mode"),
         (["fuzz", "--seed", "banana"], "invalid int value"),
         (["frobnicate"], "invalid choice"),
+        (["fuzz", "--shard", "2/2"], "0 <= K < N"),
+        (["merge", "{tmp}/nowhere", "--report", "{tmp}/m"], "no such report directory"),
+        (["merge", "{tmp}", "--report", "{tmp}/m"], "no summary.json there"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: Path, args: list[str], phrase: str) -> None:

@@ -23,7 +23,7 @@ from programs.graph import live_ops
 from programs.model import Mesh, Op, Program
 from programs.ops import LOCAL_OPS, NO_CPU_LOWERING, NO_CPU_VALUES
 
-VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat")
+VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
 
 
 def _axis_class(axis: object, rank: int | None) -> str:
@@ -118,6 +118,8 @@ def applies(p: Program, mode: str) -> bool:
         return not isinstance(p.smap_form(), str)
     if mode in ("grad", "grad_remat"):
         return p.check_vma and any(x.dtype == "float32" for x in p.inputs)
+    if mode == "multiprocess":
+        return p.mesh.size % 2 == 0  # (harness/run/modes_multiprocess.py: half the mesh in each process)
     return True
 
 

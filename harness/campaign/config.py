@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from harness.campaign.shard import Shard
 from harness.judge.known import KnownDivergence
 from harness.run.modes import DEFAULT_MODES
 
@@ -16,6 +17,12 @@ from harness.run.modes import DEFAULT_MODES
 def cores() -> int:
     """The cores this process may run on (the default worker count)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
+
+
+# With the multiprocess mode, this share of programs is large (a >= 4 MiB block per
+# device); each is checked in abstract, jit and multiprocess only (tier_modes).
+LARGE_SHARE = 0.05
+LARGE_MODES = ("abstract", "jit", "multiprocess")
 
 
 @dataclass
@@ -38,6 +45,17 @@ class RunConfig:
     batch: int = 8  # programs per combined jit in the value tier (1: no batching)
     minimize_budget_s: float = 30.0  # per new bucket, after the run; 0 disables
     minimize_total_s: float = 0.0  # for all new buckets together (0: no limit); most frequent first
+    large: float | None = None  # share of large programs (>= 4 MiB per device); None: LARGE_SHARE with multiprocess, else 0
+    shard: Shard | None = None  # check only this shard's slice of the program stream (harness/campaign/shard.py)
+    database: str | None = None  # a shared Hypothesis example database (harness/campaign/database.py)
+
+    @property
+    def large_share(self) -> float:
+        """The share of programs drawn large (strategies/programs.py `large`): by default
+        only when the multiprocess mode runs, whose transport moves large blocks in chunks."""
+        if self.large is not None:
+            return self.large
+        return LARGE_SHARE if "multiprocess" in self.modes else 0.0
 
     def __post_init__(self) -> None:
         """Every number in range, or a ConfigError (a UsageError and a ValueError) naming
@@ -55,6 +73,8 @@ class RunConfig:
             raise bad("workers", "--workers", ">= 0 (0: in this process)")
         if not self.timeout_s > 0:
             raise bad("timeout_s", "--timeout", "> 0 seconds")
+        if self.large is not None and not 0.0 <= self.large <= 1.0:
+            raise bad("large", "--large", "a share between 0 and 1")
         for name, option in (("invalid", "--invalid"), ("value_share", "--value-share")):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise bad(name, option, "a share between 0 and 1")

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.campaign.corpus import check_sync
-from harness.campaign.generation import example_database, hypothesis_shrink
+from harness.campaign.database import run_database
+from harness.campaign.generation import hypothesis_shrink
 from harness.campaign.minimize import (
     minimize_case,
     minimized_reproducer,
@@ -100,7 +101,7 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         t0 = time.monotonic()
         n_hyp, original = 0, p
         if program_id(p) in set(run.generated_ids):  # drawn by this run: Hypothesis shrinks it first
-            db = example_database(run.cfg.corpus) if run.cfg.corpus is not None else None
+            db = run_database(run.cfg.database, run.cfg.corpus)
             check = pool_check(pool, modes_for(b.signature, run.cfg.modes))
             shrunk, n_hyp = hypothesis_shrink(run.cfg, program_id(p), b.signature, check,
                                               run.cfg.minimize_budget_s / 2, db)
@@ -124,6 +125,29 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         print(f"  {size(original)} -> {size(best)} in {n} checks: {out_py}", file=run.cfg.progress, flush=True)
         if run.cfg.corpus is not None:
             atomic_write(run.cfg.corpus / out_json.name, out_json.read_text())
+
+
+def share_failures(run: Run) -> None:
+    """Without minimization: each new bucket's program drawn by this run still goes into
+    the run's example database (as Hypothesis drew it: its generation replayed up to the
+    program, nothing run), so other runs and shards replay it first."""
+    db = run_database(run.cfg.database, run.cfg.corpus)
+    if db is None:
+        return
+    drawn, saved = set(run.generated_ids), 0
+    for b in run.buckets.values():
+        if b.suppressed_by or not b.new:
+            continue
+        try:
+            pid = program_id(program_from_dict(json.loads(Path(b.case).read_text())["program"]))
+        except (OSError, ValueError, KeyError):
+            continue
+        if pid in drawn:
+            found, _ = hypothesis_shrink(run.cfg, pid, b.signature, lambda p: set(), 0.0, db)
+            saved += found is not None
+    if saved:
+        print(f"saved {saved} failing programs to the example database (other runs replay them first)",
+              file=run.cfg.progress, flush=True)
 
 
 def _events(stats: list[dict[str, Any]]) -> dict[str, float]:
@@ -166,7 +190,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
     buckets = tuple(
         BucketSummary(b.signature, b.kind, b.mode, b.count, b.case, b.message, b.suppressed_by, b.new,
                       b.first_seen_at, b.minimized_case, tuple(b.minimized_size) if b.minimized_size else None,
-                      b.first_seen_s)
+                      b.first_seen_s, b.first_seen_index)
         for b in ordered
     )
     fixed = tuple(FixedCase(str(f["case"]), tuple(f["signatures"])) for f in run.fixed)
@@ -196,6 +220,8 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         statistics=_events(stats),
         coverage=tuple(CoverageCell(c, r, dt, m, sp, n) for (c, r, dt, m, sp), n in sorted(run.coverage.items())),
         cells=cell_checks(run),
+        shard=str(cfg.shard) if cfg.shard is not None else "",
+        programs_drawn=len(run.generated_ids),
     )
     atomic_write(cfg.report_dir / "summary.json", json.dumps(summary.to_json(), indent=1))
     write_reports(summary, cfg.report_dir)

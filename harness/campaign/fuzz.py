@@ -20,9 +20,10 @@ from hypothesis.database import ReadOnlyDatabase
 from hypothesis.statistics import collector
 
 from harness.campaign.cells import CellLedger, program_cells
-from harness.campaign.config import RunConfig
+from harness.campaign.config import LARGE_MODES, RunConfig
 from harness.campaign.corpus import check_sync, load_corpus, replay_corpus
-from harness.campaign.finish import check_entry_cases, minimize_buckets, summarise
+from harness.campaign.database import run_database
+from harness.campaign.finish import check_entry_cases, minimize_buckets, share_failures, summarise
 from harness.campaign.generation import (
     GENERATION,
     _handling,
@@ -38,6 +39,7 @@ from harness.judge.known import known_trouble
 from harness.report.markup import write as atomic_write
 from harness.report.summary import RunSummary
 from harness.run.modes import Observation
+from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.pool import Completed, Pool
 from oracles import Prediction, predict
 from programs.model import Program
@@ -104,8 +106,17 @@ class _Scheduler:
             run.database_replayed += 1
         else:
             run.generated_ids.append(pid)
+            run.stream_index.setdefault(pid, len(run.generated_ids) - 1)
+        if pid in run.elsewhere:
+            return  # drawn again, and another shard's
         if pid in run.checked:  # Hypothesis drew the same program again: its result is known
             run.repeats += 1
+            return
+        if not reused and self.cfg.shard is not None and not self.cfg.shard.owns(pid):
+            # another shard checks it; its cells are claimed here too, so every later
+            # program gets the tier it gets in the unsharded run
+            run.elsewhere.add(pid)
+            tier_modes(p, self.cfg, run.cells)
             return
         run.checked.add(pid)
         if self.pool is None:
@@ -219,11 +230,16 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
     cfg = sched.cfg
     if cfg.corpus is not None:
         replay_corpus(sched.run, sched.pool)
+    db = run_database(cfg.database, cfg.corpus)
+    if db is not None:  # (shared: what other runs and shards saved is checked first)
         with _handling(lambda p: sched.check(p, reused=True)):
             try:
-                hypothesis_test(cfg, [Phase.reuse], ReadOnlyDatabase(example_database(cfg.corpus)))()
+                hypothesis_test(cfg, [Phase.reuse], ReadOnlyDatabase(db))()
             except unittest.SkipTest:
                 pass  # nothing saved yet
+        if sched.run.database_replayed:
+            print(f"replayed {sched.run.database_replayed} saved examples from the example database first",
+                  file=cfg.progress, flush=True)
     if fixed is not None:
         for p in fixed:
             sched.check(p)
@@ -258,6 +274,8 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
         check_entry_cases(run, pool)
         if cfg.minimize_budget_s > 0:
             minimize_buckets(run, pool)
+        else:
+            share_failures(run)
     finally:
         if pool is not None and own_pool:
             pool.close()
@@ -269,6 +287,8 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None) -> 
     no compile); every value mode also runs a program that brings a configuration cell
     (harness/campaign/cells.py) no earlier value-tier program had, and a share chosen by
     program id. Both depend only on the programs drawn so far, in order: repeatable."""
+    if block_bytes(p) >= LARGE_BLOCK_BYTES:  # a large program: the transport's chunked path, not every mode
+        return tuple(m for m in cfg.modes if m in LARGE_MODES)
     if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
         return cfg.modes
     if ledger is not None:

@@ -65,7 +65,7 @@ def example_database(corpus: Path) -> DirectoryBasedExampleDatabase:
 def hypothesis_test(cfg: RunConfig, phases: list[Phase], database: Any = None) -> Callable[[], None]:
     """`fuzz_program` under Hypothesis with the run's strategy, seed and example count
     (the same ones always draw the same programs in the same order)."""
-    wrapped = given(programs(invalid=cfg.invalid, defects=cfg.defects or tuple(DEFECTS)))(fuzz_program)
+    wrapped = given(programs(invalid=cfg.invalid, defects=cfg.defects or tuple(DEFECTS), large=cfg.large_share))(fuzz_program)
     return settings(
         GENERATION, max_examples=cfg.max_examples, phases=phases, database=database, verbosity=Verbosity.quiet
     )(seed(cfg.seed)(wrapped))

@@ -38,6 +38,7 @@ class Bucket:
     new: bool = True  # False when known, or when the first program in the bucket came from the corpus
     first_seen_at: int = 0  # programs checked when the bucket was first seen
     first_seen_s: float = 0.0  # seconds into the run when it was first seen
+    first_seen_index: int = -1  # the first program's position in the program stream (-1: the corpus)
 
 
 def case_document(p: Program, divs: tuple[Divergence, ...], jax_version: str, extra: dict[str, Any] | None = None) -> str:
@@ -106,6 +107,10 @@ class Run:
         self.repeats = 0  # programs drawn again (the same id) and not checked again
         self.batch_reconfirmed = 0
         self.generated_ids: list[str] = []  # in generation order: the run's determinism check
+        # program id -> its first position in the stream (a derived program: its parent's);
+        # the same in every shard, so `merge` keeps the sighting the unsharded run makes first
+        self.stream_index: dict[str, int] = {}
+        self.elsewhere: set[str] = set()  # drawn programs another shard checks (--shard)
         # known divergences explain only what they cause: the program without the known
         # bugs (each entry's rewrite, or the outputs no buggy op reaches) is checked too
         self.derived_pending: list[tuple[Program, tuple[str, ...]]] = []
@@ -167,6 +172,7 @@ class Run:
                 self.in_full_by_rewrite += q is not None and q.outputs == p.outputs and len(q.body) == len(p.body)
             if q is not None and program_id(q) not in self.checked and program_id(q) not in self.derived_ids:
                 self.derived_ids.add(program_id(q))
+                self.stream_index.setdefault(program_id(q), self.stream_index.get(program_id(p), -1))
                 modes = tuple(dict.fromkeys(o.mode for o in res.observations if o.mode != "probe"))
                 self.derived_pending.append((q, modes or self.cfg.modes))
         for x in explained:
@@ -178,7 +184,8 @@ class Run:
             if b is None:
                 b = Bucket(d.signature, d.kind.value, d.mode, case=str(path), message=d.message,
                            suppressed_by=sup.id if sup else None, new=not from_corpus and sup is None,
-                           first_seen_at=self.n, first_seen_s=round(self.elapsed(), 2))
+                           first_seen_at=self.n, first_seen_s=round(self.elapsed(), 2),
+                           first_seen_index=-1 if from_corpus else self.stream_index.get(program_id(p), -1))
                 self.buckets[key] = b
                 if sup:
                     print(f"[known: {sup.id}] {d.signature}", file=self.cfg.progress)

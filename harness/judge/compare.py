@@ -32,6 +32,10 @@ def compare(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
         return [Divergence(kind, mode, f"(mode={mode}) {obs.status}: {obs.error_message}", obs.status)]
     if obs.status == "unsupported":
         return []
+    if obs.facts.get("process_errors"):  # the multiprocess mode: the two processes did not agree
+        return [Divergence(DivergenceKind.MODE_DISAGREEMENT, mode,
+                           f"(mode={mode}) the processes disagree: " + "; ".join(
+                               f"process {i}: {e}" for i, e in enumerate(obs.facts["process_errors"])), "processes")]
     if pred.error is not None:
         return _compare_error(p, pred.error, obs)
     if obs.raised:

@@ -92,7 +92,7 @@ def _header(s: RunSummary) -> str:
     out = [
         "<header><h1>shardfuzz run</h1>",
         f'<div class="sub">jax {_esc(s.jax_version)} · seed {_esc(s.seed)} · modes {_esc(", ".join(s.modes) or "?")}'
-        f" · {_esc(s.elapsed_s)} s</div>",
+        f" · {_esc(s.elapsed_s)} s{_shards(s)}</div>",
         f'<p class="counts">{_esc(c.line())}</p>',
         '<div class="tiles">',
         _tile(c.new_buckets, "new buckets", "new" if c.new_buckets else "zero"),
@@ -118,6 +118,13 @@ def _header(s: RunSummary) -> str:
         out.append(f'<ul class="toc">{items}</ul>')
     out.append("</header>")
     return "\n".join(out)
+
+
+def _shards(s: RunSummary) -> str:
+    """Which shard this is (--shard), or which reports were merged into it."""
+    if s.merged_from:
+        return f" · merged from {len(s.merged_from)} reports: {_esc(', '.join(s.merged_from))}"
+    return f" · shard {_esc(s.shard)}" if s.shard else ""
 
 
 def _entries(s: RunSummary) -> str:

@@ -44,6 +44,7 @@ class BucketSummary:
     minimized_case: str | None = None
     minimized_size: tuple[int, ...] | None = None
     first_seen_s: float = 0.0  # seconds into the run when it was first seen
+    first_seen_index: int = -1  # position in the program stream of its first program (-1: corpus or derived)
 
     @property
     def known(self) -> bool:
@@ -139,6 +140,9 @@ class RunSummary:
     statistics: Mapping[str, float] = field(default_factory=dict)
     coverage: tuple[CoverageCell, ...] = ()
     cells: tuple[CellCheck, ...] = ()
+    shard: str = ""  # "K/N" for one shard of a run (--shard); "" for a whole run
+    programs_drawn: int = 0  # programs Hypothesis drew (every shard draws the whole stream)
+    merged_from: tuple[str, ...] = ()  # `shardfuzz merge`: the report directories merged, in order
     schema: int = SUMMARY_SCHEMA
 
     @property
@@ -188,6 +192,8 @@ class RunSummary:
                 checked_in_full=int(d["checked_in_full"]), statistics=dict(d["statistics"]),
                 coverage=tuple(CoverageCell(**c) for c in d["coverage"]),
                 cells=tuple(CellCheck(**c) for c in d.get("cells", [])),
+                shard=str(d.get("shard", "")), programs_drawn=int(d.get("programs_drawn", 0)),
+                merged_from=tuple(str(x) for x in d.get("merged_from", ())),
             )
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, SummaryFormatError):
@@ -202,7 +208,7 @@ def bucket_from_json(b: Mapping[str, Any]) -> BucketSummary:
         case=str(b["case"]), message=str(b.get("message", "")), suppressed_by=b.get("suppressed_by"),
         new=bool(b.get("new", True)), first_seen_at=int(b.get("first_seen_at", 0)),
         minimized_case=b.get("minimized_case"), minimized_size=tuple(size) if size is not None else None,
-        first_seen_s=float(b.get("first_seen_s", 0.0)),
+        first_seen_s=float(b.get("first_seen_s", 0.0)), first_seen_index=int(b.get("first_seen_index", -1)),
     )
 
 

@@ -97,6 +97,30 @@ def force_host_devices(n: int = N_DEVICES) -> None:
         jax.config.update("jax_traceback_filtering", "off")
 
 
+def distributed_cpu(address: str, num_processes: int, process_id: int, timeout_s: int = 60) -> None:
+    """Join a multi-process CPU runtime with gloo collectives (harness/run/mp_rank.py). jax
+    0.10.2 needs `jax_cpu_collectives_implementation='gloo'` set before the backend starts
+    (otherwise a CPU mesh over several processes has no cross-process collectives), then
+    `jax.distributed.initialize`. The heartbeat and shutdown timeouts are short: a process
+    whose partner was killed must not wait minutes for it."""
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(address, num_processes, process_id, initialization_timeout=timeout_s,
+                               heartbeat_timeout_seconds=timeout_s, shutdown_timeout_seconds=5)
+
+
+def mesh_over(devices: list[Any], names: tuple[str, ...], sizes: tuple[int, ...], axis_types: tuple[str, ...]) -> Any:
+    """A mesh over these devices, in this order (row-major), like `make_mesh`."""
+    import jax
+
+    arr = np.array(devices, dtype=object).reshape(sizes)
+    AxisType = getattr(jax.sharding, "AxisType", None)
+    if AxisType is None:  # pragma: no cover
+        return jax.sharding.Mesh(arr, names)
+    return jax.sharding.Mesh(arr, names, axis_types=tuple(getattr(AxisType, t.capitalize()) for t in axis_types))
+
+
 def jax_version() -> str:
     import jax
 
@@ -143,7 +167,7 @@ def _eager_partial_manual() -> bool:
     return True
 
 
-VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "probe")
+VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "probe", "multiprocess")
 
 
 def _backend() -> str:

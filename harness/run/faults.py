@@ -95,6 +95,52 @@ def _hang_in_pswapaxes() -> None:
     _patch("pswapaxes", make)
 
 
+# --- the multi-process path only: a rank process of the multiprocess mode ------------
+
+
+def _in_rank(rank: int) -> bool:
+    """Whether this process is that rank of a multiprocess-mode mesh (harness/run/mp_rank.py)."""
+    from harness.run.mp_rank import RANK_ENV
+
+    return os.environ.get(RANK_ENV) == str(rank)
+
+
+def _mp_psum_scatter_rank0_off_by_one() -> None:
+    """psum_scatter adds 1 to its result on process 0 of a multi-process mesh, as
+    jax-ml/jax#40830's gloo bug is wrong on rank 0 only: no single-process mode sees it."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def psum_scatter(x: Any, axis_name: Any, **kw: Any) -> Any:
+            out = orig(x, axis_name, **kw)
+            return out + 1 if _in_rank(0) else out
+        return psum_scatter
+    _patch("psum_scatter", make)
+
+
+def _mp_rank1_killed_in_pmin() -> None:
+    """Process 1 of a multi-process mesh is killed with SIGKILL (kill -9) when it traces a
+    pmin; its partner is left waiting."""
+    import signal
+
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def pmin(x: Any, axis_name: Any, **kw: Any) -> Any:
+            if _in_rank(1):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return orig(x, axis_name, **kw)
+        return pmin
+    _patch("pmin", make)
+
+
+def _mp_rank0_hangs_in_pmax() -> None:
+    """Process 0 of a multi-process mesh never returns from tracing a pmax."""
+    def make(orig: Callable[..., Any]) -> Callable[..., Any]:
+        def pmax(x: Any, axis_name: Any, **kw: Any) -> Any:
+            if _in_rank(0):
+                time.sleep(3600)
+            return orig(x, axis_name, **kw)
+        return pmax
+    _patch("pmax", make)
+
+
 # --- transformation rules: only one mode sees them -----------------------------------
 
 
@@ -169,6 +215,9 @@ _FAULTS: dict[str, Callable[[], None]] = {
     "pmin_is_pmax": _pmin_is_pmax,
     "abort_in_pshuffle": _abort_in_pshuffle,
     "hang_in_pswapaxes": _hang_in_pswapaxes,
+    "mp_psum_scatter_rank0_off_by_one": _mp_psum_scatter_rank0_off_by_one,
+    "mp_rank1_killed_in_pmin": _mp_rank1_killed_in_pmin,
+    "mp_rank0_hangs_in_pmax": _mp_rank0_hangs_in_pmax,
     **NARROW,  # one configuration cell each (narrow_faults.py, benchmarks/reach.py)
 }
 

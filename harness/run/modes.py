@@ -6,6 +6,8 @@
 - `jit`: `jax.jit` of the shard_map (Shardy); `gspmd`: the same with the GSPMD partitioner.
 - `smap`: the same program written with `jax.smap`; `lowering`: the Shardy lowering text.
 - `vmap`, `vmap_spmd`, `grad`, `grad_remat`: under a jax transformation.
+- `multiprocess`: `jit` on a mesh spanning 2 processes x 4 devices, collectives through
+  gloo (`modes_multiprocess.py`; the worker keeps the two rank processes).
 - `probe` (internal): every body value's blocks, to find the first op that goes wrong.
 
 This module is the registry (`MODES`, `DEFAULT_MODES`) and the one import for callers:
@@ -28,6 +30,7 @@ from harness.run.modes_direct import (
     lowering_facts,
     probe_program,
 )
+from harness.run.modes_multiprocess import Multiprocess
 from harness.run.modes_transformed import VMAP_BATCH, Grad, GradRemat, Vmap, VmapSpmd
 from harness.run.observation import (
     Observation,
@@ -38,11 +41,12 @@ from harness.run.observation import (
 
 __all__ = [
     "COMPILED", "COMPILED_MAX", "DEFAULT_MODES", "MODES", "VMAP_BATCH", "Abstract", "Eager", "Grad", "GradRemat", "Gspmd",
-    "Jit", "Lowering", "Mode", "Observation", "ObservedOutput", "Probe", "Smap", "Vmap", "VmapSpmd", "lowering_facts",
+    "Jit", "Lowering", "Mode", "Multiprocess", "Observation", "ObservedOutput", "Probe", "Smap", "Vmap", "VmapSpmd", "lowering_facts",
     "observation_from_dict", "observation_to_dict", "probe_program", "structure_key",
 ]
 
 MODES: dict[str, Mode] = {
-    m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), VmapSpmd(), Smap(), Grad(), GradRemat(), Lowering(), Probe())
+    m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), VmapSpmd(), Smap(), Grad(), GradRemat(), Lowering(), Probe(),
+                         Multiprocess())
 }
 DEFAULT_MODES = ("abstract", "jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "lowering")

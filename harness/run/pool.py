@@ -74,7 +74,7 @@ class _Worker:
             start_new_session=True,
         )
         self.job: Job | None = None
-        self.buf = b""
+        self.buf: list[bytes] = []  # the pieces of an unfinished line
         self.ready = False
         self.info: dict[str, Any] = {}
         self.jobs_done = 0
@@ -138,6 +138,9 @@ class Pool:
         self.timeout_s = timeout_s
         self.env = dict(os.environ)
         self.env["PYTHONPATH"] = str(ROOT) + os.pathsep + self.env.get("PYTHONPATH", "")
+        # the multiprocess mode's own limit per program, under the pool's: a hung rank
+        # process then costs its program, not the worker
+        self.env.setdefault("SHARDFUZZ_MP_TIMEOUT", f"{max(1.0, timeout_s * 0.8):.1f}")
         self.env.update(env or {})
         self.clear_caches_every = clear_caches_every
         self.sel = selectors.DefaultSelector()
@@ -253,8 +256,16 @@ class Pool:
             if not chunk:
                 done.extend(self._dead(w, "crash"))
                 continue
-            w.buf += chunk
-            *lines, w.buf = w.buf.split(b"\n")
+            # a pipe gives at most 64 KiB a read: an observation of large blocks is many
+            # reads, so its pieces are joined once, when its line ends (not re-joined and
+            # re-split on every read, which is quadratic in the line)
+            if b"\n" not in chunk:
+                w.buf.append(chunk)
+                continue
+            first, *lines = chunk.split(b"\n")
+            lines[:0] = [b"".join([*w.buf, first])]
+            *lines, rest = lines
+            w.buf = [rest] if rest else []
             for line in lines:
                 done.extend(self._handle(w, line))
         now = time.monotonic()

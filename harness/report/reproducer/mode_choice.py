@@ -9,7 +9,7 @@ from oracles.prediction import Prediction
 from programs.emit import REPRO_MODES
 from programs.model import Program
 
-VALUE_MODES = ("jit", "eager", "gspmd", "smap")  # the modes that compare per-device blocks
+VALUE_MODES = ("jit", "eager", "gspmd", "smap", "multiprocess")  # the modes that compare per-device blocks
 
 
 class NoReproducer(ValueError):
@@ -62,6 +62,8 @@ def applicable(p: Program, mode: str) -> str:
         if p.spmd_axis() is None:
             return "no free manual axis of size > 1 for spmd_axis_name"
         return "an invalid program (jax's error wording differs under vmap)" if p.defect is not None else ""
+    if mode == "multiprocess" and (p.mesh.size % 2 or p.mesh.size > 8):
+        return f"a mesh of {p.mesh.size} devices cannot span 2 processes x 4 devices evenly"
     if mode in ("grad", "grad_remat"):
         if not p.check_vma:
             return "check_vma=False"

@@ -17,7 +17,13 @@ from harness.report.reproducer.literals import (
     lowering_literal,
     summary,
 )
-from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_size, prepare
+from harness.report.reproducer.mode_choice import (
+    VALUE_MODES,
+    NoReproducer,
+    auto_axes,
+    batch_size,
+    prepare,
+)
 from harness.report.reproducer.run_snippets import ragged_guard, run_lines, setup_lines
 from harness.report.reproducer.script_text import CHECK_LOWERING, LOWERING_FACTS, RECORD
 from oracles import predict
@@ -38,6 +44,8 @@ def pytest_reproducer(p: Program, mode: str = "jit", title: str = "", name: str 
     the oracle's prediction with `pytest.raises(ExcType, match=phrase)` or
     `np.testing.assert_allclose`, so it fails while jax diverges. Raises NoReproducer
     where the mode does not apply."""
+    if mode == "multiprocess":
+        raise NoReproducer("the multiprocess reproducer is a script that starts its two processes (emit it without --pytest)")
     pred = prepare(p, mode)
     title = title or "shardfuzz reproducer"
     fn = name or test_name(title)

@@ -15,14 +15,28 @@ from programs.emit import (
     inputs_fn_src,
     mesh_src,
     shard_map_kwargs_src,
+    specs_src,
 )
 from programs.model import Program
+
+# the multiprocess mode's mesh: half of its devices in each process, process 0 first
+_MP_MESH = [
+    "by_process = {}",
+    "for d in jax.devices():",
+    "  by_process.setdefault(d.process_index, []).append(d)",
+    "half = devices.size // 2",
+    "devices = np.array([d for i in (0, 1) for d in sorted(by_process[i], key=lambda d: d.id)[:half]], dtype=object)",
+    "devices = devices.reshape(MESH_SHAPE)",
+    "mesh = jax.sharding.Mesh(devices, mesh.axis_names, axis_types=mesh.axis_types)",
+]
 
 
 def setup_lines(p: Program, mode: str) -> list[str]:
     body = "jax.checkpoint(body)" if mode == "grad_remat" else "body"
+    mp = [f"MESH_SHAPE = {p.mesh.sizes!r}", *_MP_MESH] if mode == "multiprocess" else []
     return [
         *mesh_src(p),
+        *mp,
         f"MESH_SHAPE = {p.mesh.sizes!r}",
         f"AUTO_AXES = {auto_axes(p)!r}  # mesh axes left automatic (partial manual): jax may lay outputs out along them",
         "",
@@ -75,6 +89,31 @@ def _run_direct(p: Program, mode: str) -> list[str]:
     pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
     call = "f" if mode == "eager" else "jax.jit(f)"
     return ["def run():", *pre, _unpack(p), f"  outs = {call}({args_src(p)})", "  jax.block_until_ready(outs)", *_VALUES]
+
+
+def _run_multiprocess(p: Program, mode: str) -> list[str]:
+    """jit on the mesh over both processes: global arrays made from the same values in
+    each, and only this process's blocks read back (each process checks its own)."""
+    return [
+        "LOCAL_ONLY = True  # check_values: this process's blocks",
+        "",
+        "",
+        "def run():",
+        "  P_ = jax.sharding.PartitionSpec",
+        f"  specs = {specs_src(p.in_specs)}",
+        "  args = []",
+        "  for i, a in enumerate(inputs(0)):",
+        "    try:",
+        "      sh = jax.sharding.NamedSharding(mesh, specs[i])",
+        "      args.append(jax.make_array_from_callback(a.shape, sh, lambda idx, a=a: a[idx]))",
+        "    except Exception:  # an invalid spec: replicated, and shard_map says what is wrong",
+        "      args.append(jax.make_array_from_callback(a.shape, jax.sharding.NamedSharding(mesh, P_()), lambda idx, a=a: a[idx]))",
+        "  outs = jax.jit(f)(*args)",
+        "  jax.block_until_ready(outs)",
+        "  where = {d.id: c for c, d in np.ndenumerate(mesh.devices)}",
+        "  return [(tuple(o.shape), str(o.dtype), {where[s.device.id]: np.asarray(s.data) for s in o.addressable_shards}, None)",
+        "          for o in outs], {}",
+    ]
 
 
 def _run_smap(p: Program, mode: str) -> list[str]:
@@ -184,4 +223,5 @@ _RUNS: dict[str, Callable[[Program, str], list[str]]] = {
     "vmap_spmd": _run_vmap,
     "grad": _run_grad,
     "grad_remat": _run_grad,
+    "multiprocess": _run_multiprocess,
 }

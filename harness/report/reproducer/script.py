@@ -16,6 +16,9 @@ from harness.report.reproducer.script_text import (
     CHECK_VALUES,
     LOWERING_FACTS,
     MAIN,
+    MP_FORCE_DEVICES,
+    MP_INIT,
+    MP_SUPERVISOR,
     RECORD,
     SUPERVISOR,
 )
@@ -44,20 +47,23 @@ def reproducer(p: Program, mode: str = "jit", title: str = "") -> str:
         "Runs one jax.shard_map program the way shardfuzz's harness mode does and compares the result",
         "with what shard_map's documented semantics give (predicted by shardfuzz's NumPy oracle,",
         "embedded below). Exit 1 with `BUG: ...` while jax diverges from it, 0 with `FIXED: ...` once",
-        "jax agrees. Needs only jax and numpy; forces 8 CPU devices.",
+        "jax agrees. Needs only jax and numpy; forces 8 CPU devices"
+        + (" (2 processes x 4, started by this script, gloo collectives)." if mode == "multiprocess" else "."),
         "",
         f"Expected: {doc_text(expected)}",
         '"""',
     ]
+    mp = mode == "multiprocess"
     lines = [
         *doc,
-        SUPERVISOR.format(timeout=TIMEOUT_S, **fmt).strip("\n"),
+        (MP_SUPERVISOR if mp else SUPERVISOR).format(timeout=TIMEOUT_S, **fmt).strip("\n"),
         "",
-        *FORCE_DEVICES,
+        *(MP_FORCE_DEVICES if mp else FORCE_DEVICES),
         "import re  # noqa: E402",
         "",
         "import numpy as np  # noqa: E402",
         "import jax  # noqa: E402",
+        *(MP_INIT if mp else []),
         "import jax.numpy as jnp  # noqa: E402",
         "from jax.sharding import AxisType, PartitionSpec as P  # noqa: E402",
         *SHARD_MAP_SHIM,
