@@ -204,3 +204,18 @@ def test_a_crash_keeps_its_cause_line(pool: Pool) -> None:
     (obs,) = res.observations
     assert obs.status == "crash", obs
     assert "cause: " in obs.error_message and "Check failed" in obs.error_message.split("stderr tail:")[0], obs.error_message
+
+
+def test_a_lowering_error_is_put_on_an_op_only_by_the_same_error() -> None:
+    """jit's lowering error takes the op eager raised the same error at; another mode's
+    different error of the same class (another bug) does not move it (qualify seed 3:
+    a dead negative psum_scatter's lowering error had been put on a vmap_spmd bug's mul)."""
+    from harness.judge.check import _localise
+    from harness.judge.divergence import Divergence, DivergenceKind
+
+    U = DivergenceKind.UNEXPECTED_ERROR
+    low = Divergence(U, "lowering", "(mode=lowering) jax raised ValueError: 'Cannot lower jaxpr: reduce_scatter'", "lowering->ValueError")
+    eager = Divergence(U, "eager", "(mode=eager) jax raised ValueError: 'Cannot lower jaxpr: reduce_scatter'", "psum_scatter->ValueError")
+    other = Divergence(U, "vmap_spmd", "(mode=vmap_spmd) jax raised ValueError: 'Primitive mul requires varying manual axes'", "mul->ValueError")
+    assert [d.where for d in _localise([low, other])] == ["lowering->ValueError", "mul->ValueError"]
+    assert [d.where for d in _localise([low, other, eager])][0] == "psum_scatter->ValueError"

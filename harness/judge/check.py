@@ -40,11 +40,19 @@ def evaluate(p: Program, observations: list[Observation], pred: Prediction | Non
     return CheckResult(p, pred, tuple(observations), tuple(divs))
 
 
+def _raised(d: Divergence) -> str:
+    """jax's exception and the start of its message, as a divergence quotes them."""
+    text = d.message.split(" jax raised ", 1)[-1]
+    return text[:120]
+
+
 def _localise(divs: list[Divergence]) -> list[Divergence]:
     """An error jax raised only when lowering (jit compiles the whole body at once) is put
-    on the op that the eager mode, which runs op by op, raised the same exception at."""
+    on the op that the eager mode, which runs op by op, raised the same error at: the
+    same exception with the same message (a different error of the same class, another
+    mode's bug, says nothing about where this one arose)."""
     at_op = {  # (an error before the first op, at the inputs, is some other error)
-        d.where.split("->")[1]: d.where.split("->")[0]
+        _raised(d): d.where.split("->")[0]
         for d in divs
         if d.kind == DivergenceKind.UNEXPECTED_ERROR and not d.where.startswith(("lowering", "read_output", "input"))
     }
@@ -52,8 +60,8 @@ def _localise(divs: list[Divergence]) -> list[Divergence]:
     for d in divs:
         if d.kind == DivergenceKind.UNEXPECTED_ERROR and d.where.startswith("lowering->"):
             exc = d.where.split("->")[1]
-            if exc in at_op:
-                d = replace(d, where=f"{at_op[exc]}->{exc}")
+            if _raised(d) in at_op:
+                d = replace(d, where=f"{at_op[_raised(d)]}->{exc}")
         out.append(d)
     return out
 
