@@ -99,9 +99,9 @@ def test_emitted_reproducer_launches_both_processes(tmp_path) -> None:  # type: 
     assert text.count("blocks=np.array([") == 1
     bad.write_text(text.replace("blocks=np.array([", "blocks=np.array([0, 0, 0, 1]).reshape(4, 1, 1) + np.array(["))
     r = subprocess.run([sys.executable, str(good)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0 and "FIXED: psum_scatter over two processes" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert r.returncode == 0 and r.stdout.startswith("FIXED: psum_scatter over two processes"), r.stdout + r.stderr[-2000:]
     assert r.stdout.count("process 0: FIXED") == 1 and r.stdout.count("process 1: FIXED") == 1
     r = subprocess.run([sys.executable, str(bad)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr[-2000:]
-    verdict = r.stdout.strip().splitlines()[-1]
+    verdict = r.stdout.strip().splitlines()[0]
     assert verdict.startswith("BUG: process 1:") and "process 0" not in verdict and "(3,)" in verdict, r.stdout

@@ -68,7 +68,7 @@ def block_bytes(p: Program) -> int:
         for d, size in enumerate(x.shape):
             e = s.entries[d] if d < len(s.entries) else None
             known = e is not None and all(a in p.mesh.names for a in e)  # (a defect may name a foreign axis)
-            n *= size // max(1, p.mesh.group_size(e) if known else 1)
+            n *= size // max(1, p.mesh.group_size(e) if e is not None and known else 1)
         best = max(best, n * np.dtype(x.dtype).itemsize)
     return best
 

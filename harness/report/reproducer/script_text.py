@@ -245,19 +245,22 @@ if os.environ.get(CHILD) != "1" and os.path.isfile(sys.argv[0]):
     how = f"signal {{-c}}" if c < 0 else f"exit status {{c}}"
     print(f"BUG: {title} (jax {{version('jax')}}, mode {mode}): jax crashed process {{crashed[0]}} ({{how}}), but it must give {summary}.", flush=True)
     sys.exit(1)
-  for i, line in enumerate(said):
-    print(f"process {{i}}: {{line or '(no verdict: its stderr is above)'}}")
+  # the verdict first (one line), then what each process said
+  detail = "\\n".join(f"process {{i}}: {{line or '(no verdict: its stderr is above)'}}" for i, line in enumerate(said))
   silent = [i for i, line in enumerate(said) if not line and codes[i] != 2]
   if silent:  # (an exception before main, e.g. in jax.distributed.initialize, also exits 1)
     print(f"BUG: {title} (jax {{version('jax')}}, mode {mode}): process {{silent[0]}} ended (exit status {{codes[silent[0]]}}) "
-          f"without a result, but it must give {summary}.", flush=True)
+          f"without a result, but it must give {summary}.\\n" + detail, flush=True)
     sys.exit(1)
   if 1 in codes:
-    print("BUG: " + " | ".join(f"process {{i}}: {{line.removeprefix('BUG: ')}}" for i, line in enumerate(said) if codes[i] == 1), flush=True)
+    print("BUG: " + " | ".join(f"process {{i}}: {{line.removeprefix('BUG: ')}}" for i, line in enumerate(said) if codes[i] == 1)
+          + "\\n" + detail, flush=True)
     sys.exit(1)
   if 2 in codes:
+    print(detail)
     sys.exit(2)
-  print(f"FIXED: {title} (jax {{version('jax')}}, mode {mode}): both processes agree with shard_map's documented semantics: {summary}.")
+  print(f"FIXED: {title} (jax {{version('jax')}}, mode {mode}): both processes agree with shard_map's documented semantics: {summary}.\\n"
+        + detail)
   sys.exit(0)
 '''
 
