@@ -23,7 +23,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.model import Input, Mesh, Op, Program, Spec
+from programs.model import DTYPES, Input, Mesh, Op, Program, Spec
 from programs.ops import COLLECTIVES
 from strategies.body import _Body
 from strategies.invalid import DEFECTS, apply_defect
@@ -124,7 +124,7 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int) -> t
         event("in_spec: an axis left unmentioned")
     spec = Spec(tuple(entries))
     gshape = tuple(n * (mesh.group_size(entries[d]) if d < len(entries) and entries[d] else 1) for d, n in enumerate(local))
-    dtype = draw(st.sampled_from(["float32", "int32"]), label="dtype")
+    dtype = draw(st.sampled_from(DTYPES), label="dtype")
     fill = draw(st.sampled_from(["small", "iota"]), label="fill")
     seed = draw(st.integers(0, 2**16), label="seed")
     event(f"input rank: {rank}")
@@ -259,7 +259,8 @@ def programs(
     """A valid shard_map program.
 
     - max_devices, max_axes: bounds on the mesh (see `meshes`).
-    - max_args: 1..max_args arguments of rank 0..3, float32 or int32, small integers.
+    - max_args: 1..max_args arguments of rank 0..3, of any dtype in DTYPES (float32,
+      int32, bfloat16, float16), small integers.
     - max_ops: 1..max_ops body ops, local ops mixed with every collective.
     - max_outputs: 1..max_outputs outputs with valid out_specs.
     - check_vma: fixed flag, or None to draw it (True three times in four).

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from programs.graph import live_ops
-from programs.model import Mesh, Op, Program
+from programs.model import Mesh, Op, Program, is_float
 from programs.ops import LOCAL_OPS, NO_CPU_LOWERING, NO_CPU_VALUES
 
 VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat")
@@ -117,7 +117,7 @@ def applies(p: Program, mode: str) -> bool:
     if mode == "smap":
         return not isinstance(p.smap_form(), str)
     if mode in ("grad", "grad_remat"):
-        return p.check_vma and any(x.dtype == "float32" for x in p.inputs)
+        return p.check_vma and any(is_float(x.dtype) for x in p.inputs)
     return True
 
 

@@ -8,12 +8,43 @@ from typing import ClassVar
 import numpy as np
 
 from oracles.devices import np_dtype
-from oracles.ops.base import Ctx, OpDef
+from oracles.ops.base import Ctx, ErrorTerms, OpDef
 from oracles.prediction import ErrorKind, ValueType
+from oracles.rounding import unit_roundoff
+from programs.model import is_float, round_to
+
+_F32_INTS = 2.0**24  # integers float32 holds exactly: int32 converts through it
 
 
 def _promote(a: str, b: str) -> str:
-    return "int32" if a == b == "int32" else "float32"
+    """jnp's promotion of two strongly typed operands (jax 0.10.2 docs "Type promotion
+    semantics", the lattice): an integer and a float give the float; two different
+    floats among bfloat16, float16 and float32 give float32 (bfloat16 and float16 meet
+    at float32)."""
+    if a == b:
+        return a
+    if not is_float(a) or not is_float(b):
+        return a if is_float(a) else b if is_float(b) else "int32"
+    return "float32"
+
+
+def _convert(x: np.ndarray, src: str, to: str, ctx: Ctx) -> np.ndarray:
+    """An operand as the op computes with it: an integer converted to a float dtype is
+    rounded to it (deterministically, as XLA converts); a float promotes to a dtype that
+    holds it exactly."""
+    if not is_float(to):
+        return x.astype(np.int32)
+    x = x.astype(np.float64)
+    return round_to(x, to) if ctx.rounding and not is_float(src) else x
+
+
+def _convert_err(e: np.ndarray, x: np.ndarray, src: str, to: str) -> np.ndarray:
+    """The error of a converted operand: an inexact integer, or one past 2**24 (which
+    int32 -> bfloat16 may round twice, through float32), rounds differently in jax."""
+    if is_float(src) or not is_float(to):
+        return e
+    ax = np.abs(x.astype(np.float64))
+    return e + np.where((e > 0) | (ax > _F32_INTS), 2 * unit_roundoff(to) * (ax + e), 0.0)
 
 
 def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], ctx: Ctx) -> tuple[int, ...]:
@@ -58,10 +89,27 @@ class Binary(OpDef):
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         m = len(ctx.mesh.sizes)
-        dt = np_dtype(self.dtype(ins, ctx))
+        to = self.dtype(ins, ctx)
         r = len(self.shape(ins, ctx))
-        a, b = (_pad_rank(x.astype(dt), m, r) for x in xs)
-        return getattr(np, self.fn)(a, b).astype(dt)
+        a, b = (_pad_rank(_convert(x, i.dtype, to, ctx), m, r) for x, i in zip(xs, ins))
+        return getattr(np, self.fn)(a, b).astype(np_dtype(to))
+
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """add/sub: the errors add; mul: |a| eb + |b| ea + ea eb; both round once (at
+        most |v| plus the propagated error). max/min: the larger error, no rounding
+        (both are 1-Lipschitz in each operand)."""
+        m = len(ctx.mesh.sizes)
+        to = self.dtype(ins, ctx)
+        r = len(self.shape(ins, ctx))
+        a, b = (_pad_rank(_convert(x, i.dtype, to, ctx).astype(np.float64), m, r) for x, i in zip(xs, ins))
+        ea, eb = (_pad_rank(_convert_err(e, x, i.dtype, to), m, r) for e, x, i in zip(errs, xs, ins))
+        if self.fn in ("maximum", "minimum"):
+            return np.maximum(ea, eb), 0.0, 1
+        if self.fn == "multiply":
+            prop = np.abs(a) * eb + np.abs(b) * ea + ea * eb
+        else:
+            prop = ea + eb
+        return prop, np.abs(v.astype(np.float64)) + prop, 1
 
 
 def _pad_rank(x: np.ndarray, m: int, r: int) -> np.ndarray:
@@ -118,6 +166,15 @@ class ReduceSum(OpDef):
         a = int(ctx.op.p("axis")) % len(ins[0].shape)  # type: ignore[arg-type]
         return np.sum(xs[0], axis=m + a, dtype=xs[0].dtype)
 
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """A sum of n terms (jnp.sum accumulates bfloat16 and float16 in float32, which
+        the any-accumulator bound admits): n roundings of at most the sum of |terms|."""
+        m = len(ctx.mesh.sizes)
+        a = int(ctx.op.p("axis")) % len(ins[0].shape)  # type: ignore[arg-type]
+        n = ins[0].shape[a]
+        mag = np.sum(np.abs(xs[0].astype(np.float64)) + errs[0], axis=m + a)
+        return np.sum(errs[0], axis=m + a), mag, max(n, 1)
+
 
 class Transpose(OpDef):
     kind = "transpose"
@@ -137,7 +194,9 @@ class Transpose(OpDef):
 
 
 class Cast(OpDef):
-    """x.astype(dtype). float->int truncates toward zero (our values are integers)."""
+    """x.astype(dtype). float->int truncates toward zero; to a float dtype rounds to
+    nearest even (XLA's convert), which the oracle does too, so a cast of an exact value
+    is exact, even where it rounds; widening bfloat16 or float16 to float32 is exact."""
 
     kind = "cast"
 
@@ -146,9 +205,26 @@ class Cast(OpDef):
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         dt = self.dtype(ins, ctx)
-        if dt == "int32" and xs[0].dtype != np.int32:
-            return np.trunc(xs[0].astype(np.float32)).astype(np.int32)
-        if dt == "float32":
-            # round to float32 first: the float64 oracle must see what float32 holds
-            return xs[0].astype(np.float32).astype(np.float64)
-        return xs[0].astype(np_dtype(dt))
+        if not is_float(dt):
+            return np.trunc(xs[0].astype(np.float64)).astype(np.int32) if xs[0].dtype.kind == "f" else xs[0].astype(np.int32)
+        x = xs[0].astype(np.float64)
+        # rounded to the target first: the float64 oracle must see what the dtype holds
+        return round_to(x, dt) if ctx.rounding else x
+
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """To an integer: how far truncation can move over [x - e, x + e]. To a float:
+        an inexact operand (or an integer past 2**24, converted through float32) may
+        round to a neighbour: up to 2 u (|x| + e) more."""
+        dt, src = self.dtype(ins, ctx), ins[0].dtype
+        e, x = errs[0], xs[0].astype(np.float64)
+        if not is_float(dt):
+            if not is_float(src):
+                return e, 0.0, 1
+            with np.errstate(invalid="ignore"):
+                t = np.trunc(x)
+                width = np.maximum(np.abs(np.trunc(x + e) - t), np.abs(np.trunc(x - e) - t))
+            return np.where(e > 0, width, 0.0), 0.0, 1
+        if dt == "float32" and src in ("bfloat16", "float16"):
+            return e, 0.0, 1  # float32 holds every bfloat16 and float16 number
+        inexact = (e > 0) | ((np.abs(x) > _F32_INTS) if not is_float(src) else False)
+        return e, np.where(inexact, 2 * (np.abs(x) + e), 0.0), 1
