@@ -33,6 +33,8 @@ SINCE_08 = ">=0.8,<0.11"  # shows on 0.8.1, 0.9.2, 0.10.2; not on 0.6.0
 SINCE_09 = ">=0.9,<0.11"  # shows on 0.9.2, 0.10.2; not on 0.6.0 or 0.8.1
 NEG_FIXED = ">=0.6,<0.11"  # shows on 0.6.0 .. 0.10.2 (the issues are from 2024); fixed by jax-ml/jax#38998, after 0.10.2
 NONE = "none found: searched jax-ml/jax issues for "
+# measured with a standalone script on 0.5.3, 0.6.0, 0.8.1, 0.9.2, 0.10.2, 0.11.2, 0.12.0
+SINCE_053 = ">=0.5.3"  # shows on every one of them (0.12.0 the newest measured)
 
 E = dict
 entries = [
@@ -160,6 +162,16 @@ entries = [
    when=["partial_manual", "all_gather"],
    reason="With GSPMD, a partial-manual shard_map doing all_gather aborts the process ('Check failed: sharding.IsManualSubgroup()').",
    link=NONE + "'IsManualSubgroup all_gather'"),
+ E(id="gspmd-partial-manual-all-to-all-abort", case="gspmd_partial_manual_a2a", mode="gspmd", jax_versions=SINCE_053,
+   signatures=["crash|gspmd|crash"],
+   when=["partial_manual", "all_to_all"],
+   reason="With GSPMD, a partial-manual shard_map doing all_to_all aborts the process ('Check failed: sharding.IsManualSubgroup()'; before 0.10 'target.IsManualSubgroup() == sharding().IsManualSubgroup()'), as for pswapaxes and all_gather; Shardy runs it. Found by the seed-0 run once bfloat16 programs changed what it draws; the abort does not depend on the dtype.",
+   link=NONE + "'IsManualSubgroup all_to_all', 'GSPMD partial manual all_to_all'"),
+ E(id="bf16-partial-manual-allreduce-abort", case="bf16_partial_manual_allreduce", mode="jit", jax_versions=SINCE_053,
+   signatures=["crash|jit,gspmd,eager,vmap,vmap_spmd,smap,grad,grad_remat|crash"],
+   when=["partial_manual", "any:allreduce_dtype==bfloat16"],
+   reason="XLA:CPU aborts compiling a bfloat16 all-reduce or reduce-scatter (psum, pmean, pmax, pmin, psum_scatter) inside a partial-manual shard_map (axis_names a strict subset of the mesh's axes): 'hlo_instruction.cc] Invalid binary instruction opcode copy', in every mode that compiles it, with Shardy and GSPMD, check_vma either way. float16 and float32 run; a full-manual shard_map runs bfloat16 too; so do all_gather, all_to_all and ppermute of bfloat16 there.",
+   link=NONE + "'Invalid binary instruction opcode copy', 'bfloat16 psum partial manual', 'bf16 all-reduce CPU abort'"),
  E(id="psum-batching-rule-0-8", case="psum_batching_0_8", mode="vmap", jax_versions="==0.8.*",
    signatures=["unexpected_error|vmap,vmap_spmd|*->TypeError"],
    when=["psum"],
