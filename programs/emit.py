@@ -123,7 +123,7 @@ def input_expr(p: Program, i: int, batch: str = "0") -> str:
         seed = str(x.seed) if batch == "0" else f"{x.seed} + 7919 * {batch}"
         src = f"np.random.default_rng({seed}).integers(-3, 4, size={n})"
     # bfloat16 is not a NumPy name: jnp.bfloat16 (ml_dtypes' type) converts NumPy arrays
-    dt = f"jnp.{x.dtype}" if x.dtype == "bfloat16" else f"np.{x.dtype}"
+    dt = {"bfloat16": "jnp.bfloat16", "bool": "np.bool_"}.get(x.dtype, f"np.{x.dtype}")
     return f"{src}.reshape({x.shape!r}).astype({dt})"
 
 

@@ -23,11 +23,13 @@ SpecEntry = tuple[str, ...] | None
 # Op parameters are restricted to JSON-friendly, hashable scalars and nested tuples.
 ParamValue = int | str | bool | None | float | tuple["ParamValue", ...]
 
-DTYPES = ("float32", "int32", "bfloat16", "float16")
+DTYPES = ("float32", "int32", "bfloat16", "float16", "int8", "uint8", "uint32", "bool")
 FLOAT_DTYPES = ("float32", "bfloat16", "float16")
-# the NumPy type that holds each dtype's values exactly (bfloat16 from ml_dtypes)
+# the NumPy type that holds each dtype's values exactly (bfloat16 from ml_dtypes); int16
+# only as a result (jnp promotes int8 and uint8 to it), never an argument or a cast
 _STORAGE: dict[str, type[np.generic]] = {
     "float32": np.float32, "int32": np.int32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
+    "int8": np.int8, "uint8": np.uint8, "uint32": np.uint32, "bool": np.bool_, "int16": np.int16,
 }
 
 
@@ -127,7 +129,8 @@ class Input:
 
     `fill` is "small" (deterministic small integers in [-3, 3] drawn from `seed`) or
     "iota" (0, 1, 2, ... in row-major order): both exact in float32 and int32; in
-    bfloat16 and float16 an iota past 256 (2048) is rounded, as astype rounds it.
+    bfloat16 and float16 an iota past 256 (2048) is rounded, as astype rounds it; in
+    int8, uint8 and uint32 values wrap (-3 is 253 in uint8), bool is "not zero".
     """
 
     shape: tuple[int, ...]

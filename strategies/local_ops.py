@@ -21,7 +21,7 @@ Draw = Callable[["_Body", st.DrawFn, int], bool]
 
 def _binary(b: _Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
     x = b.vals[idx]
-    same = [j for j, v in enumerate(b.vals) if v.shape == x.shape or v.shape == ()]
+    same = [j for j, v in enumerate(b.vals) if (v.shape == x.shape or v.shape == ()) and not b.mixes_weak(idx, j)]
     j = draw(st.sampled_from(same), label="rhs")
     if x.dtype != b.vals[j].dtype:
         event("binary: mixed dtypes")

@@ -155,3 +155,75 @@ def test_grad_tolerance_is_wider_in_low_precision() -> None:
 
     f32, bf16, f16 = tol("float32"), tol("bfloat16"), tol("float16")
     assert bf16 > f16 > 0 and bf16 > f32 > 0
+
+
+# ---------------------------------------------------------------- int8, uint8, uint32, bool
+# (jax 0.10.2 measured on XLA:CPU; jnp's promotion lattice, docs "Type promotion semantics")
+
+
+def _err(p):  # type: ignore[no-untyped-def]
+    pr = predict(p)
+    assert pr.error is not None
+    return pr.error
+
+
+def test_narrow_integers_wrap_in_their_own_dtype() -> None:
+    X1 = Mesh(("i",), (1,))
+    # int8: 100 + 100 wraps to -56; uint8 const -3 is 253 (jnp.full wraps a Python int)
+    body = [op("const", shape=(), dtype="int8", value=3), op("mul", 0, 1), op("add", 2, 2)]
+    p = prog(X1, [Input((2,), "int8", "iota")], [P(None)], body, [3], [P(None)])
+    assert _one(p).device_values[0].tolist() == [0, 6]
+    p = prog(X1, [iota(2, dtype="uint8")], [P(None)], [op("const", shape=(), dtype="uint8", value=-3), op("add", 0, 1)], [2], [P(None)])
+    o = _one(p)
+    assert o.dtype == "uint8" and o.device_values[0].tolist() == [253, 254] and o.exact
+    # max(iota, 3) * 2 = 6, squared 36 on each of 4 devices: psum 144 wraps to 144 - 256
+    body = [op("const", shape=(), dtype="int8", value=3), op("max", 0, 1), op("const", shape=(), dtype="int8", value=2),
+            op("mul", 2, 3), op("mul", 4, 4), op("psum", 5, axes=("i",))]
+    p = prog(Mesh(("i",), (4,)), [iota(4, dtype="int8")], [P("i")], body, [6], [P()])
+    assert _one(p).device_values[0].tolist() == [36 * 4 - 256]
+
+
+def test_bool_psum_is_an_int32_count_and_psum_scatter_rejects_bool() -> None:
+    mesh = Mesh(("i",), (4,))
+    p = prog(mesh, [iota(4, dtype="bool")], [P("i")], [op("psum", 0, axes=("i",))], [1], [P()])
+    o = _one(p)
+    assert o.dtype == "int32" and o.device_values[0].tolist() == [3]  # iota 0..3: False, True, True, True
+    p = prog(mesh, [iota(4, 4, dtype="bool")], [P(None)], [op("psum_scatter", 0, axes=("i",), scatter_dimension=0, tiled=True)],
+             [1], [P("i")])
+    assert _err(p).kind.value == "dtype"
+    p = prog(mesh, [iota(4, dtype="bool")], [P("i")], [op("sub", 0, 0)], [1], [P("i")])
+    assert _err(p).kind.value == "dtype"
+    p = prog(mesh, [iota(4, dtype="bool")], [P("i")], [op("neg", 0)], [1], [P("i")])
+    assert _err(p).kind.value == "dtype"
+    # add and mul of bools are or and and; pmax is any
+    p = prog(mesh, [iota(4, dtype="bool")], [P("i")], [op("mul", 0, 0), op("pmax", 1, axes=("i",))], [2], [P()])
+    o = _one(p)
+    assert o.dtype == "bool" and o.device_values[0].tolist() == [True]
+
+
+def test_float_to_narrow_integer_truncates_and_saturates() -> None:
+    # XLA converts 300.0 -> int8 127, -3.0 -> uint8 0, -2.7 -> int8 -2
+    X1 = Mesh(("i",), (1,))
+    body = [op("const", shape=(), dtype="float32", value=100), op("mul", 0, 1), op("cast", 2, dtype="int8"), op("cast", 2, dtype="uint8")]
+    p = prog(X1, [Input((4,), "float32", "iota")], [P(None)], body, [3, 4], [P(None), P(None)])
+    pr = predict(p)
+    assert pr.outputs[0].device_values[0].tolist() == [0, 100, 127, 127]
+    assert pr.outputs[1].device_values[0].tolist() == [0, 100, 200, 255]
+
+
+def test_promotion_lattice_of_the_integers() -> None:
+    from oracles.ops.local import _promote
+
+    assert _promote("int8", "uint8") == "int16"
+    assert _promote("uint8", "uint32") == "uint32"
+    assert _promote("int8", "uint32") == "int32"  # int64, canonicalised without x64
+    assert _promote("uint32", "int32") == "int32"
+    assert _promote("bool", "uint8") == "uint8" and _promote("int8", "bfloat16") == "bfloat16"
+
+
+def test_reduce_sum_of_narrow_integers_widens() -> None:
+    X1 = Mesh(("i",), (1,))
+    for dt, want, total in (("int8", "int32", 6), ("uint8", "uint32", 6), ("bool", "int32", 3), ("uint32", "uint32", 6)):
+        p = prog(X1, [iota(4, dtype=dt)], [P(None)], [op("reduce_sum", 0, axis=0)], [1], [P()])
+        o = _one(p)
+        assert (o.dtype, o.device_values[0].tolist()) == (want, total), dt

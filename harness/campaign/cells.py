@@ -130,7 +130,7 @@ def unreachable(cell: str, mode: str, backend: str = "cpu") -> str | None:
         return f"{kind}: XLA:CPU cannot run it (checked by abstract and lowering)"
     if backend == "cpu" and mode in (*VALUE_MODES, "lowering") and kind in NO_CPU_LOWERING:
         return f"{kind}: XLA:CPU has no lowering for it (checked by abstract)"
-    if mode in ("grad", "grad_remat") and cell.split("|")[1] in ("dtype=int32", "dtype=bool"):
+    if mode in ("grad", "grad_remat") and cell.split("|")[1].startswith("dtype=") and not is_float(cell.split("|")[1][6:]):
         return "integer values have no derivative"
     return None
 

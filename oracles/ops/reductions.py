@@ -82,6 +82,14 @@ class Psum(Reduction):
 
     kind, reducer = "psum", "sum"
 
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        # psum of bool sums it as int32 (parallel.py psum: "bool -> int32"; measured)
+        return "int32" if ins[0].dtype == "bool" else ins[0].dtype
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        x = xs[0].astype(np.int32) if ins[0].dtype == "bool" else xs[0]
+        return super().value([x], ins, ctx)
+
     def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
         super().check_params(ins, ctx)
         if ctx.check_vma:
@@ -151,6 +159,11 @@ class PsumScatter(Collective):
                 str(size),
                 str(n),
             )
+        if ins[0].dtype == "bool":
+            # unlike psum, no conversion: its reduce-scatter adds bools, which lax.add
+            # rejects while lowering (measured, 0.10.2; the shape check comes first, and
+            # jax.eval_shape does not check the dtype: the strategy never draws it)
+            raise ctx.fail(ErrorKind.DTYPE, "psum_scatter of a bool operand: add does not accept dtype bool", "bool")
 
     def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
         s = list(ins[0].shape)

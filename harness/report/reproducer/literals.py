@@ -27,10 +27,10 @@ def _num(v: float | int) -> str:
 
 
 def array_literal(a: np.ndarray) -> str:
-    """An array literal: int32 values as int32, everything else as float64 (the oracle's
-    own precision)."""
+    """An array literal: integer and bool values as int64 (uint32 past 2**31 included),
+    everything else as float64 (the oracle's own precision)."""
     a = np.asarray(a)
-    dt = "int32" if a.dtype.kind in "iub" else "float64"
+    dt = "int64" if a.dtype.kind in "iub" else "float64"
     items = ", ".join(_num(v) for v in a.reshape(-1).tolist())
     return f"np.array([{items}], dtype=np.{dt}).reshape({tuple(a.shape)!r})"
 
