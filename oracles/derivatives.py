@@ -16,6 +16,7 @@ import numpy as np
 
 from oracles.devices import assemble_global
 from oracles.interpreter import trace
+from oracles.rounding import unit_roundoff
 from programs.model import Program
 from programs.points import cotangent, grad_point, tangents
 
@@ -23,44 +24,73 @@ from programs.points import cotangent, grad_point, tangents
 @dataclass(frozen=True)
 class DirectionalDerivative:
     value: float  # <u, J v>
-    tolerance: float  # how far a float32 implementation may be from it
+    tolerance: float  # how far an implementation in the program's dtypes may be from it
     smooth: bool  # False: the point is at a kink; no derivative is predicted
 
 
-def _g(p: Program, point: list[np.ndarray], v: list[np.ndarray | None], t: float, out_idx: list[int]) -> float:
+def _outs(p: Program, point: list[np.ndarray], v: list[np.ndarray | None], t: float, out_idx: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(the chosen outputs at point + t v, flattened and concatenated; their weights u)."""
     moved = [a if d is None else a + t * d for a, d in zip(point, v)]
     st, err = trace(p, inputs=moved)
     if err is not None:
         raise ValueError(f"the grad oracle needs a valid program: {err}")
-    total = 0.0
+    outs, ws = [], []
     for k in out_idx:
         data = st.values[p.outputs[k]]
         glob = assemble_global(data, p.mesh, p.out_specs[k].entries)
-        total += float(np.vdot(cotangent(k, glob.shape), glob.astype(np.float64)))
-    return total
+        outs.append(glob.astype(np.float64).ravel())
+        ws.append(cotangent(k, glob.shape, st.types[p.outputs[k]].dtype).ravel())
+    return np.concatenate(outs) if outs else np.zeros(0), np.concatenate(ws) if ws else np.zeros(0)
+
+
+def _g(p: Program, point: list[np.ndarray], v: list[np.ndarray | None], t: float, out_idx: list[int]) -> float:
+    """<u, outputs at point + t v>."""
+    o, w = _outs(p, point, v, t, out_idx)
+    return float(w @ o)
 
 
 def _estimate(p: Program, point: list[np.ndarray], v: list[np.ndarray | None], out_idx: list[int], h: float,
-              g0: float) -> tuple[float, bool]:
-    """Richardson-extrapolated central difference with step h, and whether the two step
-    sizes inside it agree (no kink within [-h, h] bends one of them)."""
-    gs = {t: _g(p, point, v, t, out_idx) for t in (-h, -h / 2, h / 2, h)}
-    d1 = (gs[h] - gs[-h]) / (2 * h)
-    d2 = (gs[h / 2] - gs[-h / 2]) / h
-    rich = (4 * d2 - d1) / 3
-    return rich, abs(d1 - d2) <= 1e-2 * max(1.0, abs(rich), abs(g0) * 1e-2)
+              g0: float) -> tuple[np.ndarray, bool, np.ndarray]:
+    """Richardson-extrapolated central difference of the outputs with step h (J v), and
+    whether the two step sizes inside it agree on <u, J v> (no kink within [-h, h])."""
+    os = {}
+    for t in (-h, -h / 2, h / 2, h):
+        os[t], w = _outs(p, point, v, t, out_idx)
+    d1 = (os[h] - os[-h]) / (2 * h)
+    d2 = (os[h / 2] - os[-h / 2]) / h
+    jv = (4 * d2 - d1) / 3
+    rich = float(w @ jv)
+    return jv, abs(float(w @ d1) - float(w @ d2)) <= 1e-2 * max(1.0, abs(rich), abs(g0) * 1e-2), w
+
+
+# relative error of the derivative in float32 (measured: the default grad tolerance since
+# the mode exists), and per further op, in units of the lowest precision's unit roundoff
+F32_RTOL = 2e-3
+LOW_PRECISION_UNITS = 4.0
 
 
 def directional_derivative(p: Program, out_idx: list[int], steps: tuple[float, ...] = (1e-2, 1e-3, 1e-4)) -> DirectionalDerivative:
     """<u, J v> at the grad point, from the smallest step; smooth only when every step
     agrees with itself and the last two agree with each other. (A max/min tie between
     two elements that lies within the largest step but not the smallest fooled a
-    single-step check: shardfuzz seed 10, ppermute then minimum.)"""
+    single-step check: shardfuzz seed 10, ppermute then minimum.)
+
+    The tolerance: float32 implementations within 2e-3 of the scale; a program computing
+    in bfloat16 or float16 computes J v in that precision (jvp and vjp keep the primal's
+    dtype), so each op may add a few units of its roundoff, relative to the magnitude
+    sum |u| . |J v| (cancellation in <u, J v> does not cancel the error)."""
     point = grad_point(p)
     v = tangents(p)
-    g0 = _g(p, point, v, 0.0, out_idx)
+    o0, w = _outs(p, point, v, 0.0, out_idx)
+    g0 = float(w @ o0)
     ests = [_estimate(p, point, v, out_idx, h, g0) for h in steps]
-    rich = ests[-1][0]
+    jv = ests[-1][0]
+    rich, prev = float(w @ jv), float(w @ ests[-2][0])
     scale = max(1.0, abs(rich), abs(g0) * 1e-2)
-    smooth = all(ok for _, ok in ests) and abs(ests[-1][0] - ests[-2][0]) <= 1e-3 * scale
-    return DirectionalDerivative(rich, 2e-3 * scale, smooth)
+    smooth = all(ok for _, ok, _ in ests) and abs(rich - prev) <= 1e-3 * scale
+    st, _ = trace(p, with_values=False)
+    u = max([unit_roundoff(t.dtype) for t in st.types] + [0.0])
+    if u <= unit_roundoff("float32"):
+        return DirectionalDerivative(rich, F32_RTOL * scale, smooth)
+    rtol = max(F32_RTOL, LOW_PRECISION_UNITS * u * (1 + len(p.body)))
+    return DirectionalDerivative(rich, rtol * max(scale, float(np.abs(w) @ np.abs(jv))), smooth)

@@ -7,8 +7,8 @@ devices of one group lie along dimension 0 (`to_groups`), works along it, and pu
 mesh back (`from_groups`). This is the lockstep interpreter: every device runs every op
 at once, and no Python loop runs over devices.
 
-Integers are held as int32 (wrapping like XLA); floats as float64 (the oracle's values are
-exact where float32 arithmetic is, and carry a tolerance where they are not).
+Integers and bools are held in their own dtype (wrapping like XLA); floats as float64,
+with a per-element error bound beside them (oracles/rounding.py).
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ import math
 
 import numpy as np
 
-from programs.model import Mesh
+from programs.model import Mesh, is_float, storage
 
 
 def np_dtype(dtype: str) -> type[np.generic]:
-    """The NumPy dtype the oracle computes in for a program dtype."""
-    return np.int32 if dtype == "int32" else np.float64
+    """The NumPy dtype the oracle computes in for a program dtype: float64 for every
+    float (oracles/rounding.py bounds the difference), the dtype itself for integers and
+    bool (NumPy wraps integer arithmetic as XLA does)."""
+    return np.float64 if is_float(dtype) else storage(dtype)
 
 
 def group_index(mesh: Mesh, axes: tuple[str, ...]) -> np.ndarray:

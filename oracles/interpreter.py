@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from oracles.checks import check_in_specs, check_out_specs, check_spec_types_and_axes
-from oracles.devices import assemble_global, split_global
+from oracles.devices import assemble_global, np_dtype, split_global
 from oracles.ops import OPS, Ctx
 from oracles.prediction import (
     OracleError,
@@ -26,36 +26,40 @@ from oracles.prediction import (
     Prediction,
     ValueType,
 )
+from oracles.rounding import combine, integral, is_clean
 from programs.model import Program
-
-EXACT_LIMIT = 2.0**22  # float32 integer arithmetic is exact well below 2**24
 
 
 @dataclass
 class _State:
     types: list[ValueType]
     values: list[np.ndarray]
-    exact: list[bool]
-    scale: list[float]
+    err: list[np.ndarray]  # per element: how far jax's value may be from the oracle's (oracles/rounding.py)
+    clean: list[bool]  # no error and every element an integer
 
 
-def _fan_in(kind: str, ins: list[ValueType], ctx: Ctx) -> int:
-    """How many terms one output element sums (for the exactness bound)."""
-    if kind in ("psum", "pmean", "psum_scatter"):
-        return ctx.mesh.group_size(tuple(ctx.op.p("axes")))  # type: ignore[arg-type]
-    if kind == "reduce_sum":
-        return max(1, ins[0].shape[int(ctx.op.p("axis"))])  # type: ignore[arg-type]
-    return 1
+def tolerance(st: _State, v: int) -> tuple[bool, float, float]:
+    """(exact, rtol, atol) for value `v`: exact when no element carries an error (jax
+    must match bit for bit); otherwise the largest error bound, plus the float64
+    oracle's own rounding; atol is infinite where the value may overflow."""
+    err = st.err[v]
+    if not np.any(err):
+        return True, 0.0, 0.0
+    worst = float(np.max(err))
+    scale = float(np.max(np.abs(st.values[v].astype(np.float64)), initial=0.0))
+    return False, 0.0, worst + 1e-12 * max(1.0, scale)
 
 
 def trace(
     p: Program, with_values: bool = True, batch: int = 0, inputs: list[np.ndarray] | None = None
 ) -> tuple[_State, PredictedError | None]:
     """Run every check and the body. Returns the state reached and the error, if any.
-    `inputs` replaces the arguments' values (float64 for float arguments: derivatives)."""
+    `inputs` replaces the arguments' values (float64 for float arguments: derivatives,
+    which also take casts as real arithmetic, not rounding: `Ctx.rounding`)."""
     st = _State([], [], [], [])
     mesh = p.mesh
     manual = p.manual_axes
+    rounding = inputs is None
     try:
         check_spec_types_and_axes(p, p.in_specs, "in_specs")
         check_spec_types_and_axes(p, p.out_specs, "out_specs")
@@ -65,28 +69,27 @@ def trace(
             st.types.append(ValueType(local, x.dtype, vma))
             if with_values:
                 g = x.materialize(batch) if inputs is None else inputs[len(st.values)]
-                g = g.astype(np.int32 if x.dtype == "int32" else np.float64)
-                st.values.append(split_global(g, mesh, s.entries))
-                st.exact.append(True)
-                st.scale.append(float(np.max(np.abs(g), initial=0)))
+                g = g.astype(np_dtype(x.dtype))
+                v = split_global(g, mesh, s.entries)
+                st.values.append(v)
+                st.err.append(np.zeros(v.shape))
+                st.clean.append(bool(np.all(integral(v))))
         for i, op in enumerate(p.body):
-            ctx = Ctx(mesh, manual, p.check_vma, i, op)
+            ctx = Ctx(mesh, manual, p.check_vma, i, op, rounding)
             d = OPS[op.kind]
             ins = [st.types[j] for j in op.operands]
             d.check(ins, ctx)
             t = ValueType(d.shape(ins, ctx), d.dtype(ins, ctx), d.vma(ins, ctx) if p.check_vma else None)
             st.types.append(t)
             if with_values:
-                v = d.value([st.values[j] for j in op.operands], ins, ctx)
+                xs = [st.values[j] for j in op.operands]
+                with np.errstate(invalid="ignore", over="ignore"):
+                    v = d.value(xs, ins, ctx)
+                    prop, mag, terms = d.error(xs, [st.err[j] for j in op.operands], v, ins, ctx)
+                    e = combine(v, t.dtype, prop, mag, terms, all(st.clean[j] for j in op.operands))
                 st.values.append(v)
-                scale = max([float(np.max(np.abs(v), initial=0))] + [st.scale[j] * _fan_in(op.kind, ins, ctx) for j in op.operands])
-                exact = (
-                    all(st.exact[j] for j in op.operands)
-                    and (d.exact_op or t.dtype == "int32")
-                    and (t.dtype == "int32" or (scale <= EXACT_LIMIT and bool(np.all(np.mod(v, 1) == 0))))
-                )
-                st.exact.append(exact)
-                st.scale.append(scale)
+                st.err.append(e)
+                st.clean.append(is_clean(v, e))
         check_out_specs(p, [st.types[o] for o in p.outputs])
     except OracleError as e:
         return st, e.error
@@ -104,7 +107,6 @@ def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
     if err is not None:
         return Prediction(err, (), tuple(st.types), manual, region)
     outs = []
-    n_ops = len(p.body)
     for k, (o, s) in enumerate(zip(p.outputs, p.out_specs)):
         t = st.types[o]
         gshape = tuple(
@@ -124,9 +126,7 @@ def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
                 if not np.array_equal(np.broadcast_to(first, data.shape), data):
                     replicated_ok = False
         glob = assemble_global(data, p.mesh, s.entries) if replicated_ok else None
-        exact = st.exact[o]
-        rtol = 0.0 if exact else 1e-5 * (1 + n_ops)
-        atol = 0.0 if exact else rtol * max(1.0, st.scale[o])
+        exact, rtol, atol = tolerance(st, o)
         outs.append(
             OutputPrediction(k, t.shape, gshape, t.dtype, t.vma, data[(slice(None),) * m], glob, exact, rtol, atol)
         )

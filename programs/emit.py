@@ -10,7 +10,7 @@ jax returned, comparing nothing.
 
 from __future__ import annotations
 
-from programs.model import Op, ParamValue, Program, Spec
+from programs.model import Op, ParamValue, Program, Spec, is_float
 from programs.ops import MODULE_SOURCE, OP_TABLE, WRAP_SOURCE, Arg, Call, present_args, python_value
 
 
@@ -122,7 +122,9 @@ def input_expr(p: Program, i: int, batch: str = "0") -> str:
     else:
         seed = str(x.seed) if batch == "0" else f"{x.seed} + 7919 * {batch}"
         src = f"np.random.default_rng({seed}).integers(-3, 4, size={n})"
-    return f"{src}.reshape({x.shape!r}).astype(np.{x.dtype})"
+    # bfloat16 is not a NumPy name: jnp.bfloat16 (ml_dtypes' type) converts NumPy arrays
+    dt = {"bfloat16": "jnp.bfloat16", "bool": "np.bool_"}.get(x.dtype, f"np.{x.dtype}")
+    return f"{src}.reshape({x.shape!r}).astype({dt})"
 
 
 def inputs_src(p: Program) -> list[str]:
@@ -225,17 +227,17 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
             "    print(np.asarray(o))",
         ]
     if mode in ("grad", "grad_remat"):
-        fl = [i for i, x in enumerate(p.inputs) if x.dtype == "float32"]
+        fl = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
         return [
             f"  args = [{args}]",
-            f"  fl = {fl!r}  # the float32 arguments, moved off the integers (no ties at max/min)",
+            f"  fl = {fl!r}  # the float arguments, moved off the integers (no ties at max/min)",
             "  primals = tuple(jnp.asarray(args[i] + 0.25) for i in fl)",
             "",
             "  def g(*xs):",
             "    full = list(args)",
             "    for i, x in zip(fl, xs):",
             "      full[i] = x",
-            "    return tuple(o for o in f(*full) if o.dtype == jnp.float32)",
+            "    return tuple(o for o in f(*full) if jnp.issubdtype(o.dtype, jnp.floating))",
             "",
             "  @jax.jit",
             "  def both(prim):",

@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import ml_dtypes  # bfloat16 as a NumPy dtype (numpy-only; jax itself depends on it)
 import numpy as np
 
 # A spec entry: None (dimension not split) or a tuple of mesh axis names (major first).
@@ -22,7 +23,29 @@ SpecEntry = tuple[str, ...] | None
 # Op parameters are restricted to JSON-friendly, hashable scalars and nested tuples.
 ParamValue = int | str | bool | None | float | tuple["ParamValue", ...]
 
-DTYPES = ("float32", "int32")
+DTYPES = ("float32", "int32", "bfloat16", "float16", "int8", "uint8", "uint32", "bool")
+FLOAT_DTYPES = ("float32", "bfloat16", "float16")
+# the NumPy type that holds each dtype's values exactly (bfloat16 from ml_dtypes); int16
+# only as a result (jnp promotes int8 and uint8 to it), never an argument or a cast
+_STORAGE: dict[str, type[np.generic]] = {
+    "float32": np.float32, "int32": np.int32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
+    "int8": np.int8, "uint8": np.uint8, "uint32": np.uint32, "bool": np.bool_, "int16": np.int16,
+}
+
+
+def storage(dtype: str) -> type[np.generic]:
+    """The NumPy scalar type of a program dtype (`ml_dtypes.bfloat16` for bfloat16)."""
+    return _STORAGE[dtype]
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOAT_DTYPES
+
+
+def round_to(a: np.ndarray, dtype: str) -> np.ndarray:
+    """`a` rounded to `dtype` (round to nearest even, as XLA converts) and held in float64:
+    exactly the numbers a value of that dtype can hold."""
+    return np.asarray(a).astype(_STORAGE[dtype]).astype(np.float64)
 AXIS_TYPES = ("auto", "explicit")
 
 
@@ -105,7 +128,9 @@ class Input:
     """One argument: its global shape, dtype and how its values are made.
 
     `fill` is "small" (deterministic small integers in [-3, 3] drawn from `seed`) or
-    "iota" (0, 1, 2, ... in row-major order): both exact in float32 and int32.
+    "iota" (0, 1, 2, ... in row-major order): both exact in float32 and int32; in
+    bfloat16 and float16 an iota past 256 (2048) is rounded, as astype rounds it; in
+    int8, uint8 and uint32 values wrap (-3 is 253 in uint8), bool is "not zero".
     """
 
     shape: tuple[int, ...]
@@ -123,7 +148,7 @@ class Input:
             flat = np.random.default_rng(self.seed + 7919 * batch).integers(-3, 4, size=n, dtype=np.int64)
         else:
             raise ValueError(f"Input.fill={self.fill!r} must be 'small' or 'iota'")
-        return flat.reshape(self.shape).astype(self.dtype)
+        return flat.reshape(self.shape).astype(_STORAGE[self.dtype])
 
 
 @dataclass(frozen=True)

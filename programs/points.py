@@ -2,28 +2,26 @@
 
 Float arguments are moved off the integers (a deterministic fraction per element) so
 that casts to int32 and max/min ties are not hit at the point; tangents and cotangents
-are deterministic small values, rounded to float32 so both sides see the same numbers.
+are deterministic small values, rounded to the dtype of the argument (tangent) or the
+output (cotangent) they belong to, so both sides see the same numbers.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from programs.model import Program
-
-
-def _f32(a: np.ndarray) -> np.ndarray:
-    return a.astype(np.float32).astype(np.float64)
+from programs.model import Program, is_float, round_to
 
 
 def grad_point(p: Program) -> list[np.ndarray]:
-    """Arguments for the grad mode: float ones shifted by a fraction in [0.1, 0.4)."""
+    """Arguments for the grad mode: float ones shifted by a fraction in [0.1, 0.4) and
+    rounded to their dtype (float64 arrays holding exactly what the dtype holds)."""
     out = []
     for i, x in enumerate(p.inputs):
         a = x.materialize()
-        if x.dtype == "float32":
+        if is_float(x.dtype):
             frac = np.random.default_rng(x.seed + 31 * i + 1).uniform(0.1, 0.4, size=a.shape)
-            a = _f32(a.astype(np.float64) + frac)
+            a = round_to(a.astype(np.float64) + frac, x.dtype)
         out.append(a)
     return out
 
@@ -31,11 +29,11 @@ def grad_point(p: Program) -> list[np.ndarray]:
 def tangents(p: Program) -> list[np.ndarray | None]:
     """A direction v for every float argument (None for int arguments)."""
     return [
-        _f32(np.random.default_rng(1000 + i).uniform(-1, 1, size=x.shape)) if x.dtype == "float32" else None
+        round_to(np.random.default_rng(1000 + i).uniform(-1, 1, size=x.shape), x.dtype) if is_float(x.dtype) else None
         for i, x in enumerate(p.inputs)
     ]
 
 
-def cotangent(k: int, shape: tuple[int, ...]) -> np.ndarray:
-    """A weight u for output k (of its global shape)."""
-    return _f32(np.random.default_rng(2000 + k).uniform(-1, 1, size=shape))
+def cotangent(k: int, shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray:
+    """A weight u for output k (of its global shape and dtype)."""
+    return round_to(np.random.default_rng(2000 + k).uniform(-1, 1, size=shape), dtype)

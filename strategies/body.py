@@ -44,6 +44,10 @@ class _Body:
         self.vals = vals
         self.ops: list[Op] = []
         self.python_numbers: set[int] = set()  # value indices that hold a Python number
+        # value indices jax types as weak int32 (lax.axis_size's Python int and what is
+        # made from it alone): the oracle's types carry no weakness, so such a value is
+        # never combined with a narrower integer (int8 * axis_size stays int8 in jax)
+        self.weak: set[int] = set()
 
     def add(self, op: Op, v: _V) -> int:
         self.ops.append(op)
@@ -74,7 +78,16 @@ class _Body:
             op.kind in _PYTHON_NUMBER_OPS and op.operands and all(j in self.python_numbers for j in op.operands)
         ):
             self.python_numbers.add(i)
+        weak = [j in self.weak or self.vals[j].dtype == "bool" for j in op.operands]
+        if op.kind == "axis_size" or (op.kind != "cast" and op.operands and any(j in self.weak for j in op.operands) and all(weak)):
+            self.weak.add(i)
         return i
+
+    def mixes_weak(self, i: int, j: int) -> bool:
+        """Whether a binary op of values i and j would meet a weak int32 with a narrower
+        integer (see `weak`)."""
+        narrow = ("int8", "uint8", "uint32", "int16")
+        return (i in self.weak and self.vals[j].dtype in narrow) or (j in self.weak and self.vals[i].dtype in narrow)
 
     def n(self, axes: tuple[str, ...]) -> int:
         return self.mesh.group_size(axes)

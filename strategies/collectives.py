@@ -132,7 +132,8 @@ def _ragged_all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...
 
 def _axis_size(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     i = b.push(Op.make("axis_size", (), axes=axes))
-    if i is not None and draw(st.booleans(), label="combine_size"):
+    # a Python int is weakly typed (see _Body.weak): not combined with a narrower integer
+    if i is not None and not b.mixes_weak(idx, i) and draw(st.booleans(), label="combine_size"):
         b.push(Op.make(draw(st.sampled_from(["add", "mul"]), label="size_binop"), (idx, i)))  # use it
     return i is not None
 

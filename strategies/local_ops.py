@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from hypothesis import event
 from hypothesis import strategies as st
 
-from programs.model import Op
+from programs.model import DTYPES, Op
 from programs.ops import BINARY_OPS
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ Draw = Callable[["_Body", st.DrawFn, int], bool]
 
 def _binary(b: _Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
     x = b.vals[idx]
-    same = [j for j, v in enumerate(b.vals) if v.shape == x.shape or v.shape == ()]
+    same = [j for j, v in enumerate(b.vals) if (v.shape == x.shape or v.shape == ()) and not b.mixes_weak(idx, j)]
     j = draw(st.sampled_from(same), label="rhs")
     if x.dtype != b.vals[j].dtype:
         event("binary: mixed dtypes")
@@ -40,7 +40,9 @@ def _const(b: _Body, draw: st.DrawFn, idx: int) -> bool:
 def _cast(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     if idx in b.python_numbers:
         return False  # a Python int has no .astype
-    to = "int32" if b.vals[idx].dtype == "float32" else "float32"
+    src = b.vals[idx].dtype
+    to = draw(st.sampled_from([d for d in DTYPES if d != src]), label="cast_to")
+    event(f"cast: {src} -> {to}")
     return b.push(Op.make("cast", (idx,), dtype=to)) is not None
 
 

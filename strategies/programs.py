@@ -23,7 +23,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.model import Input, Mesh, Op, Program, Spec
+from programs.model import DTYPES, Input, Mesh, Op, Program, Spec
 from programs.ops import COLLECTIVES
 from strategies.body import _Body
 from strategies.invalid import DEFECTS, apply_defect
@@ -141,7 +141,7 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
         event("in_spec: an axis left unmentioned")
     spec = Spec(tuple(entries))
     gshape = tuple(n * (mesh.group_size(entries[d]) if d < len(entries) and entries[d] else 1) for d, n in enumerate(local))
-    dtype = draw(st.sampled_from(["float32", "int32"]), label="dtype")
+    dtype = draw(st.sampled_from(DTYPES), label="dtype")
     fill = draw(st.sampled_from(["small", "iota"]), label="fill")
     seed = draw(st.integers(0, 2**16), label="seed")
     event(f"input rank: {rank}")
@@ -187,18 +187,41 @@ def _check_program_args(
         raise InvalidArgument(f"kinds contains unknown op kinds {sorted(unknown)}; known: {ALL_KINDS}")
 
 
-def _manual_axes(draw: st.DrawFn, mesh: Mesh) -> tuple[tuple[str, ...], tuple[str, ...]]:
+# Swarm testing (Groce et al., "Swarm Testing", ISSTA 2012): each program enables a
+# random half of the op kinds and of these features, so some programs are dense in a few
+# kinds instead of every program thin in all of them. Drawn with st.booleans, one per
+# kind and feature, so Hypothesis shrinks and replays them like any other choice (a
+# disabled feature shrinks to enabled: the default program).
+SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis")
+
+
+@st.composite
+def swarm(draw: st.DrawFn, kinds: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(the op kinds this program draws from, the features it may use): each kind and
+    each feature of SWARM_FEATURES on or off by a coin (all kinds when the coins leave
+    none)."""
+    on = tuple(k for k in kinds if not draw(st.booleans(), label=f"swarm_off:{k}"))
+    features = frozenset(f for f in SWARM_FEATURES if not draw(st.booleans(), label=f"swarm_off:{f}"))
+    if not on:
+        on = kinds
+    event(f"swarm: {len(on)} of {len(kinds)} op kinds")
+    for f in SWARM_FEATURES:
+        event(f"swarm: {f} {'on' if f in features else 'off'}")
+    return on, features
+
+
+def _manual_axes(draw: st.DrawFn, mesh: Mesh, features: frozenset[str] = frozenset(SWARM_FEATURES)) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(manual, usable): the manual axes (sometimes a strict subset: partial manual), and
     those specs and ops may name (sometimes one manual axis left free for vmap_spmd)."""
     manual = mesh.names
-    if len(mesh.names) >= 2 and draw(st.integers(0, 3), label="partial_manual") == 0:
+    if len(mesh.names) >= 2 and "partial_manual" in features and draw(st.integers(0, 3), label="partial_manual") == 0:
         # partial manual: axis_names a strict subset; the other axes stay automatic
         k = draw(st.integers(1, len(mesh.names) - 1), label="n_manual")
         manual = tuple(sorted(draw(st.permutations(list(mesh.names)), label="manual_axes")[:k], key=mesh.names.index))
         event("partial manual (axis_names a strict subset)")
     usable = manual  # the manual axes specs and ops may name
     big = [a for a in manual if mesh.axis_size(a) > 1]
-    if len(manual) >= 2 and big and draw(st.integers(0, 4), label="spmd_reserve") == 2:
+    if len(manual) >= 2 and big and "free_axis" in features and draw(st.integers(0, 4), label="spmd_reserve") == 2:
         # one manual axis no spec and no op names: vmap can split its batch over it
         # (the vmap_spmd mode needs such an axis)
         reserved = draw(st.sampled_from(big), label="reserved_axis")
@@ -273,11 +296,13 @@ def programs(
     invalid: float = 0.0,
     defects: tuple[str, ...] = tuple(DEFECTS),
     large: float = 0.0,
+    use_swarm: bool = True,
 ) -> Program:
     """A valid shard_map program.
 
     - max_devices, max_axes: bounds on the mesh (see `meshes`).
-    - max_args: 1..max_args arguments of rank 0..3, float32 or int32, small integers.
+    - max_args: 1..max_args arguments of rank 0..3, of any dtype in DTYPES (float32,
+      int32, bfloat16, float16), small integers.
     - max_ops: 1..max_ops body ops, local ops mixed with every collective.
     - max_outputs: 1..max_outputs outputs with valid out_specs.
     - check_vma: fixed flag, or None to draw it (True three times in four).
@@ -288,6 +313,8 @@ def programs(
     - large: probability that the program is large: every device of the mesh, one
       argument whose per-device block holds at least `LARGE_ELEMENTS` (4 MiB), no all_gather (which would multiply
       it by the group size). 0 draws exactly what earlier versions drew.
+    - use_swarm: swarm testing (`swarm`): each program draws from a random subset of
+      `kinds` and of SWARM_FEATURES; False: every kind and feature every time.
 
     Example::
 
@@ -297,6 +324,7 @@ def programs(
     _check_program_args(max_args, max_ops, max_outputs, kinds, invalid, defects)
     if not 0.0 <= large <= 1.0:
         raise InvalidArgument(f"large={large!r} must be a probability between 0 and 1 (e.g. large=0.05)")
+    enabled, features = draw(swarm(kinds), label="swarm") if use_swarm else (kinds, frozenset(SWARM_FEATURES))
     # (a hash of the drawn number: Hypothesis draws small integers far more often than a
     # uniform draw would, which would make `large` mean much more than its share)
     big = large > 0 and _uniform(draw(st.integers(0, 9999), label="large")) < large
@@ -308,11 +336,17 @@ def programs(
         event("mesh devices: 8")
     else:
         mesh = draw(meshes(max_devices=max_devices, max_axes=max_axes), label="mesh")
-    manual, usable = _manual_axes(draw, mesh)
-    vma_flag = draw(st.sampled_from([True, True, True, False]), label="check_vma") if check_vma is None else check_vma
+    manual, usable = _manual_axes(draw, mesh, features)
+    if check_vma is not None:
+        vma_flag = check_vma
+    elif "check_vma_false" in features:
+        vma_flag = draw(st.sampled_from([True, True, True, False]), label="check_vma")
+    else:
+        vma_flag = True
     event(f"check_vma: {vma_flag}")
-    if big:
+    if big:  # (no all_gather: it would multiply the large block by the group size)
         kinds = tuple(k for k in kinds if k != "all_gather")
+        enabled = tuple(k for k in enabled if k != "all_gather") or kinds
     n_args = 1 if big else draw(st.integers(1, max_args), label="n_args")
     inputs, in_specs, vals = [], [], []
     for i in range(n_args):
@@ -324,12 +358,13 @@ def programs(
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
         for _attempt in range(4):
-            kind = draw(st.sampled_from(kinds), label="op_kind")
+            kind = draw(st.sampled_from(enabled), label="op_kind")
             if body.try_op(draw, kind):
                 break
-    if manual != mesh.names and "shard_map" in kinds and draw(st.integers(0, 2), label="nested") != 0:
+    if manual != mesh.names and "shard_map" in enabled and draw(st.integers(0, 2), label="nested") != 0:
         body.try_op(draw, "shard_map")  # partial manual: about half get a nested shard_map
-    _wrap_some(draw, body)
+    if "wrap" in features:
+        _wrap_some(draw, body)
     outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs)
     for o in body.ops:
         if o.kind in COLLECTIVES:

@@ -125,7 +125,12 @@ def test_qualify_on_this_jax_exits_0(tmp_path: Path) -> None:
         assert v["counts"]["known"] > 0 and sum(v["counts"].values()) == len(doc["cases"])
     for c in doc["cases"]:
         for cell in c["verdicts"].values():
-            assert set(cell["statuses"]) == {"abstract", "jit", "eager"}, c["case"]
+            # every mode, in order, but a crash costs the program its later modes (the
+            # worker dies: bf16-partial-manual-allreduce-abort aborts in jit)
+            ran = [m for m in ("abstract", "jit", "eager") if m in cell["statuses"]]
+            assert set(cell["statuses"]) == set(ran) and ran, c["case"]
+            if len(ran) < 3:
+                assert cell["statuses"][ran[-1]] == "crash", (c["case"], cell["statuses"])
         verdicts = {cell["verdict"] for cell in c["verdicts"].values()}
         if c["case"] in ("curated/ragged_all_to_all_rows", "curated/pbroadcast_from_source"):
             # XLA:CPU cannot run ragged_all_to_all or pbroadcast: jit and eager must say unsupported, and

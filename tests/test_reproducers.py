@@ -106,6 +106,13 @@ def _mode_of(path: Path) -> str:
     return PLAIN_MODES.get(path.stem, "jit")
 
 
+def _aborts(path: Path) -> bool:
+    """An entry whose bug kills the process (a crash signature) in any mode, so its
+    script must run on its own (bf16-partial-manual-allreduce-abort: in jit)."""
+    e = ENTRIES.get(path.stem)
+    return e is not None and any(pat.kind == "crash" for pat in e.patterns)  # type: ignore[attr-defined]
+
+
 def _ragged(p: Program) -> bool:
     """An op XLA:CPU cannot run (ragged_all_to_all, pbroadcast: programs/ops.py)."""
     return any(op.kind in NO_CPU_VALUES for op in p.body)
@@ -208,7 +215,7 @@ def test_known_cases_fail_and_curated_pass(tmp_path: Path) -> None:
         known[s] = path.stem
         if path.stem in STALE:
             expect_xfail[s] = STALE[path.stem]
-        jobs.append((s, mode in RISKY))
+        jobs.append((s, mode in RISKY or _aborts(path)))
     for name, mode in EXTRA_BUGS:
         s = _write(tmp_path, name, _load(ROOT / "reports/corpus/known" / f"{name}.json"), mode)
         known[s] = name

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from programs.graph import live_ops
-from programs.model import Mesh, Op, Program
+from programs.model import Mesh, Op, Program, is_float
 from programs.ops import LOCAL_OPS, NO_CPU_LOWERING, NO_CPU_VALUES
 
 VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
@@ -117,7 +117,7 @@ def applies(p: Program, mode: str) -> bool:
     if mode == "smap":
         return not isinstance(p.smap_form(), str)
     if mode in ("grad", "grad_remat"):
-        return p.check_vma and any(x.dtype == "float32" for x in p.inputs)
+        return p.check_vma and any(is_float(x.dtype) for x in p.inputs)
     if mode == "multiprocess":
         return p.mesh.size % 2 == 0  # (harness/run/modes_multiprocess.py: half the mesh in each process)
     return True
@@ -132,7 +132,7 @@ def unreachable(cell: str, mode: str, backend: str = "cpu") -> str | None:
         return f"{kind}: XLA:CPU cannot run it (checked by abstract and lowering)"
     if backend == "cpu" and mode in (*VALUE_MODES, "lowering") and kind in NO_CPU_LOWERING:
         return f"{kind}: XLA:CPU has no lowering for it (checked by abstract)"
-    if mode in ("grad", "grad_remat") and cell.split("|")[1] in ("dtype=int32", "dtype=bool"):
+    if mode in ("grad", "grad_remat") and cell.split("|")[1].startswith("dtype=") and not is_float(cell.split("|")[1][6:]):
         return "integer values have no derivative"
     return None
 

@@ -76,6 +76,7 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     values (from the probe run, itself under jit) differ from the oracle's; the output's
     producer is only where the damage shows."""
     from oracles import trace
+    from oracles.interpreter import tolerance
 
     p = res.program
     if probe.status != "ok" or not probe.facts.get("values"):
@@ -95,8 +96,9 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
                 bad = True
                 break
             g64, w64 = got.astype(np.float64), w.astype(np.float64)
-            tol = 0.0 if st.exact[v] else 1e-5 * (1 + len(p.body)) * max(1.0, st.scale[v])
-            if not np.allclose(g64, w64, rtol=0 if st.exact[v] else 1e-5 * (1 + len(p.body)), atol=tol):
+            exact, rtol, atol = tolerance(st, v)
+            same = np.array_equal(g64, w64) if exact else np.isinf(atol) or np.allclose(g64, w64, rtol=rtol, atol=atol)
+            if not same:
                 bad = True
                 break
         if bad:

@@ -14,12 +14,15 @@ vmap batch) and `compare_facts.py` (body value types, lowering, derivatives); th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.judge.compare_facts import compare_grad, compare_lowering, compare_types
 from harness.judge.compare_outputs import compare_batched, compare_output
 from harness.judge.divergence import Divergence, DivergenceKind, producer
 from harness.judge.errors import matches
 from harness.run.observation import Observation
 from oracles.prediction import PredictedError, Prediction
+from programs.graph import cone
 from programs.model import Program
 
 __all__ = ["Divergence", "DivergenceKind", "compare", "compare_modes", "producer"]
@@ -119,8 +122,21 @@ def _compare_run(p: Program, pred: Prediction, obs: Observation) -> list[Diverge
     if mode in ("grad", "grad_remat"):
         return out + compare_grad(p, obs)
     for k, (o, e) in enumerate(zip(obs.outputs, pred.outputs)):
-        out.extend(compare_output(p, k, o, e, mode))
+        out.extend(_at_first_wrong_shape(p, out, compare_output(p, k, o, e, mode)))
     return out
+
+
+def _at_first_wrong_shape(p: Program, types: list[Divergence], outs: list[Divergence]) -> list[Divergence]:
+    """An output whose shape is wrong because a body value it depends on already had the
+    wrong shape while tracing (compare_types stops at the first) is put on that value's
+    op: one bug, one bucket, as value divergences are put on the first op that goes
+    wrong (check.localise_values), not on the op that happens to make the output."""
+    first = next((d.op_index for d in types if d.kind == DivergenceKind.SHAPE and d.op_index is not None), None)
+    if first is None:
+        return outs
+    op = p.body[first]
+    return [replace(d, where=op.kind) if d.kind == DivergenceKind.SHAPE and d.output is not None
+            and first in cone(p, p.outputs[d.output]) else d for d in outs]
 
 
 def compare_modes(p: Program, observations: list[Observation]) -> list[Divergence]:

@@ -41,6 +41,8 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
     ),
     ErrorKind.UNSUPPORTED: ErrorSignature(("NotImplementedError",), ("",)),
     ErrorKind.LOCAL_SHAPE: ErrorSignature(("ValueError", "TypeError"), ("shapes", "axis", "perm")),
+    # lax's dtype rules (jax/_src/lax/lax.py `naryop_dtype_rule`): "add does not accept dtype bool ..."
+    ErrorKind.DTYPE: ErrorSignature(("TypeError",), ("does not accept dtype",)),
     ErrorKind.OUT_SPEC_REPLICATION: ErrorSignature(
         ("ValueError",), ("require replication which can't be statically inferred",)
     ),

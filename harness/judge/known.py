@@ -119,6 +119,12 @@ class Scope:
 def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
     n_in = len(p.inputs)
     value: int | None = None
+    if d.kind.value == "wrong_error" and d.raised_at is None and d.mode in ("grad", "grad_remat"):
+        # the grad modes trace the forward program first (every value's type recorded),
+        # then raise while differentiating it: where jax raised is not known, and it
+        # differentiates every op, dead ones too (a pmax with no derivative rule before
+        # the op an invalid program's defect is at)
+        return Scope(None, None, frozenset(range(len(p.body))), False)
     if d.output is not None and d.output < len(p.outputs):
         value = p.outputs[d.output]
     elif d.kind.value == "wrong_error" and d.raised_at is not None:

@@ -68,6 +68,7 @@ PROGRAM_FEATURES = {
     "spmd_axis": lambda p: p.spmd_axis() is not None,
 }
 VALUE_FEATURES = {"value:zero_size"}
+_ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")
 _OP = re.compile(r"^(?P<kind>[a-z_]+|any)(?::(?P<param>[a-z_]+)(?:(?P<op><|>|==)(?P<value>-?\w+))?)?$")
 
 
@@ -76,7 +77,8 @@ class OpFeature:
     """'KIND', 'KIND:PARAM' (set), 'KIND:PARAM<N' / '>N' / '==V'; KIND 'any' for any op.
     Pseudo-parameters: 'axes_order' (ordered / unordered: several axes out of mesh
     order), 'zero_size' (True when an operand or the result has a zero-size dimension),
-    'wrap' (scan / cond)."""
+    'wrap' (scan / cond), 'dtype' (the first operand's dtype), 'allreduce_dtype' (the operand's dtype, for the reductions that
+    lower to an all-reduce or reduce-scatter: psum, pmean, pmax, pmin, psum_scatter)."""
 
     kind: str
     param: str | None
@@ -105,6 +107,10 @@ class OpFeature:
             v = "ordered" if axes == sorted(axes, key=lambda a: p.mesh.names.index(a) if a in p.mesh.names else -1) else "unordered"
         elif self.param == "zero_size":
             v = any(_zero_size(t.shape) for t in types)
+        elif self.param == "dtype":
+            v = types[0].dtype if op.operands and types else None
+        elif self.param == "allreduce_dtype":
+            v = types[0].dtype if op.kind in _ALLREDUCE and op.operands and types else None
         if v is None:
             return False
         if self.op is None:

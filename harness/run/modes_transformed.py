@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.run.modes_base import Mode
 from harness.run.observation import Observation, ObservedOutput
-from programs.model import Program
+from programs.model import Program, is_float
 
 VMAP_BATCH = 2  # members in a plain vmap batch (vmap_spmd: the spmd axis' size)
 
@@ -74,8 +74,8 @@ class Grad(Mode):
     def applicable(self, p: Program) -> str:
         if not p.check_vma:
             return "check_vma=False"
-        if not any(x.dtype == "float32" for x in p.inputs):
-            return "no float32 argument"
+        if not any(is_float(x.dtype) for x in p.inputs):
+            return "no float argument"
         return ""
 
     def run(self, p: Program) -> Observation:
@@ -98,11 +98,11 @@ class Grad(Mode):
         from programs.points import cotangent, tangents
 
         p = self._program
-        fl_idx = [i for i, x in enumerate(p.inputs) if x.dtype == "float32"]
+        fl_idx = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
         shapes = jax.eval_shape(f, *args)
-        out_idx = [k for k, o in enumerate(shapes) if o.dtype == jnp.float32]
+        out_idx = [k for k, o in enumerate(shapes) if jnp.issubdtype(o.dtype, jnp.floating)]
         if not out_idx:
-            self._facts = {"skipped": "no float32 output"}
+            self._facts = {"skipped": "no float output"}
             return shapes
 
         def g(*fl: Any) -> tuple[Any, ...]:
@@ -114,16 +114,21 @@ class Grad(Mode):
 
         primals = tuple(jnp.asarray(args[i]) for i in fl_idx)
         vs = tangents(p)
-        tans = tuple(jnp.asarray(vs[i], dtype=jnp.float32) for i in fl_idx)
-        us = tuple(jnp.asarray(cotangent(k, tuple(shapes[k].shape)), dtype=jnp.float32) for k in out_idx)
+        # tangents and cotangents in their value's dtype (jvp and vjp require it); the
+        # final dot products in float32, so only the program's own arithmetic is low precision
+        tans = tuple(jnp.asarray(vs[i], dtype=args[i].dtype) for i in fl_idx)
+        us = tuple(jnp.asarray(cotangent(k, tuple(shapes[k].shape), str(shapes[k].dtype)), dtype=shapes[k].dtype) for k in out_idx)
+
+        def dot(a: Any, b: Any) -> Any:
+            return jnp.vdot(a.astype(jnp.float32), b.astype(jnp.float32))
 
         @jax.jit
         def both(prim: Any, tan: Any, cot: Any) -> tuple[Any, Any]:
             _, jv = jax.jvp(g, prim, tan)
-            d_jvp = sum(jnp.vdot(u, t) for u, t in zip(cot, jv))
+            d_jvp = sum(dot(u, t) for u, t in zip(cot, jv))
             _, pullback = jax.vjp(g, *prim)
             cts = pullback(cot)
-            d_vjp = sum(jnp.vdot(c, t) for c, t in zip(cts, tan))
+            d_vjp = sum(dot(c, t) for c, t in zip(cts, tan))
             return d_jvp, d_vjp
 
         d_jvp, d_vjp = both(primals, tans, us)

@@ -11,6 +11,7 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy: arrays cross the wire by dtype name)
 import numpy as np
 
 

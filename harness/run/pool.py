@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.run.modes import Observation, observation_from_dict
-from harness.run.worker import LOG_ENV
+from harness.run.worker import JOB_MARK, LOG_ENV
 from programs.model import Program
 from programs.serialize import program_to_dict
 
@@ -80,9 +80,10 @@ class _Worker:
         self.jobs_done = 0
         self.cpu_s = 0.0  # the worker's own CPU time, as of its last finished job
 
-    def stderr_tail(self, n: int = 1500) -> str:
+    def stderr_tail(self, n: int = 1500, last_job: bool = False) -> str:
         """The end of the worker's stderr, without XLA's per-compile GSPMD deprecation
-        warning (the gspmd mode prints it each time; it would crowd out the real cause)."""
+        warning (the gspmd mode prints it each time; it would crowd out the real cause);
+        `last_job`: only what the job it was running wrote (worker.JOB_MARK)."""
         try:
             with open(self.log.name, "rb") as f:
                 f.seek(0, os.SEEK_END)
@@ -92,7 +93,10 @@ class _Worker:
         except OSError:
             return ""
         lines = [x for x in text.splitlines() if "GSPMD sharding propagation is going to be deprecated" not in x]
-        return "\n".join(lines)[-n:]
+        if last_job:
+            marks = [i for i, x in enumerate(lines) if x == JOB_MARK]
+            lines = lines[marks[-1] + 1 :] if marks else lines
+        return "\n".join(x for x in lines if x != JOB_MARK)[-n:]
 
     def kill(self) -> None:
         try:
@@ -324,7 +328,7 @@ class Pool:
         w.kill() if status == "timeout" else w.proc.wait()
         rc = w.proc.returncode
         tail = w.stderr_tail()
-        cause = crash_cause(w.stderr_tail(64_000))  # (before the log goes with the worker)
+        cause = crash_cause(w.stderr_tail(64_000, last_job=True))  # (before the log goes with the worker)
         self._retire(w)
         self._spawn()  # becomes free once it reports ready
         if job is None:

@@ -32,6 +32,9 @@ def host_device_count(xla_flags: str | None = None) -> int:
 
 
 LOG_ENV = "SHARDFUZZ_WORKER_LOG"  # the worker's own stderr log (harness/run/pool.py)
+# written to stderr as each job starts: a crash's cause is read from the lines after the
+# last one (XLA logs errors jax raised as exceptions too; an earlier job's must not count)
+JOB_MARK = "shardfuzz-worker: job start"
 
 
 def _remove_own_log() -> None:
@@ -83,6 +86,7 @@ def _serve() -> int:
             continue
         job = json.loads(line)
         jid = job["id"]
+        print(JOB_MARK, file=sys.stderr, flush=True)
         if "batch" in job:  # several programs, one jit (harness/batch.py)
             from harness.run.batch import run_batch
 

@@ -12,6 +12,9 @@ from oracles.devices import from_groups, local_offset, to_groups
 from oracles.prediction import ErrorKind, OracleError, PredictedError, ValueType
 from programs.model import Mesh, Op
 
+# (prop, mag, terms): see OpDef.error
+ErrorTerms = tuple[np.ndarray | float, np.ndarray | float, int]
+
 
 @dataclass(frozen=True)
 class Ctx:
@@ -22,6 +25,9 @@ class Ctx:
     check_vma: bool
     op_index: int
     op: Op
+    # False: real arithmetic, casts between float dtypes do not round (the finite
+    # differences of the grad oracle: jax differentiates a cast as the identity)
+    rounding: bool = True
 
     def fail(self, kind: ErrorKind, why: str, *facts: str) -> OracleError:
         return OracleError(PredictedError(kind, tuple(facts), why, self.op_index))
@@ -65,8 +71,15 @@ class OpDef:
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         raise NotImplementedError
 
-    # exactness: whether float32 arithmetic of this op on exact integers stays exact
-    exact_op: ClassVar[bool] = True
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """How far jax's result may be from `v` = `value(xs)` (oracles/rounding.py): (prop, mag,
+        terms): the operands' errors `errs` as they reach the result, and `terms`
+        roundings of at most `mag` each. The default is an op that moves or selects
+        elements without arithmetic (a collective that permutes blocks, transpose,
+        neg): the errors move with the elements, nothing is rounded."""
+        if not xs:
+            return 0.0, 0.0, 1
+        return np.abs(self.value(errs, ins, ctx)), 0.0, 1
 
 
 class Collective(OpDef):

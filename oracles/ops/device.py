@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from oracles.devices import assemble_local, group_index, split_local
-from oracles.ops.base import Collective, Ctx, OpDef, vma_of
+from oracles.ops.base import Collective, Ctx, ErrorTerms, OpDef, vma_of
 from oracles.prediction import ErrorKind, ValueType
 
 
@@ -100,6 +100,11 @@ class RaggedAllToAll(Collective):
                     result[(i, *r)][b : b + s] = operand[(j, *r)][a : a + s]
         return self.ungrouped(result, ctx)
 
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """Rows move, nothing is rounded: the operand's and output's errors, moved by the
+        (integer, exact) offsets and sizes."""
+        return self.value([errs[0], errs[1], *xs[2:]], ins, ctx), 0.0, 1
+
 
 class NestedShardMap(OpDef):
     """A shard_map inside the body over `inner_axes`, axes the outer one left automatic
@@ -164,9 +169,15 @@ class NestedShardMap(OpDef):
         y = d.value([split_local(xs[0], ctx.mesh, self._entries(ctx, "in_spec"))], [t], ictx)
         return assemble_local(y, ctx.mesh, self._entries(ctx, "out_spec"))
 
-    @property
-    def exact_op(self) -> bool:  # type: ignore[override]
-        return True  # its inner ops are psum, pmax, pmin, all_gather, ppermute, neg
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """The inner op's error terms on the split blocks, put back by the out_spec."""
+        d, ictx, t = self._inner(ins, ctx)
+        ent_in, ent_out = self._entries(ctx, "in_spec"), self._entries(ctx, "out_spec")
+        x, e = split_local(xs[0], ctx.mesh, ent_in), split_local(errs[0], ctx.mesh, ent_in)
+        y = d.value([x], [t], ictx)
+        prop, mag, terms = d.error([x], [e], y, [t], ictx)
+        full = [assemble_local(np.broadcast_to(np.asarray(a, dtype=np.float64), y.shape).copy(), ctx.mesh, ent_out) for a in (prop, mag)]
+        return full[0], full[1], terms
 
 
 class AxisSize(Collective):

@@ -8,12 +8,56 @@ from typing import ClassVar
 import numpy as np
 
 from oracles.devices import np_dtype
-from oracles.ops.base import Ctx, OpDef
+from oracles.ops.base import Ctx, ErrorTerms, OpDef
 from oracles.prediction import ErrorKind, ValueType
+from oracles.rounding import unit_roundoff
+from programs.model import is_float, round_to
+
+_F32_INTS = 2.0**24  # integers float32 holds exactly: int32 converts through it
+
+
+_INTS = {"int8": (True, 8), "int16": (True, 16), "int32": (True, 32), "uint8": (False, 8), "uint32": (False, 32)}
 
 
 def _promote(a: str, b: str) -> str:
-    return "int32" if a == b == "int32" else "float32"
+    """jnp's promotion of two strongly typed operands (jax 0.10.2 docs "Type promotion
+    semantics", the lattice, with jax_enable_x64 off): bool gives way to anything; an
+    integer and a float give the float; two different floats among bfloat16, float16 and
+    float32 give float32; signed with signed (or unsigned with unsigned) the wider;
+    unsigned with a wider signed that one, else a signed type twice as wide (uint8 and
+    int8: int16), 64 bits canonicalised to int32 (uint32 and int32: int32)."""
+    if a == b or b == "bool":
+        return a
+    if a == "bool":
+        return b
+    if is_float(a) or is_float(b):
+        return "float32" if is_float(a) and is_float(b) else a if is_float(a) else b
+    (sa, wa), (sb, wb) = _INTS[a], _INTS[b]
+    if sa == sb:
+        return a if wa >= wb else b
+    (ws, s), (wu, _) = ((wa, a), (wb, b)) if sa else ((wb, b), (wa, a))
+    if ws > wu:
+        return s
+    return {8: "int16", 16: "int32", 32: "int32"}[wu]
+
+
+def _convert(x: np.ndarray, src: str, to: str, ctx: Ctx) -> np.ndarray:
+    """An operand as the op computes with it: an integer converted to a float dtype is
+    rounded to it (deterministically, as XLA converts); a float promotes to a dtype that
+    holds it exactly; an integer to a wider one exactly (bool as 0 / 1)."""
+    if not is_float(to):
+        return x.astype(np_dtype(to))
+    x = x.astype(np.float64)
+    return round_to(x, to) if ctx.rounding and not is_float(src) else x
+
+
+def _convert_err(e: np.ndarray, x: np.ndarray, src: str, to: str) -> np.ndarray:
+    """The error of a converted operand: an inexact integer, or one past 2**24 (which
+    int32 -> bfloat16 may round twice, through float32), rounds differently in jax."""
+    if is_float(src) or not is_float(to):
+        return e
+    ax = np.abs(x.astype(np.float64))
+    return e + np.where((e > 0) | (ax > _F32_INTS), 2 * unit_roundoff(to) * (ax + e), 0.0)
 
 
 def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], ctx: Ctx) -> tuple[int, ...]:
@@ -41,7 +85,11 @@ class Const(OpDef):
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         shape = tuple(ctx.mesh.sizes) + self.shape(ins, ctx)
-        return np.full(shape, ctx.op.p("value"), dtype=np_dtype(self.dtype(ins, ctx)))
+        dt = self.dtype(ins, ctx)
+        if is_float(dt):
+            return np.full(shape, ctx.op.p("value"), dtype=np.float64)
+        # jnp.full wraps a Python int into the dtype (-3 in uint8 is 253; bool: not zero)
+        return np.full(shape, ctx.op.p("value"), dtype=np.int64).astype(np_dtype(dt))
 
 
 class Binary(OpDef):
@@ -56,12 +104,34 @@ class Binary(OpDef):
     def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
         return _promote(ins[0].dtype, ins[1].dtype)
 
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if self.fn == "subtract" and ins[0].dtype == ins[1].dtype == "bool":
+            # lax.sub accepts integers and floats only (jnp.subtract of two bools)
+            raise ctx.fail(ErrorKind.DTYPE, "sub of two bool operands: lax.sub does not accept dtype bool", "bool")
+
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         m = len(ctx.mesh.sizes)
-        dt = np_dtype(self.dtype(ins, ctx))
+        to = self.dtype(ins, ctx)
         r = len(self.shape(ins, ctx))
-        a, b = (_pad_rank(x.astype(dt), m, r) for x in xs)
-        return getattr(np, self.fn)(a, b).astype(dt)
+        a, b = (_pad_rank(_convert(x, i.dtype, to, ctx), m, r) for x, i in zip(xs, ins))
+        return getattr(np, self.fn)(a, b).astype(np_dtype(to))
+
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """add/sub: the errors add; mul: |a| eb + |b| ea + ea eb; both round once (at
+        most |v| plus the propagated error). max/min: the larger error, no rounding
+        (both are 1-Lipschitz in each operand)."""
+        m = len(ctx.mesh.sizes)
+        to = self.dtype(ins, ctx)
+        r = len(self.shape(ins, ctx))
+        a, b = (_pad_rank(_convert(x, i.dtype, to, ctx).astype(np.float64), m, r) for x, i in zip(xs, ins))
+        ea, eb = (_pad_rank(_convert_err(e, x, i.dtype, to), m, r) for e, x, i in zip(errs, xs, ins))
+        if self.fn in ("maximum", "minimum"):
+            return np.maximum(ea, eb), 0.0, 1
+        if self.fn == "multiply":
+            prop = np.abs(a) * eb + np.abs(b) * ea + ea * eb
+        else:
+            prop = ea + eb
+        return prop, np.abs(v.astype(np.float64)) + prop, 1
 
 
 def _pad_rank(x: np.ndarray, m: int, r: int) -> np.ndarray:
@@ -93,6 +163,10 @@ class Min(Binary):
 class Neg(OpDef):
     kind = "neg"
 
+    def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if ins[0].dtype == "bool":
+            raise ctx.fail(ErrorKind.DTYPE, "neg of a bool operand: lax.neg does not accept dtype bool", "bool")
+
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         return np.negative(xs[0])
 
@@ -113,10 +187,24 @@ class ReduceSum(OpDef):
         del s[int(ctx.op.p("axis")) % len(s)]  # type: ignore[arg-type]
         return tuple(s)
 
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        # jnp.sum sums narrow integers in the default integer type, as NumPy does:
+        # bool, int8, int16 -> int32; uint8 -> uint32
+        return {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32"}.get(ins[0].dtype, ins[0].dtype)
+
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         m = len(ctx.mesh.sizes)
         a = int(ctx.op.p("axis")) % len(ins[0].shape)  # type: ignore[arg-type]
-        return np.sum(xs[0], axis=m + a, dtype=xs[0].dtype)
+        return np.sum(xs[0], axis=m + a, dtype=np_dtype(self.dtype(ins, ctx)))
+
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """A sum of n terms (jnp.sum accumulates bfloat16 and float16 in float32, which
+        the any-accumulator bound admits): n roundings of at most the sum of |terms|."""
+        m = len(ctx.mesh.sizes)
+        a = int(ctx.op.p("axis")) % len(ins[0].shape)  # type: ignore[arg-type]
+        n = ins[0].shape[a]
+        mag = np.sum(np.abs(xs[0].astype(np.float64)) + errs[0], axis=m + a)
+        return np.sum(errs[0], axis=m + a), mag, max(n, 1)
 
 
 class Transpose(OpDef):
@@ -137,7 +225,9 @@ class Transpose(OpDef):
 
 
 class Cast(OpDef):
-    """x.astype(dtype). float->int truncates toward zero (our values are integers)."""
+    """x.astype(dtype). float->int truncates toward zero; to a float dtype rounds to
+    nearest even (XLA's convert), which the oracle does too, so a cast of an exact value
+    is exact, even where it rounds; widening bfloat16 or float16 to float32 is exact."""
 
     kind = "cast"
 
@@ -146,9 +236,35 @@ class Cast(OpDef):
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         dt = self.dtype(ins, ctx)
-        if dt == "int32" and xs[0].dtype != np.int32:
-            return np.trunc(xs[0].astype(np.float32)).astype(np.int32)
-        if dt == "float32":
-            # round to float32 first: the float64 oracle must see what float32 holds
-            return xs[0].astype(np.float32).astype(np.float64)
-        return xs[0].astype(np_dtype(dt))
+        if dt == "bool":
+            return xs[0] != 0
+        if not is_float(dt):
+            if xs[0].dtype.kind != "f":
+                return xs[0].astype(np_dtype(dt))  # integer to integer wraps
+            # float to integer truncates and saturates (XLA's convert; measured on jax
+            # 0.10.2: 300.0 -> int8 127, -3.0 -> uint8 0)
+            info = np.iinfo(np_dtype(dt))
+            return np.clip(np.trunc(xs[0].astype(np.float64)), info.min, info.max).astype(np_dtype(dt))
+        x = xs[0].astype(np.float64)
+        # rounded to the target first: the float64 oracle must see what the dtype holds
+        return round_to(x, dt) if ctx.rounding else x
+
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """To an integer: how far truncation can move over [x - e, x + e]. To a float:
+        an inexact operand (or an integer past 2**24, converted through float32) may
+        round to a neighbour: up to 2 u (|x| + e) more."""
+        dt, src = self.dtype(ins, ctx), ins[0].dtype
+        e, x = errs[0], xs[0].astype(np.float64)
+        if dt == "bool":
+            return np.where((e > 0) & (np.abs(x) <= e), 1.0, 0.0), 0.0, 1  # zero may be within reach
+        if not is_float(dt):
+            if not is_float(src):
+                return e, 0.0, 1
+            with np.errstate(invalid="ignore"):
+                t = np.trunc(x)
+                width = np.maximum(np.abs(np.trunc(x + e) - t), np.abs(np.trunc(x - e) - t))
+            return np.where(e > 0, width, 0.0), 0.0, 1
+        if dt == "float32" and src in ("bfloat16", "float16"):
+            return e, 0.0, 1  # float32 holds every bfloat16 and float16 number
+        inexact = (e > 0) | ((np.abs(x) > _F32_INTS) if not is_float(src) else False)
+        return e, np.where(inexact, 2 * (np.abs(x) + e), 0.0), 1

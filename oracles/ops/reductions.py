@@ -7,8 +7,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from oracles.ops.base import Collective, Ctx, all_or_none, canon_axis, vma_of
+from oracles.ops.base import Collective, Ctx, ErrorTerms, all_or_none, canon_axis, vma_of
 from oracles.prediction import ErrorKind, ValueType
+from programs.model import is_float
 
 
 class Reduction(Collective):
@@ -43,17 +44,33 @@ class Reduction(Collective):
             return vma_of(ins) | axes
         return vma_of(ins) - axes
 
-    def reduce(self, t: np.ndarray, ctx: Ctx) -> np.ndarray:
+    def group_n(self, ctx: Ctx) -> int:
+        """How many devices one reduction combines (a subgroup's size with groups)."""
         groups = ctx.op.p("groups")
-        fn = getattr(np, self.reducer)
+        return len(groups[0]) if groups is not None else self.n(ctx)  # type: ignore[index, arg-type]
+
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """psum: the errors add, and a sum of n terms rounds n times (n - 1 partial sums
+        in any order, then once into the dtype from a wider accumulator) by at most the
+        sum of |terms|. pmax/pmin round nothing and are 1-Lipschitz: the largest error."""
+        g = self.grouped(errs[0], ctx)
+        if self.reducer != "sum":
+            return self.ungrouped(self.reduce(g, ctx, "max"), ctx), 0.0, 1
+        mag = self.ungrouped(self.reduce(self.grouped(np.abs(xs[0].astype(np.float64)), ctx) + g, ctx), ctx)
+        return self.ungrouped(self.reduce(g, ctx), ctx), mag, self.group_n(ctx)
+
+    def reduce(self, t: np.ndarray, ctx: Ctx, reducer: str = "") -> np.ndarray:
+        groups = ctx.op.p("groups")
+        reducer = reducer or self.reducer
+        fn = getattr(np, reducer)
         if groups is None:
-            r = fn(t, axis=0, keepdims=True, dtype=t.dtype) if self.reducer == "sum" else fn(t, axis=0, keepdims=True)
+            r = fn(t, axis=0, keepdims=True, dtype=t.dtype) if reducer == "sum" else fn(t, axis=0, keepdims=True)
             return np.broadcast_to(r, t.shape)
         out = np.empty_like(t)
         for g in groups:  # type: ignore[union-attr]
             idx = list(g)  # type: ignore[call-overload]
             sub = t[idx]
-            r = fn(sub, axis=0, keepdims=True, dtype=t.dtype) if self.reducer == "sum" else fn(sub, axis=0, keepdims=True)
+            r = fn(sub, axis=0, keepdims=True, dtype=t.dtype) if reducer == "sum" else fn(sub, axis=0, keepdims=True)
             out[idx] = r
         return out
 
@@ -69,6 +86,14 @@ class Psum(Reduction):
 
     kind, reducer = "psum", "sum"
 
+    def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
+        # psum of bool sums it as int32 (parallel.py psum: "bool -> int32"; measured)
+        return "int32" if ins[0].dtype == "bool" else ins[0].dtype
+
+    def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        x = xs[0].astype(np.int32) if ins[0].dtype == "bool" else xs[0]
+        return super().value([x], ins, ctx)
+
     def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
         super().check_params(ins, ctx)
         if ctx.check_vma:
@@ -81,21 +106,27 @@ class Psum(Reduction):
 
 
 class Pmean(Psum):
-    """pmean = psum(x) / group size; int32 operands give float32 (true division)."""
+    """pmean = psum(x) / group size, in the operand's float dtype; int32 operands give
+    float32 (true division)."""
 
     kind = "pmean"
-    exact_op = False
 
     def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
-        return "float32"
-
-    def group_sizes(self, ctx: Ctx) -> int:
-        groups = ctx.op.p("groups")
-        return len(groups[0]) if groups is not None else self.n(ctx)  # type: ignore[index, arg-type]
+        return ins[0].dtype if is_float(ins[0].dtype) else "float32"
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
-        # jax sums in the operand's dtype (int32 wraps), then divides in float32
-        return super().value(xs, ins, ctx).astype(np.float64) / self.group_sizes(ctx)
+        # jax sums in the operand's dtype (int32 wraps), then divides in the float dtype
+        return super().value(xs, ins, ctx).astype(np.float64) / self.group_n(ctx)
+
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """The sum's n - 1 roundings and the division's one, all divided by n: at most
+        u * (sum of |terms|) together. An int32 sum is exact (it wraps); converting it
+        to float32 and dividing round twice by at most |v|."""
+        n = self.group_n(ctx)
+        prop, mag, _ = super().error(xs, errs, v, ins, ctx)
+        if not is_float(ins[0].dtype):
+            return np.asarray(prop) / n, 2 * np.abs(v), 1
+        return np.asarray(prop) / n, mag, 1
 
 
 class Pmax(Reduction):
@@ -132,6 +163,11 @@ class PsumScatter(Collective):
                 str(size),
                 str(n),
             )
+        if ins[0].dtype == "bool":
+            # unlike psum, no conversion: its reduce-scatter adds bools, which lax.add
+            # rejects while lowering (measured, 0.10.2; the shape check comes first, and
+            # jax.eval_shape does not check the dtype: the strategy never draws it)
+            raise ctx.fail(ErrorKind.DTYPE, "psum_scatter of a bool operand: add does not accept dtype bool", "bool")
 
     def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
         s = list(ins[0].shape)
@@ -154,3 +190,8 @@ class PsumScatter(Collective):
         if not ctx.op.p("tiled"):
             out = out.reshape(out.shape[: lo + d] + out.shape[lo + d + 1 :])
         return self.ungrouped(out, ctx)
+
+    def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
+        """A psum, then a block of it kept: n roundings of at most the sum of |terms|."""
+        mag = self.value([np.abs(xs[0].astype(np.float64)) + errs[0]], ins, ctx)
+        return self.value(errs, ins, ctx), mag, self.n(ctx)

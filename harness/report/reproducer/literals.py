@@ -13,7 +13,7 @@ from harness.judge.errors import ERROR_TABLE
 from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_size
 from oracles import predict
 from oracles.prediction import Prediction
-from programs.model import Program
+from programs.model import Program, is_float
 
 
 def _num(v: float | int) -> str:
@@ -27,12 +27,17 @@ def _num(v: float | int) -> str:
 
 
 def array_literal(a: np.ndarray) -> str:
-    """An array literal: int32 values as int32, everything else as float64 (the oracle's
-    own precision)."""
+    """An array literal: integer and bool values as int64 (uint32 past 2**31 included),
+    everything else as float64 (the oracle's own precision)."""
     a = np.asarray(a)
-    dt = "int32" if a.dtype.kind in "iub" else "float64"
+    dt = "int64" if a.dtype.kind in "iub" else "float64"
     items = ", ".join(_num(v) for v in a.reshape(-1).tolist())
     return f"np.array([{items}], dtype=np.{dt}).reshape({tuple(a.shape)!r})"
+
+
+def _tol(x: float) -> str:
+    """A tolerance as source: infinite (the values may overflow) as float('inf')."""
+    return "float('inf')" if np.isinf(x) else repr(x)
 
 
 def doc_text(s: str) -> str:
@@ -71,19 +76,19 @@ def outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
         members = [pred] + [predict(p, batch=b) for b in range(1, n)]
         for k, e in enumerate(pred.outputs):
             wants = [m.outputs[k].global_value for m in members]
-            exact = all(m.outputs[k].exact for m in members) or e.dtype == "int32"
+            exact = all(m.outputs[k].exact for m in members)
             atol = max(m.outputs[k].atol for m in members)
             value = "None" if any(w is None for w in wants) else array_literal(np.stack(wants))  # type: ignore[arg-type]
             rows.append(f"  dict(shape={(n,) + e.global_shape!r}, dtype={e.dtype!r}, value={value}, "
-                        f"exact={exact}, rtol={e.rtol!r}, atol={atol!r}),")
+                        f"exact={exact}, rtol={e.rtol!r}, atol={_tol(atol)}),")
         head = f"# each output: the batch of {n} (the oracle run once per batch member, stacked on axis 0)"
     elif mode in VALUE_MODES:
         auto = bool(auto_axes(p))
         for e in pred.outputs:
-            exact = e.exact or e.dtype == "int32"
+            exact = e.exact
             glob = array_literal(e.global_value) if auto and e.global_value is not None else "None"
             rows.append(f"  dict(shape={e.global_shape!r}, dtype={e.dtype!r}, blocks={array_literal(e.device_values)}, "  # type: ignore[arg-type]
-                        f"value={glob}, exact={exact}, rtol={e.rtol!r}, atol={e.atol!r}, spec={p.out_specs[e.index]!r}),")
+                        f"value={glob}, exact={exact}, rtol={e.rtol!r}, atol={_tol(e.atol)}, spec={p.out_specs[e.index]!r}),")
         head = "# each output: global shape, dtype, blocks[mesh coordinate] = that device's block"
     else:
         for e in pred.outputs:
@@ -120,14 +125,14 @@ def lowering_literal(p: Program, pred: Prediction) -> list[str]:
 def grad_literal(p: Program, pred: Prediction) -> list[str]:
     from oracles.derivatives import directional_derivative
 
-    out_idx = [k for k, o in enumerate(pred.outputs) if o.dtype == "float32"]
+    out_idx = [k for k, o in enumerate(pred.outputs) if is_float(o.dtype)]
     d = directional_derivative(p, out_idx) if out_idx else None
     lines = [
         "# <u, J v> at the grad point, by finite differences (Richardson) of the forward semantics in",
-        "# float64; None where the point sits on a kink (a max/min tie) or no output is float32",
+        "# float64; None where the point sits on a kink (a max/min tie) or no output is a float",
     ]
     if d is None or not d.smooth:
-        return lines + [f"EXPECTED_DERIVATIVE = None  # float32 outputs: {out_idx}"]
+        return lines + [f"EXPECTED_DERIVATIVE = None  # float outputs: {out_idx}"]
     return lines + [f"EXPECTED_DERIVATIVE = dict(outputs={out_idx!r}, value={d.value!r}, tolerance={d.tolerance!r})"]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from oracles import predict
 from oracles.prediction import Prediction
 from programs.emit import REPRO_MODES
-from programs.model import Program
+from programs.model import Program, is_float
 
 VALUE_MODES = ("jit", "eager", "gspmd", "smap", "multiprocess")  # the modes that compare per-device blocks
 
@@ -67,8 +67,8 @@ def applicable(p: Program, mode: str) -> str:
     if mode in ("grad", "grad_remat"):
         if not p.check_vma:
             return "check_vma=False"
-        if not any(x.dtype == "float32" for x in p.inputs):
-            return "no float32 argument"
+        if not any(is_float(x.dtype) for x in p.inputs):
+            return "no float argument"
     return ""
 
 

@@ -153,8 +153,11 @@ def _output_asserts(p: Program, pred: Prediction, mode: str) -> list[str]:
         lines.append(f"assert (shape, dtype) == ({shape!r}, {e.dtype!r})")
         if mode not in VALUE_MODES and not batched:
             continue
-        exact = all(m.outputs[k].exact for m in members) or e.dtype == "int32"
+        exact = all(m.outputs[k].exact for m in members)
         atol = max(m.outputs[k].atol for m in members)
+        if np.isinf(atol):
+            lines.append("# the values may overflow the dtype: only the shape and dtype are predicted")
+            continue
         cmp = "np.testing.assert_array_equal({g}, {w}{msg})" if exact else \
             f"np.testing.assert_allclose({{g}}, {{w}}, rtol={e.rtol!r}, atol={atol!r}{{msg}})"
         if batched:

@@ -17,7 +17,7 @@ from programs.emit import (
     shard_map_kwargs_src,
     specs_src,
 )
-from programs.model import Program
+from programs.model import Program, is_float
 
 # the multiprocess mode's mesh: half of its devices in each process, process 0 first
 _MP_MESH = [
@@ -161,25 +161,25 @@ def _run_vmap(p: Program, mode: str) -> list[str]:
 
 def _run_grad(p: Program, mode: str) -> list[str]:
     """grad and grad_remat: <u, J v> by jvp and by vjp at the harness' grad point."""
-    fl = [i for i, x in enumerate(p.inputs) if x.dtype == "float32"]
+    fl = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
     seeds = {i: p.inputs[i].seed + 31 * i + 1 for i in fl}
     return [
         f"FLOAT_ARGS = {fl!r}",
         "",
         "",
         "def grad_point():",
-        "  # the float32 arguments moved off the integers (no max/min ties, no int-cast jumps)",
+        "  # the float arguments moved off the integers (no max/min ties, no int-cast jumps)",
         "  args = inputs(0)",
         f"  for i, seed in {seeds!r}.items():",
         "    frac = np.random.default_rng(seed).uniform(0.1, 0.4, size=args[i].shape)",
-        "    args[i] = (args[i].astype(np.float64) + frac).astype(np.float32)",
+        "    args[i] = (args[i].astype(np.float64) + frac).astype(args[i].dtype)",
         "  return args",
         "",
         "",
         "def run():",
         "  args = grad_point()",
         "  outs = jax.eval_shape(f, *args)",
-        "  out_idx = [k for k, o in enumerate(outs) if o.dtype == jnp.float32]",
+        "  out_idx = [k for k, o in enumerate(outs) if jnp.issubdtype(o.dtype, jnp.floating)]",
         '  facts = {"outputs": out_idx}',
         "  if not out_idx:",
         "  " + _SHAPES_ONLY[0],
@@ -193,17 +193,18 @@ def _run_grad(p: Program, mode: str) -> list[str]:
         "",
         "  # direction v per float argument, weight u per float output: <u, J v> by jvp and by vjp",
         "  primals = tuple(jnp.asarray(args[i]) for i in FLOAT_ARGS)",
-        "  tans = tuple(jnp.asarray(np.random.default_rng(1000 + i).uniform(-1, 1, size=args[i].shape), dtype=jnp.float32)",
+        "  tans = tuple(jnp.asarray(np.random.default_rng(1000 + i).uniform(-1, 1, size=args[i].shape), dtype=args[i].dtype)",
         "               for i in FLOAT_ARGS)",
-        "  cots = tuple(jnp.asarray(np.random.default_rng(2000 + k).uniform(-1, 1, size=outs[k].shape), dtype=jnp.float32)",
+        "  cots = tuple(jnp.asarray(np.random.default_rng(2000 + k).uniform(-1, 1, size=outs[k].shape), dtype=outs[k].dtype)",
         "               for k in out_idx)",
+        "  dot = lambda a, b: jnp.vdot(a.astype(jnp.float32), b.astype(jnp.float32))  # in float32, as the harness",
         "",
         "  @jax.jit",
         "  def both(prim, tan, cot):",
         "    _, jv = jax.jvp(g, prim, tan)",
-        "    d_jvp = sum(jnp.vdot(u, t) for u, t in zip(cot, jv))",
+        "    d_jvp = sum(dot(u, t) for u, t in zip(cot, jv))",
         "    _, pullback = jax.vjp(g, *prim)",
-        "    d_vjp = sum(jnp.vdot(c, t) for c, t in zip(pullback(cot), tan))",
+        "    d_vjp = sum(dot(c, t) for c, t in zip(pullback(cot), tan))",
         "    return d_jvp, d_vjp",
         "",
         "  d_jvp, d_vjp = both(primals, tans, cots)",

@@ -64,6 +64,8 @@ def check_shapes(outs, problems):
 
 
 def same(got, want, e):
+  if e["atol"] == float("inf"):
+    return True  # the values may overflow the dtype: only the shape and dtype are predicted
   got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
   if got.shape != want.shape:
     return False
