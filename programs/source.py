@@ -58,7 +58,7 @@ def _literal(node: ast.AST, what: str) -> object:
 
 def _dtype(node: ast.AST) -> str:
     name = _dotted(node) if not isinstance(node, ast.Constant) else str(node.value)
-    short = (name or "").split(".")[-1]
+    short = (name or "").split(".")[-1].rstrip("_")  # (np.bool_ is bool)
     if short not in DTYPES:
         raise SourceError(node, f"dtype {ast.unparse(node)!r} is not one shardfuzz knows; use one of {', '.join('jnp.' + d for d in DTYPES)}")
     return short
@@ -328,6 +328,8 @@ def _skipped(st: ast.stmt, i: int) -> bool:
     text = ast.unparse(st)
     if text.startswith(("os.environ", "jax.config.update")):
         return True
+    if isinstance(st, ast.If) and ast.unparse(st.test) == "hasattr(jax, 'shard_map')":
+        return True  # the emitted jax.experimental.shard_map fallback (programs.emit.SHARD_MAP_SHIM)
     return isinstance(st, ast.FunctionDef) and st.name == "inputs"
 
 

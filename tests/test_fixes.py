@@ -106,7 +106,7 @@ def test_cli_explain_fix_prints_verified_diffs(capsys: pytest.CaptureFixture[str
     assert main(["explain", "--fix", str(CURATED / "err_out_spec_replication.json")]) == 0
     out = capsys.readouterr().out
     assert "[verified] name 'x' in out_specs[0]" in out
-    assert "+f = jax.shard_map(body, mesh=mesh, in_specs=(P('x'),), out_specs=(P('x'),)" in out
+    assert "+f = shard_map(body, mesh=mesh, in_specs=(P('x'),), out_specs=(P('x'),)" in out
     assert "device x=1: [[-4, -5], [-6, -7]]" in out
 
 

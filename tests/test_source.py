@@ -60,7 +60,7 @@ def test_a_hand_written_file_reads_as_its_ops() -> None:
          "out_specs = (P('x'),)\ndef body(a0):\n  v0 = jax.lax.psum(foo(a0), 'x')\n  return v0,\n", 6, 21, "'foo' is not an op"),
         ("mesh = jax.make_mesh((2,), ('x',))\na0 = jax.ShapeDtypeStruct((4,), jnp.int32)\nin_specs = (P('x'),)\n"
          "out_specs = (P('x'),)\ndef body(a0):\n  v0 = -b\n  return v0,\n", 6, 9, "'b' is not defined"),
-        ("mesh = jax.make_mesh((2,), ('x',))\na0 = jax.ShapeDtypeStruct((4,), jnp.int8)\n", 2, 33, "dtype"),
+        ("mesh = jax.make_mesh((2,), ('x',))\na0 = jax.ShapeDtypeStruct((4,), jnp.int4)\n", 2, 33, "dtype"),
         ("mesh = jax.make_mesh((2,), ('x',))\nprint(mesh)\n", 2, 1, "expected `name = ...`"),
         ("mesh = jax.make_mesh((2,), ('x',))\ndef body(a0):\n  return a0,\n", 2, 1, "argument 'a0' of body has no value"),
         ("mesh = (\n", 1, 8, "never closed"),

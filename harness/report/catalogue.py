@@ -85,6 +85,10 @@ MEANINGS: dict[ErrorKind, str] = {
         "A local op (`+`, `*`, `jnp.transpose`, `jnp.sum`, ...) works on each device's block, not on the global "
         "array: its operands have per-device shapes (the global shape divided by the axes the `in_spec` names), "
         "and those must fit the op's NumPy rule (broadcasting, a valid perm or axis)."),
+    ErrorKind.DTYPE: (
+        "A `jax.lax` op accepts only some dtypes: `lax.sub` and `lax.neg` of bool, and `psum_scatter` of bool "
+        "(an `add` underneath), raise TypeError 'does not accept dtype bool'. Nothing about specs or varying "
+        "axes: the same op fails outside shard_map. Cast the operand (`x.astype(jnp.int32)`) or use a logical op."),
     ErrorKind.OUT_SPEC_RANK: (
         "`out_specs` concatenate: an `out_spec` has one entry per dimension of the per-device output and cannot "
         "be longer than its rank. A rank-0 output has no dimension to concatenate along: its out_spec is `P()`."),

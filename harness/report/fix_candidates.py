@@ -132,6 +132,17 @@ def _types(p: Program) -> list[ValueType]:
 # ---- spec checks ---------------------------------------------------------------
 
 
+def _dtype_edits(p: Program, err: PredictedError) -> Iterator[Edit]:
+    """An op refused its operand's dtype (the error's fact, e.g. bool): make each argument of
+    that dtype an integer or a float instead."""
+    bad = err.facts[0] if err.facts else None
+    for i, x in enumerate(p.inputs):
+        if x.dtype == bad:
+            for dt in ("int32", "float32"):
+                inputs = _set(p.inputs, i, replace(x, dtype=dt))
+                yield Edit(f"make argument a{i} {dt} instead of {bad}", replace(p, inputs=inputs))
+
+
 def _spec_type(p: Program) -> Iterator[Edit]:
     for which in ("in_specs", "out_specs"):
         for i, s in enumerate(_specs(p, which)):
@@ -495,6 +506,8 @@ def candidates(p: Program, err: PredictedError) -> list[Edit]:
         gen = itertools.chain(_param_edits(p, i, op), iter([Edit("pass check_vma=False (axis_index_groups needs it)", replace(p, check_vma=False))]))
     elif k == ErrorKind.LOCAL_SHAPE:
         gen = _local_shape(p, i, op)
+    elif k == ErrorKind.DTYPE:
+        gen = _dtype_edits(p, err)
     elif k == ErrorKind.COLLECTIVE_SHAPE:
         gen = itertools.chain(_param_edits(p, i, op), _pad_operand(p, op))
     else:  # COLLECTIVE_PARAM
