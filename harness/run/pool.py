@@ -14,6 +14,7 @@ empty directory) when they find the pipe to it closed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import selectors
@@ -192,6 +193,13 @@ class Pool:
         w.kill()
         self.workers.remove(w)
 
+    def limit_s(self, job: Job) -> float:
+        """The per-mode time limit for a job: `timeout_s`, scaled by the program's size past
+        2M argument elements (a large program, 4 MiB per device on 8 devices, gets 4x),
+        at most 8x, so a big transfer is not mistaken for a hang."""
+        n = sum(math.prod(x.shape) for x in job.program.inputs)
+        return self.timeout_s * max(1.0, min(8.0, n / float(1 << 21)))
+
     def free(self) -> int:
         return sum(1 for w in self.workers if w.ready and w.job is None)
 
@@ -274,7 +282,7 @@ class Pool:
                 done.extend(self._handle(w, line))
         now = time.monotonic()
         for w in list(self.workers):
-            if w.job is not None and now - w.job.mode_started > self.timeout_s:
+            if w.job is not None and now - w.job.mode_started > self.limit_s(w.job):
                 done.extend(self._dead(w, "timeout"))
             elif w.job is None and w.proc.poll() is not None:
                 self._retire(w)
@@ -334,7 +342,7 @@ class Pool:
         if job is None:
             return []
         mode = job.current_mode or (job.modes[len(job.observations)] if len(job.observations) < len(job.modes) else "?")
-        what = f"timed out after {self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{_signame(rc)})"
+        what = f"timed out after {self.limit_s(w.job) if w.job is not None else self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{_signame(rc)})"
         dead = Observation(mode, error_type=None, status=status,
                            error_message=f"{what}{'; cause: ' + cause if cause else ''}; stderr tail: {tail[-600:]}")
         if job.batch is not None:  # every program of the batch: the parent re-runs them alone
