@@ -15,7 +15,7 @@ from programs.validate import check_fits
 
 # Modes the harness runs for itself (harness/judge/check.py localises value divergences
 # with "probe"); never offered by --modes.
-INTERNAL_MODES = ("probe",)
+INTERNAL_MODES = ("probe", "probe_eager", "probe_gspmd")
 # The emitted reproducers force this many CPU devices (programs/emit.py).
 EMIT_DEVICES = 8
 

@@ -48,7 +48,7 @@ entries = [
    # jax raises at the psum_scatter (or while lowering, naming no op); a wrong error's `where`
    # is the predicted kind, so its scope is the op jax raised at (errors_downstream: or after it)
    signatures=["unexpected_error|*|psum_scatter->*", "unexpected_error|*|lowering->ValueError",
-               "wrong_error|*|*->ValueError", "wrong_error|vmap,vmap_spmd|*->IndexError", "shape|*|*",
+               "wrong_error|*|*->ValueError", "wrong_error|vmap,vmap_spmd|*->IndexError", "shape|*|psum_scatter",
                "timeout|grad,grad_remat|timeout"],
    when=["psum_scatter:scatter_dimension<0"],
    reason="jax.lax.psum_scatter forwards a negative scatter_dimension unnormalised to the reduce_scatter primitive: lowering fails StableHLO verification ('value is non-negative'), under vmap the batching rule raises IndexError, the abstract shape of later ops can be wrong, and in the grad modes after an all_to_all inside lax.scan the backward pass hangs (reports/corpus/known/neg_scatter_scan_grad_hang.json). The rewrite (the same axis, non-negative) is checked in full.",
@@ -58,9 +58,7 @@ entries = [
    # the damage starts at the all_to_all itself (or while lowering, or a crash naming no op); grad
    # names the program's collectives; wrong and missing errors are scoped by the op jax raised at
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash", "wrong_error|*|*",
-               "shape|*|*", "value|*|*", "missing_error|*|*"],
-   # shape and value: any output whose cone holds such an all_to_all (a later op carries the
-   # wrong shape on: an add of it, a cond around it); the rewrite is checked in full
+               "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*", "missing_error|*|*"],
    when=["all_to_all:split_axis<0"],
    reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values. The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
@@ -69,7 +67,7 @@ entries = [
    # the damage starts at the all_to_all itself (or while lowering, or a crash naming no op); grad
    # names the program's collectives; wrong and missing errors are scoped by the op jax raised at
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash", "wrong_error|*|*",
-               "shape|*|*", "value|*|*", "missing_error|*|*"],
+               "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*", "missing_error|*|*"],
    when=["all_to_all:concat_axis<0"],
    reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong. The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
@@ -277,15 +275,12 @@ entries = [
    reason="The transpose-rule bug of all-to-all-untiled-transpose-shape before 0.9: the wrongly shaped cotangent reaches the next op's transpose, and jax raises TypeError there ('dot_general requires contracting dimensions to have the same shape, got (6,) and (18,).') instead of the cotangent type check of 0.9+.",
    link="jax/_src/lax/parallel.py _all_to_all_transpose_rule; " + NONE + "'all_to_all transpose tiled=False', 'dot_general requires contracting dimensions shard_map'"),
  E(id="ppermute-multi-axis-order", case="ppermute_order", mode="jit", rewrite="mesh_order_axes", jax_versions=UNTIL_0_10,
-   # a wrong value of any output whose dependency cone holds such a ppermute (downstream ops
-   # carry its wrong values on: a psum of it, a cond around it); the rewrite (the same
-   # devices, axes in mesh order) is checked in full, so an unrelated wrong value still shows
-   signatures=["value|*|*"],
+   signatures=["value|*|ppermute", "value|grad,grad_remat|*ppermute*"],  # the ppermute is the first op going wrong
    when=["ppermute:axes_order==unordered"],
    reason="ppermute over a tuple of mesh axes listed out of mesh order, e.g. axis_name=('y', 'x') on an ('x', 'y') mesh, numbers the devices in mesh order, while axis_index(('y', 'x')) and all_gather(..., ('y', 'x')) number them in the listed order (major first); the perm pairs are axis_index values, so the wrong devices receive the data. The rewrite (axes in mesh order, perm renumbered) is checked in full. Later jax raises for this form (issue 15).",
    link=NONE + "'ppermute tuple axis_name order', 'ppermute multiple axes wrong devices'"),
  E(id="pshuffle-multi-axis-order", case="pshuffle_order", mode="jit", rewrite="mesh_order_axes", jax_versions=UNTIL_0_10,
-   signatures=["value|*|*"],  # as ppermute-multi-axis-order: any output depending on it; the rewrite is checked in full
+   signatures=["value|*|pshuffle", "value|grad,grad_remat|*pshuffle*"],  # the pshuffle is the first op going wrong
    when=["pshuffle:axes_order==unordered"],
    reason="pshuffle is ppermute underneath and numbers devices the same way for axes listed out of mesh order (see ppermute-multi-axis-order). The rewrite is checked in full.",
    link=NONE + "'pshuffle multiple axes order'"),

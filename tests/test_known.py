@@ -89,6 +89,18 @@ def test_derived_program_slices_away_what_the_bug_reaches() -> None:
     assert q is not None and [o.kind for o in q.body] == ["psum"] and len(q.outputs) == 1
 
 
+def test_a_rewrite_is_checked_whole_even_when_another_entry_without_one_reaches_every_output() -> None:
+    # a bug with no rewrite at the psum, whose result reaches every output: slicing it off
+    # would leave nothing, and the ppermute entry's rewrite would never be checked
+    p = prog(XY, [iota(4)], [P(("x", "y"))],
+             [op("ppermute", 0, axes=("y", "x"), perm=SHIFT), op("psum", 0, axes=("x", "y")), op("add", 1, 2)],
+             [3], [P(("x", "y"))])
+    other = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|psum"], "when": ["psum"]}, "t")
+    assert derived_program([other], p, predict(p)) is None  # (its own: every output reaches the psum)
+    q = derived_program([PPERMUTE, other], p, predict(p))
+    assert q is not None and q.body[0].p("axes") == ("x", "y") and q.outputs == p.outputs and len(q.body) == 3
+
+
 @pytest.mark.parametrize("bad, phrase", [
     ({"signatures": ["*|*|*"]}, "no wildcards"),
     ({"link": ""}, "'link'"),
@@ -219,3 +231,17 @@ def test_a_lowering_error_is_put_on_an_op_only_by_the_same_error() -> None:
     other = Divergence(U, "vmap_spmd", "(mode=vmap_spmd) jax raised ValueError: 'Primitive mul requires varying manual axes'", "mul->ValueError")
     assert [d.where for d in _localise([low, other])] == ["lowering->ValueError", "mul->ValueError"]
     assert [d.where for d in _localise([low, other, eager])][0] == "psum_scatter->ValueError"
+
+
+def test_a_rank_0_value_going_wrong_is_put_on_its_op(pool: Pool) -> None:
+    """The probe run returns rank-0 body values too, so a wrong scalar is put on the op
+    that made it (here the known multi-axis ppermute of a scalar axis_index), not on the
+    psum after it where the damage shows (README seed-0 run: a bool ppermute)."""
+    from harness.judge.check import check_in_pool
+
+    xy = Mesh(("x", "y"), (2, 2))
+    p = prog(xy, [iota(2)], [P()],
+             [op("axis_index", axes=("x", "y")), op("ppermute", 1, axes=("y", "x"), perm=((2, 0),)),
+              op("psum", 2, axes=("x", "y"))], [3], [P()])
+    res = check_in_pool(pool, p, ("jit", "eager"))
+    assert sorted(d.signature for d in res.divergences) == ["value|eager|ppermute", "value|jit|ppermute"], res.divergences

@@ -279,3 +279,37 @@ def test_feature_probes_ask_the_installed_jax_for_the_exact_form() -> None:
     bad = replace(p, body=tuple(op if op.kind != "all_gather" else op.__class__(op.kind, op.operands, tuple(
         (k, "sideways" if k == "to" else v) for k, v in op.params)) for op in p.body))
     assert any("to='sideways'" in f for f in compat.unsupported_features(bad, "jit"))
+
+
+def test_a_known_bug_never_excuses_the_rest_of_the_program_in_qualify(tmp_path: Path) -> None:
+    """qualify judges a case as fuzz does: a wrong value goes on the first op that goes
+    wrong (the probe run), and the program without its known bugs (the ppermute entry's
+    rewrite, axes in mesh order) is checked whole. A psum after the known ppermute bug is
+    known while psum is right, and a fail once a fault breaks psum, though every output's
+    wrong value starts at the ppermute."""
+    xy = Mesh(("x", "y"), (2, 2))
+    p = Program(xy, (Input((2, 2), "int32", "iota"),), (Spec((("x",), ("y",))),),
+                (Op.make("ppermute", (0,), axes=("y", "x"), perm=((2, 0),)), Op.make("psum", (1,), axes=("x", "y"))),
+                (2,), (Spec((None, None)),))
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    from programs.serialize import to_json
+
+    (corpus / "ppermute_then_psum.json").write_text(to_json(p))
+    verdicts = {}
+    for fault in ("", "psum_counts_device0_twice"):
+        rep = tmp_path / f"q{fault}"
+        r = subprocess.run([sys.executable, "-m", "harness.cli", "qualify", "--corpus", str(corpus), "--python", sys.executable,
+                            "--report", str(rep), "--modes", "jit"], capture_output=True, text=True, cwd=ROOT,
+                           env={**__import__("os").environ, "SHARDFUZZ_FAULTS": fault}, timeout=600)
+        assert r.returncode in (0, 1), r.stderr[-2000:]
+        (case,) = json.loads((rep / "qualify.json").read_text())["cases"]
+        (cell,) = case["verdicts"].values()
+        verdicts[fault] = cell
+        rows = [json.loads(ln) for ln in (rep / "observations").glob("*.jsonl").__next__().read_text().splitlines()[1:]]
+        # (with the fault, the derived program's own wrong value gets its probe run too)
+        assert [(x["stage"], x["depth"]) for x in rows] == [("main", 0), ("probe", 0), ("derived", 1)] + [("probe", 1)] * bool(fault)
+    assert verdicts[""]["verdict"] == "known" and verdicts[""]["known"] == ["ppermute-multi-axis-order"], verdicts[""]
+    bad = verdicts["psum_counts_device0_twice"]
+    assert bad["verdict"] == "fail" and bad["signatures"] == ["value|jit|psum"], bad
+    assert "without its known bugs (ppermute-multi-axis-order)" in bad["message"], bad

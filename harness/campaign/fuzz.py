@@ -34,7 +34,7 @@ from harness.campaign.generation import (
     seeded_programs,
 )
 from harness.campaign.state import Bucket, Run, case_document, coverage_keys, spec_pattern
-from harness.judge.check import CheckResult, check_program, evaluate, localise_values, needs_probe
+from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
 from harness.judge.known import known_trouble
 from harness.report.markup import write as atomic_write
 from harness.report.summary import RunSummary
@@ -202,9 +202,10 @@ class _Scheduler:
                res: CheckResult | None = None) -> None:
         assert self.pool is not None
         res = res if res is not None else evaluate(p, observations, pred)
-        if needs_probe(res):
+        probe = probe_mode(res)
+        if probe is not None:
             self.run.save_case(res)  # on disk before the probe run, in case anything dies
-            self.pool.submit(p, ("probe",), tag=_Probe(res))
+            self.pool.submit(p, (probe,), tag=_Probe(res))
         else:
             self.run.record(res)
 

@@ -230,15 +230,16 @@ def modes_for(signature: str, all_modes: tuple[str, ...]) -> tuple[str, ...]:
 def pool_check(pool, modes: tuple[str, ...]) -> Check:  # type: ignore[no-untyped-def]
     """A Check that runs candidates in a worker pool (crash-safe) and compares them with
     the oracle. A candidate the oracle cannot even interpret shows no signature."""
-    from harness.judge.check import evaluate, localise_values, needs_probe
+    from harness.judge.check import evaluate, localise_values, probe_mode
 
     def check(q: Program) -> set[str]:
         pool.submit(q, modes)
         done = pool.drain()
         try:
             res = evaluate(done[0].program, done[0].observations)
-            if needs_probe(res):
-                pool.submit(q, ("probe",))
+            probe = probe_mode(res)
+            if probe is not None:
+                pool.submit(q, (probe,))
                 res = localise_values(res, pool.drain()[0].observations[0])
         except Exception:  # noqa: BLE001 - a malformed candidate just does not reproduce
             return set()

@@ -180,6 +180,17 @@ def _case_doc(res: Any, jax_version: str, case: Case) -> str:
     )
 
 
+def _settle(out: Any, report: Path, col: Column, case: Case) -> Cell:
+    """A case's outcome as its cell; a failing one's check goes to REPORT/cases/."""
+    cell = out.cell
+    if cell.verdict == "fail" and out.result is not None:
+        path = report / "cases" / _safe(col.label) / f"{_safe(case.name)}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_case_doc(out.result, col.jax_version, case))
+        cell.case_file = str(path)
+    return cell
+
+
 def run_column(
     col: Column,
     cases: list[Case],
@@ -194,7 +205,6 @@ def run_column(
 ) -> None:
     """Every case through one interpreter's workers; fills col.cells. The column is
     labelled 'jax VERSION' ('jax VERSION #2' when `taken` already has that label)."""
-    from harness.judge.check import evaluate
     from harness.run.pool import Pool, WorkerStartError
 
     t0 = time.monotonic()
@@ -207,7 +217,10 @@ def run_column(
     n = sum(1 for x in taken if x == label or x.startswith(label + " #"))
     col.label = label if n == 0 else f"{label} #{n + 1}"
     print(f"{col.label} ({col.python}): jax {col.jax_version}, {len(cases)} cases", file=progress, flush=True)
+    from harness.campaign.qualify_judge import Judge
+
     by_name = {c.name: c for c in cases}
+    judge = Judge(preds, sups, col.jax_version)
     obs_dir = report / "observations"
     obs_dir.mkdir(parents=True, exist_ok=True)
     obs_file = (obs_dir / f"{_safe(col.label)}.jsonl").open("w", encoding="utf-8")
@@ -218,20 +231,20 @@ def run_column(
         from programs.serialize import program_to_dict
 
         for c in done:
-            case = by_name[c.tag]
-            # what jax did, saved before judging: `qualify --rejudge` judges it again
-            obs_file.write(json.dumps({"case": case.name, "source": case.source, "reason": case.reason,
-                                       "program": program_to_dict(case.program),
+            step = c.tag
+            case = by_name[step.case]
+            # what jax did in each step (the case, its probe run, its derived programs),
+            # saved before judging: `qualify --rejudge` judges it again
+            obs_file.write(json.dumps({"case": case.name, "stage": step.stage, "depth": step.depth,
+                                       "source": case.source, "reason": case.reason,
+                                       "program": program_to_dict(c.program),
                                        "observations": [observation_to_dict(o) for o in c.observations]}) + "\n")
             obs_file.flush()
-            res = evaluate(c.program, c.observations, preds[case.name])
-            cell = verdict(res, sups, col.jax_version)
-            if cell.verdict == "fail":
-                path = report / "cases" / _safe(col.label) / f"{_safe(case.name)}.json"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(_case_doc(res, col.jax_version, case))
-                cell.case_file = str(path)
-            col.cells[case.name] = cell
+            jobs, out = judge.done(step, c.program, c.observations)
+            for j in jobs:
+                pool.submit(j.program, j.modes, tag=j.step)
+            if out is not None:
+                col.cells[case.name] = _settle(out, report, col, case)
 
     last = [time.monotonic()]
 
@@ -247,8 +260,13 @@ def run_column(
             while pool.free() == 0:
                 record(pool.wait(1.0))
                 tick()
-            pool.submit(case.program, modes, tag=case.name)
-        record(pool.drain())
+            j = judge.start(case.name, case.program, modes)
+            pool.submit(j.program, j.modes, tag=j.step)
+        done = pool.drain()
+        while done:  # (a probe or derived program submitted while draining)
+            record(done)
+            tick()
+            done = pool.drain()
     finally:
         pool.close()
         obs_file.close()
@@ -414,7 +432,6 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
     (REPORT/observations/*.jsonl, written as each case finished), with this checkout's
     oracle and known entries: triage without running jax again. Writes the three reports
     (and the failing cases) to `out`."""
-    from harness.judge.check import evaluate
     from harness.run.observation import observation_from_dict
     from oracles import predict
     from programs.serialize import program_from_dict
@@ -428,6 +445,8 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
         prev = json.loads(prev_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
         raise UsageError(f"--rejudge {report}: cannot read qualify.json ({e})") from None
+    from harness.campaign.qualify_judge import Judge, Step
+
     cases: dict[str, Case] = {}
     preds: dict[str, Any] = {}
     cols: list[Column] = []
@@ -438,24 +457,37 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
         except (IndexError, KeyError, json.JSONDecodeError):
             raise UsageError(f"--rejudge: {f}: not an observations file (its first line names the column)") from None
         col = Column(meta["label"], meta["python"], meta["jax_version"])
+        saved: dict[Step, tuple[Program, list[Any]]] = {}
+        mains: list[str] = []  # the cases, in the order they finished
         for line in lines[1:]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut short when the run stopped: that case was not finished
             name = row["case"]
-            if name not in cases:
-                cases[name] = Case(name, program_from_dict(row["program"]), row.get("reason", ""), row.get("source", "corpus"))
-                preds[name] = predict(cases[name].program)
-            obs = [observation_from_dict(o) for o in row["observations"]]
-            res = evaluate(cases[name].program, obs, preds[name])
-            cell = verdict(res, sups, col.jax_version)
-            if cell.verdict == "fail":
-                path = out / "cases" / _safe(col.label) / f"{_safe(name)}.json"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(_case_doc(res, col.jax_version, cases[name]))
-                cell.case_file = str(path)
-            col.cells[name] = cell
+            step = Step(name, row.get("stage", "main"), int(row.get("depth", 0)))
+            program = program_from_dict(row["program"])
+            if step.stage == "main" and name not in cases:
+                cases[name] = Case(name, program, row.get("reason", ""), row.get("source", "corpus"))
+                preds[name] = predict(program)
+            if step.stage == "main":
+                mains.append(name)
+            saved[step] = (program, [observation_from_dict(o) for o in row["observations"]])
+        judge = Judge(preds, sups, col.jax_version)
+        for name in mains:
+            jobs = [judge.start(name, cases[name].program, ())]
+            outcome = None
+            while jobs and outcome is None:
+                j = jobs.pop(0)
+                got = saved.get(j.step)
+                if got is None and j.step.stage == "probe":  # (the run needed no probe here)
+                    got = (j.program, [])
+                if got is None or got[0] != j.program:  # (new entries: another derived program)
+                    outcome = judge.cut_short(j.step)
+                    break
+                jobs, outcome = judge.done(j.step, got[0], got[1])
+            if outcome is not None:
+                col.cells[name] = _settle(outcome, out, col, cases[name])
         cols.append(col)
     by_label = {c.label: c for c in cols}
     given = [by_label[lab] for lab in (prev.get("first"), prev.get("last")) if lab in by_label] or cols

@@ -66,14 +66,22 @@ def _localise(divs: list[Divergence]) -> list[Divergence]:
     return out
 
 
-def needs_probe(res: CheckResult) -> bool:
-    """Value divergences are put on the op that first goes wrong: that needs a probe run."""
-    return any(d.kind == DivergenceKind.VALUE and d.mode == "jit" for d in res.divergences)
+def probe_mode(res: CheckResult) -> str | None:
+    """The probe that puts `res`'s value divergences on the op that first goes wrong: the
+    one of the first of jit, eager, gspmd whose values went wrong (a probe runs the body
+    the way that mode does), else the jit probe (a transformed mode's wrong value: the
+    untransformed body may still show the op); None without a value divergence."""
+    from harness.run.modes import PROBE_FOR
+
+    wrong = {d.mode for d in res.divergences if d.kind == DivergenceKind.VALUE}
+    if not wrong:
+        return None
+    return next((PROBE_FOR[m] for m in ("jit", "eager", "gspmd") if m in wrong), PROBE_FOR["jit"])
 
 
 def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     """Re-label value divergences with the kind of the first body op whose per-device
-    values (from the probe run, itself under jit) differ from the oracle's; the output's
+    values (from the probe run, `probe_mode`) differ from the oracle's; the output's
     producer is only where the damage shows."""
     from oracles import trace
     from oracles.interpreter import tolerance
@@ -92,6 +100,8 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
         for c in p.mesh.coords():
             got = blocks.get(c)
             w = want[c]
+            if got is not None and w.ndim == 0 and got.shape == (1,):
+                got = got.reshape(())  # (the probe returns a rank-0 value as a (1,) block)
             if got is None or got.shape != w.shape:
                 bad = True
                 break
@@ -122,8 +132,9 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
 def check_program(p: Program, modes: tuple[str, ...]) -> CheckResult:
     """Everything in this process (no crash safety): for tests, replay and explain."""
     res = evaluate(p, [MODES[m].run(p) for m in modes])
-    if needs_probe(res):
-        res = localise_values(res, MODES["probe"].run(p))
+    probe = probe_mode(res)
+    if probe is not None:
+        res = localise_values(res, MODES[probe].run(p))
     return res
 
 
@@ -136,7 +147,8 @@ def check_in_pool(pool: Any, p: Program, modes: tuple[str, ...]) -> CheckResult:
     pool.submit(p, modes)
     (c,) = pool.drain()
     res = evaluate(c.program, c.observations)
-    if needs_probe(res):
-        pool.submit(p, ("probe",))
+    probe = probe_mode(res)
+    if probe is not None:
+        pool.submit(p, (probe,))
         res = localise_values(res, pool.drain()[0].observations[0])
     return res

@@ -118,7 +118,7 @@ def _compare_run(p: Program, pred: Prediction, obs: Observation) -> list[Diverge
         )
         return out
     if mode in ("vmap", "vmap_spmd"):
-        return out + compare_batched(p, pred, obs)
+        return out + _at_first_wrong_shape(p, out, compare_batched(p, pred, obs))
     if mode in ("grad", "grad_remat"):
         return out + compare_grad(p, obs)
     for k, (o, e) in enumerate(zip(obs.outputs, pred.outputs)):

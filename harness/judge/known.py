@@ -18,9 +18,9 @@ A mode disagreement is explained when every mode's own divergences are.
 
 An entry may name a rewrite (`oracles/rewrites.py`): the same program without the buggy
 form. Whenever an entry explains a divergence, the program that does not hold the bug
-(the rewrite, or else the program sliced to the outputs no feature op reaches:
-`derived_program`) is checked like any other, so the rest of the program is never
-excused.
+(the whole rewrite, or else the program sliced to the outputs no feature op reaches:
+`derived_program`) is checked like any other, in fuzz, replay and qualify, so the rest
+of the program is never excused.
 """
 
 from __future__ import annotations
@@ -190,25 +190,27 @@ def find(entries: Sequence[KnownDivergence], d: Divergence, divs: Sequence[Diver
 
 
 def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Prediction) -> Program | None:
-    """The program without the known bugs `used` explained: each entry's rewrite where it
-    has one, then only the outputs that no remaining feature op reaches. None when that
-    is `p` itself or has no output left."""
+    """The program without the known bugs `used` explained. Where an entry has a rewrite
+    that applies: every such rewrite, and nothing sliced away, so the whole rewritten
+    program is checked again (the bugs of entries without a rewrite show there once more,
+    each explained only by its own entry, and that check's own derived program slices
+    them off). Else only the outputs that no feature op of these entries reaches. None
+    when that is `p` itself or has no output left."""
     q = p
     for e in used:
         if e.rewrite is not None:
             q = REWRITES[e.rewrite](q) or q
-    from oracles import predict
-
-    qpred = pred if q is p else predict(q, values=False)
+    if q != p:
+        return q
     bad: frozenset[int] = frozenset()
-    for e in used:  # (a rewrite that applied left none of its feature ops)
-        bad |= e.feature_ops(q, qpred.value_types)
+    for e in used:
+        bad |= e.feature_ops(p, pred.value_types)
     if bad:
-        keep = tuple(k for k, o in enumerate(q.outputs) if not (cone(q, o) & bad))
+        keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad))
         if not keep:
             return None
-        if len(keep) < len(q.outputs):
-            q = slice_outputs(q, keep)
+        if len(keep) < len(p.outputs):
+            q = slice_outputs(p, keep)
     return None if q == p else q
 
 

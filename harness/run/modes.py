@@ -20,12 +20,15 @@ from __future__ import annotations
 
 from harness.run.modes_base import COMPILED, COMPILED_MAX, Mode, structure_key
 from harness.run.modes_direct import (
+    PROBE_FOR,
     Abstract,
     Eager,
     Gspmd,
     Jit,
     Lowering,
     Probe,
+    ProbeEager,
+    ProbeGspmd,
     Smap,
     lowering_facts,
     probe_program,
@@ -41,12 +44,13 @@ from harness.run.observation import (
 
 __all__ = [
     "COMPILED", "COMPILED_MAX", "DEFAULT_MODES", "MODES", "VMAP_BATCH", "Abstract", "Eager", "Grad", "GradRemat", "Gspmd",
-    "Jit", "Lowering", "Mode", "Multiprocess", "Observation", "ObservedOutput", "Probe", "Smap", "Vmap", "VmapSpmd", "lowering_facts",
+    "Jit", "Lowering", "Mode", "Multiprocess", "Observation", "ObservedOutput", "PROBE_FOR", "Probe", "ProbeEager", "ProbeGspmd", "Smap", "Vmap", "VmapSpmd", "lowering_facts",
     "observation_from_dict", "observation_to_dict", "probe_program", "structure_key",
 ]
 
 MODES: dict[str, Mode] = {
     m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), VmapSpmd(), Smap(), Grad(), GradRemat(), Lowering(), Probe(),
+                         ProbeEager(), ProbeGspmd(),
                          Multiprocess())
 }
 DEFAULT_MODES = ("abstract", "jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "lowering")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from harness.run import compat
-from harness.run.lowering import make_body
+from harness.run.lowering import make_body, to_pspec
 from harness.run.modes_base import Mode
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program
@@ -112,17 +112,15 @@ class Gspmd(Jit):
 
 
 def probe_program(p: Program) -> Program:
-    """`p` with every rank >= 1 body value as an output, each split over all manual axes
-    on dimension 0 and check_vma=False, so each device's block of each value comes back
-    as it is. Used to find the first op whose values go wrong."""
+    """`p` with every body value as an output, each split over all manual axes on
+    dimension 0 and check_vma=False, so each device's block of each value comes back as
+    it is (a rank-0 value comes back as a (1,) block: `Probe.build`). Used to find the
+    first op whose values go wrong."""
     from dataclasses import replace as _replace
 
-    from oracles import trace
     from programs.model import Spec
 
-    st, _ = trace(p, with_values=False)
-    n_in = len(p.inputs)
-    vals = tuple(v for v in range(n_in, len(st.types)) if len(st.types[v].shape) >= 1)
+    vals = tuple(range(len(p.inputs), p.n_values))
     axes = p.manual_axes
     spec = Spec((axes,) if axes else ())
     return _replace(p, outputs=vals, out_specs=(spec,) * len(vals), check_vma=False)
@@ -159,21 +157,42 @@ class Smap(Mode):
 
 
 class Probe(Mode):
-    """jit of `probe_program(p)`: per-device blocks of every body value (localisation)."""
+    """`probe_program(p)` run the way mode `base` runs a program (jit, eager or gspmd):
+    per-device blocks of every body value, to put a wrong value on the first op that
+    goes wrong in the mode where it went wrong."""
 
     name = "probe"
+    base = "jit"
 
     def run(self, p: Program) -> Observation:
         q = probe_program(p)
         if not q.outputs:
-            return Observation(self.name, status="unsupported", error_message="probe: no rank >= 1 body value")
-        obs = Jit.run(self, q)  # type: ignore[arg-type]
+            return Observation(self.name, status="unsupported", error_message="probe: no body value")
+        obs = Mode.run(self, q)
         return replace(obs, mode=self.name, facts={"values": list(q.outputs)})
 
-    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
-        import jax
+    def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+        import jax.numpy as jnp
 
-        return self.call(jax.jit(f), args)
+        body = make_body(p, record)
+
+        def probed(*args: Any) -> tuple[Any, ...]:  # rank 0 cannot be split: a (1,) block each
+            return tuple(jnp.reshape(v, (1,)) if jnp.ndim(v) == 0 else v for v in body(*args))
+
+        return compat.shard_map(probed, compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types),
+                                tuple(to_pspec(s) for s in p.in_specs), tuple(to_pspec(s) for s in p.out_specs),
+                                None if p.axis_names is None else frozenset(p.axis_names), p.check_vma)
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        return PROBE_BASES[self.base].execute(f, args)
+
+
+class ProbeEager(Probe):
+    name, base = "probe_eager", "eager"
+
+
+class ProbeGspmd(Probe):
+    name, base = "probe_gspmd", "gspmd"
 
 
 class Lowering(Mode):
@@ -201,3 +220,9 @@ class Lowering(Mode):
         self._facts = {}
         obs = super().run(p)
         return replace(obs, facts=self._facts)
+
+
+# how each probe runs its program: as the mode whose wrong value it localises
+PROBE_BASES: dict[str, Mode] = {"jit": Jit(), "eager": Eager(), "gspmd": Gspmd()}
+# the probe for a wrong value in each mode (the transformed modes: the jit probe)
+PROBE_FOR = {"jit": "probe", "eager": "probe_eager", "gspmd": "probe_gspmd"}
