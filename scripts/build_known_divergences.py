@@ -32,7 +32,9 @@ except ImportError:  # (before the asserting reproducers existed)
 ALL_MEASURED = ">=0.5,<0.13"  # shows on every measured release, 0.5.3 .. 0.12.0
 UNTIL_0_10 = ">=0.5,<0.11"  # shows on 0.5.3 .. 0.10.2; not on 0.11.2 or 0.12.0 (fixed in 0.11)
 SINCE_0_6 = ">=0.6,<0.13"  # shows on 0.6.0 .. 0.12.0; not on 0.5.3
+SINCE_0_7 = ">=0.7,<0.13"  # shows on 0.7.1 .. 0.12.0; the feature is absent before 0.7 (jax.smap)
 SINCE_0_8 = ">=0.8,<0.13"  # shows on 0.8.1 .. 0.12.0; not on 0.5.3 or 0.6.0
+SINCE_0_6_UNTIL_0_7 = ">=0.6,<0.8"  # shows on 0.6.0, 0.6.2 and 0.7.1 (later releases: the SINCE_0_8 entry)
 SINCE_0_9 = ">=0.9,<0.13"  # shows on 0.9.2 .. 0.12.0; not on 0.5.3, 0.6.0 or 0.8.1
 SINCE_0_8_UNTIL_0_11 = ">=0.8,<0.12"  # shows on 0.8.1 .. 0.11.2; not on 0.5.3, 0.6.0 or 0.12.0
 SINCE_0_6_UNTIL_0_8 = ">=0.6,<0.9"  # shows on 0.6.0 and 0.8.1; not on 0.5.3 or 0.9.2 and later
@@ -201,6 +203,11 @@ entries = [
    when=["partial_manual", "any:allreduce_dtype==bfloat16"],
    reason="XLA:CPU aborts compiling a bfloat16 all-reduce or reduce-scatter (psum, pmean, pmax, pmin, psum_scatter) inside a partial-manual shard_map (axis_names a strict subset of the mesh's axes): 'hlo_instruction.cc] Invalid binary instruction opcode copy', in every mode that compiles it, with Shardy and GSPMD, check_vma either way. float16 and float32 run; a full-manual shard_map runs bfloat16 too; so do all_gather, all_to_all and ppermute of bfloat16 there.",
    link=NONE + "'Invalid binary instruction opcode copy', 'bfloat16 psum partial manual', 'bf16 all-reduce CPU abort'"),
+ E(id="bf16-smap-allreduce-abort", case="bf16_smap_allreduce", mode="smap", jax_versions=SINCE_0_7,
+   signatures=["crash|smap|crash"],
+   when=["several_mesh_axes", "any:allreduce_dtype==bfloat16"],
+   reason="bf16-partial-manual-allreduce-abort reached through jax.smap: smap is a shard_map over its one axis with every other mesh axis automatic (even one of size 1), so a bfloat16 all-reduce in a program whose mesh has another axis aborts XLA:CPU ('hlo_instruction.cc] Invalid binary instruction opcode copy'); the same program runs under jit as a full-manual shard_map. Found by qualify --fuzz-seed 3 --fuzz-examples 2000 (fuzz/s3-0601, s3-1802) on 0.9.2 and 0.10.2; measured on 0.7.1, 0.8.1, 0.9.0, 0.9.2, 0.10.2, 0.11.2, 0.12.0 (jax.smap is absent from 0.6.2).",
+   link=NONE + "'Invalid binary instruction opcode copy', 'smap bfloat16 psum'"),
  E(id="bf16-partial-manual-all-gather-grad-abort", case="bf16_partial_manual_all_gather_grad", mode="grad", jax_versions=ALL_MEASURED,
    signatures=["crash|grad,grad_remat|crash"],
    when=["partial_manual", "all_gather:dtype==bfloat16"],
@@ -298,6 +305,63 @@ entries = [
    when=["pmin:groups"],
    reason="As grouped-pmax-claims-invariance, for pmin.",
    link=NONE + "'axis_index_groups vma invariant pmin'"),
+ E(id="grouped-pmax-claims-invariance-0-6", case="groups_vma_typed_pmax_0_6", mode="jit", jax_versions=SINCE_0_6_UNTIL_0_7, errors_downstream=True,
+   # as grouped-pmax-claims-invariance (whose own case, out_specs=P() of the grouped result, jax 0.6-0.7 check by
+   # check_rep and shardfuzz cannot type there): a valid program, whose grouped pmax jax types as invariant
+   signatures=["missing_error|*|out_spec_replication", "vma|*|pmax", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError",
+               "value|*|pmax"],
+   when=["pmax:groups"],
+   reason="grouped-pmax-claims-invariance on jax 0.6.0, 0.6.2 and 0.7.1: pmax with axis_index_groups of more than one group is typed invariant over its axes (jax.typeof shows no varying axes) although each group holds its own value. Found by qualify --fuzz-seed 3 --fuzz-examples 2000 on 0.6.0 (fuzz/s3-0030 and 18 more); 0.5.3 exposes no varying-axes type.",
+   link=NONE + "'axis_index_groups vma invariant pmax'"),
+ E(id="grouped-pmin-claims-invariance-0-6", case="groups_vma_typed_pmin_0_6", mode="jit", jax_versions=SINCE_0_6_UNTIL_0_7, errors_downstream=True,
+   signatures=["missing_error|*|out_spec_replication", "vma|*|pmin", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError",
+               "value|*|pmin"],
+   when=["pmin:groups"],
+   reason="As grouped-pmax-claims-invariance-0-6, for pmin.",
+   link=NONE + "'axis_index_groups vma invariant pmin'"),
+ # old releases' bugs that later releases fixed: each entry's case is the regression case
+ # (reports/corpus/regressions/, with its bisected range), so qualify names the bug there
+ E(id="vmap-spmd-binop-vma-0-6", case="regressions/vmap_spmd_rank0_mul_vma", mode="vmap_spmd", jax_versions=">=0.6,<0.10",
+   signatures=["unexpected_error|vmap_spmd|*->ValueError"],
+   when=["spmd_axis", "any:operands>1"],
+   reason="vmap(shard_map, spmd_axis_name=A) makes a batched operand vary over A but not the other operand of a binary op (a constant, a replicated argument), and jax 0.6.0 .. 0.9.2 raise 'Primitive mul requires varying manual axes to match' instead of inserting the pvary (a batching-rule bug, fixed by 0.10.0: bisected).",
+   link=NONE + "'vmap spmd_axis_name requires varying manual axes to match'"),
+ E(id="vmap-spmd-pmean-vma-0-6", case="regressions/vmap_spmd_pmean_div_vma", mode="vmap_spmd", jax_versions=">=0.6,<0.10,!=0.8.*",
+   signatures=["unexpected_error|vmap_spmd|pmean->ValueError"],
+   when=["spmd_axis", "pmean"],
+   reason="vmap(shard_map, spmd_axis_name=A) of a pmean: the batching rule makes the sum vary over A but not the divisor, and jax 0.6.0 .. 0.9.2 raise 'Primitive div requires varying manual axes to match' (0.8 fails earlier: pmean-batching-rule-0-8); fixed by 0.10.0 (bisected).",
+   link=NONE + "'vmap spmd_axis_name pmean div varying manual axes'"),
+ E(id="vmap-spmd-pmean-rep-0-5", case="regressions/vmap_spmd_pmean_varying_rep_types", mode="vmap_spmd", jax_versions=ONLY_0_5,
+   signatures=["unexpected_error|vmap_spmd|*->Exception"],
+   when=["spmd_axis", "pmean"],
+   reason="vmap-spmd-pmean-vma-0-6 on jax 0.5.3, whose replication checker says it differently: Exception 'Primitive div requires argument replication types to match'.",
+   link=NONE + "'requires argument replication types to match vmap spmd_axis_name pmean'"),
+ E(id="spec-unknown-axis-keyerror-0-6", case="regressions/in_spec_unknown_axis_keyerror", mode="jit", jax_versions=">=0.4,<0.6.2",
+   signatures=["wrong_error|*|spec_unknown_axis->KeyError", "wrong_error|eager|spec_unknown_axis->ValueError"],
+   when=[],
+   reason="jax 0.5.3 and 0.6.0 do not check up front that a spec names only mesh axes: the name falls through to a later lookup, a bare KeyError (the axis name) under tracing, and in eager on 0.5.3 NamedSharding's ValueError ('Resource axis: a of PartitionSpec(...) is not found in mesh'), which does not say which in_specs/out_specs entry is wrong; fixed by 0.6.2 (bisected), which raises the ValueError naming the spec.",
+   link=NONE + "'shard_map in_specs unknown axis KeyError'"),
+ E(id="out-spec-too-long-unchecked-0-6", case="regressions/out_spec_too_long_trailing_none", mode="jit", jax_versions=">=0.4,<0.6.2",
+   signatures=["missing_error|*|out_spec_rank"],
+   when=[],
+   reason="out_specs longer than the output's rank (trailing None entries) are accepted silently on jax 0.5.3 and 0.6.0: only the named entries are checked; fixed by 0.6.2 (bisected).",
+   link="the same check for in_specs came with jax-ml/jax#18951; " + NONE + "'out_specs too long'"),
+ E(id="collective-over-auto-axis-vma-valueerror", case="regressions/collective_over_auto_axis", mode="jit", jax_versions=">=0.6,<0.8.2",
+   signatures=["wrong_error|*|unbound_axis->ValueError"],
+   when=["partial_manual"],
+   reason="A collective over a mesh axis that axis_names leaves automatic raises an internal ValueError ('Axes mentioned in `vma` field of ShapedArray should be of type `Manual`') on jax 0.6.0 .. 0.8.1 instead of the unbound-axis NameError; fixed by 0.8.2 (bisected).",
+   link=NONE + "'Axes mentioned in vma field of ShapedArray should be of type Manual'"),
+ E(id="eager-partial-manual-out-specs-nameerror", case="regressions/eager_partial_manual_out_specs_structure_nameerror", mode="eager",
+   jax_versions=">=0.8.2,<0.10.2",
+   signatures=["wrong_error|eager|out_specs_structure->NameError"],
+   when=["partial_manual"],
+   reason="Eager partial-manual shard_map whose out_specs do not match its outputs raises NameError 'Found an unbound axis name' on jax 0.8.2 .. 0.10.1 instead of the out_specs structure ValueError (jit raises the right one); broken in 0.8.2, fixed by 0.10.2 (bisected).",
+   link=NONE + "'eager shard_map partial manual unbound axis name out_specs'"),
+ E(id="vmap-spmd-binop-rep-0-5", case="regressions/vmap_spmd_add_axis_index_rep", mode="vmap_spmd", jax_versions=ONLY_0_5,
+   signatures=["unexpected_error|vmap_spmd|*->Exception"],
+   when=["spmd_axis", "any:operands>1"],
+   reason="vmap-spmd-binop-vma-0-6 on jax 0.5.3, whose replication checker says it differently: Exception 'Primitive add requires argument replication types to match'.",
+   link=NONE + "'requires argument replication types to match vmap spmd_axis_name'"),
 ]
 
 HEADER = """# Known divergences between jax and the documented shard_map semantics shardfuzz checks,
@@ -317,7 +381,8 @@ def q(s: str) -> str:
 def main() -> None:
     out = [HEADER]
     for e in entries:
-        case = f"reports/corpus/known/{e['case']}.json"
+        # an entry's own case: reports/corpus/known/NAME, or a regression case (regressions/NAME)
+        case = f"reports/corpus/{e['case']}.json" if "/" in e["case"] else f"reports/corpus/known/{e['case']}.json"
         p = from_json((ROOT / case).read_text())
         out.append('[[divergence]]')
         out.append(f'id = {q(e["id"])}')

@@ -23,7 +23,8 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
     ErrorKind.SPEC_TYPE: ErrorSignature(("TypeError",), ("must be a pytree of `jax.sharding.PartitionSpec`",)),
     ErrorKind.IN_SPECS_STRUCTURE: ErrorSignature(("ValueError",), ("pytree structure error", "shard_map in_specs")),
     ErrorKind.OUT_SPECS_STRUCTURE: ErrorSignature(("ValueError",), ("pytree structure error", "shard_map out_specs")),
-    ErrorKind.SPEC_UNKNOWN_AXIS: ErrorSignature(("ValueError",), ("must refer to an axis marked as manual",)),
+    # (jax 0.5/0.6 eager: the NamedSharding check's "Resource axis: a of PartitionSpec('a',) is not found in mesh")
+    ErrorKind.SPEC_UNKNOWN_AXIS: ErrorSignature(("ValueError",), ("must refer to an axis marked as manual", "is not found in mesh")),
     ErrorKind.SPEC_DUPLICATE_AXIS: ErrorSignature(("DuplicateSpecError",), ("has duplicate entries",)),
     ErrorKind.IN_SPEC_RANK: ErrorSignature(("ValueError",), ("in_specs entry which is too long",)),
     ErrorKind.OUT_SPEC_RANK: ErrorSignature(("ValueError",), ("out_specs entry which is too long",)),

@@ -66,6 +66,9 @@ PROGRAM_FEATURES = {
     # every manual axis has size 1: jax lowers no manual region for the shard_map
     "manual_size_1": lambda p: all(p.mesh.axis_size(a) == 1 for a in p.manual_axes),
     "spmd_axis": lambda p: p.spmd_axis() is not None,
+    # the smap mode runs a shard_map over one axis, the others automatic: partial manual
+    # there whenever the mesh has another axis (of any size)
+    "several_mesh_axes": lambda p: len(p.mesh.names) > 1,
 }
 VALUE_FEATURES = {"value:zero_size"}
 _ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")
@@ -78,7 +81,8 @@ class OpFeature:
     Pseudo-parameters: 'axes_order' (ordered / unordered: several axes out of mesh
     order), 'zero_size' (True when an operand or the result has a zero-size dimension),
     'wrap' (scan / cond), 'dtype' (the first operand's dtype), 'allreduce_dtype' (the operand's dtype, for the reductions that
-    lower to an all-reduce or reduce-scatter: psum, pmean, pmax, pmin, psum_scatter)."""
+    lower to an all-reduce or reduce-scatter: psum, pmean, pmax, pmin, psum_scatter),
+    'operands' (how many operands it reads: 'any:operands>1' is every binary op)."""
 
     kind: str
     param: str | None
@@ -109,6 +113,8 @@ class OpFeature:
             v = any(_zero_size(t.shape) for t in types)
         elif self.param == "dtype":
             v = types[0].dtype if op.operands and types else None
+        elif self.param == "operands":
+            v = len(op.operands)
         elif self.param == "allreduce_dtype":
             v = types[0].dtype if op.kind in _ALLREDUCE and op.operands and types else None
         if v is None:
