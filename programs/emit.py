@@ -178,6 +178,19 @@ SHARD_MAP_SHIM = [
 ]
 
 
+PERMUTE_ORDER_FLAG = "jax_raise_on_ppermute_sort_diff"
+
+
+def permute_guard(p: Program) -> list[str]:
+    """jax 0.11+ raises for a ppermute/pshuffle over axes out of mesh order unless this
+    flag is off; the harness runs such a program with it off (harness/run/compat.py
+    `program_config`), and so does the reproducer."""
+    if not p.permutes_out_of_mesh_order():
+        return []
+    return [f'if hasattr(jax.config, "{PERMUTE_ORDER_FLAG}"):  # jax >= 0.11 refuses ppermute axes out of mesh order by default',
+            f'  jax.config.update("{PERMUTE_ORDER_FLAG}", False)']
+
+
 REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
 
 
@@ -274,6 +287,7 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         *FORCE_DEVICES,
         *JAX_IMPORTS,
         *SHARD_MAP_SHIM,
+        *permute_guard(p),
         "",
         *mesh_src(p),
         *inputs_src(p),

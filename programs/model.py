@@ -272,6 +272,19 @@ class Program:
                 out.append(op.inner_op())
         return tuple(out)
 
+    def permutes_out_of_mesh_order(self) -> bool:
+        """Whether a ppermute or pshuffle names several mesh axes out of mesh order: jax
+        0.11+ refuses that form unless `jax_raise_on_ppermute_sort_diff` is off (and with
+        it off computes what the documented semantics say), earlier jax numbers the
+        devices wrongly (the ppermute-multi-axis-order known entry)."""
+        order = {a: i for i, a in enumerate(self.mesh.names)}
+        for op in self.all_ops():
+            if op.kind in ("ppermute", "pshuffle"):
+                axes = [a for a in (op.p("axes") or ()) if a in order]  # type: ignore[union-attr]
+                if axes != sorted(axes, key=order.__getitem__):
+                    return True
+        return False
+
     def collectives(self) -> tuple[str, ...]:
         from programs.ops import COLLECTIVES
 

@@ -330,6 +330,8 @@ def _skipped(st: ast.stmt, i: int) -> bool:
         return True
     if isinstance(st, ast.If) and ast.unparse(st.test) == "hasattr(jax, 'shard_map')":
         return True  # the emitted jax.experimental.shard_map fallback (programs.emit.SHARD_MAP_SHIM)
+    if isinstance(st, ast.If) and ast.unparse(st.test) == "hasattr(jax.config, 'jax_raise_on_ppermute_sort_diff')":
+        return True  # the emitted permute-order flag (programs.emit.permute_guard)
     return isinstance(st, ast.FunctionDef) and st.name == "inputs"
 
 

@@ -28,9 +28,10 @@ feeds the vma observations (None when missing).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -373,3 +374,29 @@ def internals() -> dict[str, Any]:
         "all_gather_p": parallel.all_gather_p,
         "pvary": __import__("jax").lax.pvary if hasattr(__import__("jax").lax, "pvary") else None,
     }
+
+
+@contextlib.contextmanager
+def program_config(p: Program) -> Iterator[None]:
+    """The jax configuration under which this jax runs `p` as the documented semantics
+    say, for the length of one mode's run. jax 0.11+ refuses a ppermute/pshuffle over
+    axes out of mesh order while lowering (RuntimeError 'Make sure that the axis_name
+    passed to jax.lax.ppermute is in the same order as the axis_names declared on the
+    mesh') unless `jax_raise_on_ppermute_sort_diff` is off, and with it off gives the
+    documented values: such a program runs with it off (probed: the flag exists), so its
+    values are still checked there; earlier jax has no flag (and the known entry
+    ppermute-multi-axis-order)."""
+    import jax
+
+    from programs.emit import PERMUTE_ORDER_FLAG
+
+    if not (p.permutes_out_of_mesh_order() and hasattr(jax.config, PERMUTE_ORDER_FLAG)):
+        yield
+        return
+    prev = getattr(jax.config, PERMUTE_ORDER_FLAG)
+    jax.config.update(PERMUTE_ORDER_FLAG, False)
+    try:
+        yield
+    finally:
+        jax.config.update(PERMUTE_ORDER_FLAG, prev)
+

@@ -112,19 +112,20 @@ class Mode:
 
         key = (self.name, structure_key(p)) if self.cacheable else None
         try:
-            hit = COMPILED.get(key) if key else None
-            if hit is not None:  # the same program but for input values: no trace, no compile
-                COMPILED.move_to_end(key)  # type: ignore[arg-type]
-                types.update(hit[1])
-                outs = self.call(hit[0], self.inputs(p))
-            elif key is None:
-                outs = self.execute(self.build(p, record), self.inputs(p))
-            else:
-                g = self.compiled(self.build(p, record))
-                outs = self.call(g, self.inputs(p))
-                COMPILED[key] = (g, dict(types))
-                while len(COMPILED) > COMPILED_MAX:
-                    COMPILED.popitem(last=False)
+            with compat.program_config(p):  # (jax flags a program needs: the permute-order check)
+                hit = COMPILED.get(key) if key else None
+                if hit is not None:  # the same program but for input values: no trace, no compile
+                    COMPILED.move_to_end(key)  # type: ignore[arg-type]
+                    types.update(hit[1])
+                    outs = self.call(hit[0], self.inputs(p))
+                elif key is None:
+                    outs = self.execute(self.build(p, record), self.inputs(p))
+                else:
+                    g = self.compiled(self.build(p, record))
+                    outs = self.call(g, self.inputs(p))
+                    COMPILED[key] = (g, dict(types))
+                    while len(COMPILED) > COMPILED_MAX:
+                        COMPILED.popitem(last=False)
         except Exception as e:
             return raised(e)
         try:
