@@ -18,8 +18,9 @@ from programs.model import Program
 
 def run_batch(progs: list[Program]) -> list[Observation]:
     """jit-mode observations for each program, from one combined jit when possible."""
-    if len(progs) == 1:
-        return [MODES["jit"].run(progs[0])]
+    if len(progs) == 1 or any(p.needs_mesh_context() for p in progs):
+        # (a program under jax.set_mesh runs alone: one context per program)
+        return [MODES["jit"].run(p) for p in progs]
     try:
         return _together(progs)
     except Exception:  # noqa: BLE001 - some program in the batch fails: split it

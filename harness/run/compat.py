@@ -20,6 +20,8 @@ observed missing / present (`shardfuzz qualify` on 0.4.35, 0.6.2, 0.8.1, 0.10.2)
 | nested shard_map without a mesh argument; lax.cond under check_rep | 0.4.35 | 0.6.2 | `jax.shard_map` |
 | jax.smap, jax.set_mesh | 0.4.35, 0.6.2 | 0.8.1 | `jax.smap` |
 | psum / pmean / psum_scatter of an operand varying over only some named axes is an error | 0.4.35, 0.6.2, 0.8.1 (implicit pvary) | 0.10.2 | `jax.lax.pcast` |
+| Explicit-mesh shard_map typing (in_specs vs the argument's sharding, `jax.typeof(out).sharding`), jax.set_mesh, reshard | | 0.10.2 | `_explicit_typing`: a one-device probe |
+| `PartitionSpec(unreduced=, reduced=)`, pcast(to='reduced' / 'unreduced') | | 0.10.2 | `_spec_accepts_ur`, `_pcast_accepts`: probes |
 
 `jax.lax.pshuffle(x, axis_name, perm)` has one signature in all four, `jax_num_cpu_devices`
 (missing in 0.4.35) is backed by XLA_FLAGS, and `jax.typeof` (missing in 0.4.35) only
@@ -285,6 +287,7 @@ def _program_features(p: Program) -> tuple[str, ...]:
             out.append(f"all_gather(to={to!r}): jax {v} does not accept that value")
     if any(op.kind == "all_gather" and op.p("to") is not None for op in p.body) and not has("all_gather_to"):
         out.append(f"all_gather(to=...): jax {v} has no 'to' parameter")
+    out += _explicit_features(p, v)
     if p.check_vma and not (has("shard_map") and has("pcast")):
         # The oracle types values as jax 0.10.2 does (check_vma). Older jax decides
         # replication with other rules: check_rep (no jax.shard_map) accepts
@@ -302,6 +305,76 @@ def _program_features(p: Program) -> tuple[str, ...]:
             out.append(f"psum of an operand varying over only some named axes is an error only "
                        f"from jax with lax.pcast; jax {v} pvarys it implicitly")
     return tuple(out)
+
+
+def _explicit_features(p: Program, v: str) -> list[str]:
+    """Explicit meshes, jax.set_mesh, reshard, reduced / unreduced: each probed in the
+    exact form the program uses."""
+    import jax
+
+    out = []
+    if p.needs_mesh_context() and not hasattr(jax, "set_mesh"):
+        out.append(f"jax.set_mesh (the mesh context): jax {v} does not have it")
+    if p.reshard and not hasattr(jax.sharding, "reshard"):
+        out.append(f"jax.sharding.reshard: jax {v} does not have it")
+    if p.explicit_axes and has("axis_types") and not _explicit_typing():
+        out.append(f"shard_map on an Explicit mesh: jax {v} does not type it as jax 0.10.2 does (in_specs vs the argument's sharding, jax.typeof(out).sharding)")
+    if any(s.unreduced or s.reduced for s in p.in_specs + p.out_specs) and not _spec_accepts_ur():
+        out.append(f"PartitionSpec(unreduced=, reduced=): jax {v} does not have them")
+    for to in sorted({str(op.p("to")) for op in p.body if op.kind == "pcast" and op.p("to") != "varying"}):
+        if not _pcast_accepts(to):
+            out.append(f"pcast(to={to!r}): jax {v} does not accept that value")
+    return out
+
+
+@functools.cache
+def _spec_accepts_ur() -> bool:
+    import jax
+
+    try:
+        jax.sharding.PartitionSpec(None, unreduced={"a"}, reduced={"b"})
+    except TypeError:
+        return False
+    return True
+
+
+@functools.cache
+def _pcast_accepts(to: str) -> bool:
+    """Whether pcast takes this `to=` (and types the result as jax 0.10.2 does): probed
+    on the transition the oracle allows into it."""
+    import jax
+
+    if not hasattr(jax.lax, "pcast"):
+        return False
+    lax = jax.lax  # (the probe's argument varies over "a")
+    if to == "unreduced":
+        return _probe(lambda x: lax.psum(lax.pcast(x, "a", to="unreduced"), "a")) is None
+    return _probe(lambda x: lax.psum(lax.pcast(lax.pcast(lax.psum(x, "a"), "a", to=to), "a", to="varying"), "a")) is None
+
+
+@functools.cache
+def _explicit_typing() -> bool:
+    """Whether a shard_map on an all-Explicit mesh checks an unresharded argument against
+    its in_spec, and types its output by the out_spec (`float32[1@a]`), as 0.10.2 does.
+    Probed on a one-device mesh."""
+    import jax
+
+    if not (hasattr(jax, "set_mesh") and hasattr(jax.sharding, "reshard") and hasattr(jax, "typeof")):
+        return False
+    P = jax.sharding.PartitionSpec
+    mesh = make_mesh(("a",), (1,), ("explicit",))
+    try:
+        with jax.set_mesh(mesh):
+            f = jax.shard_map(lambda x: x, in_specs=P("a"), out_specs=P("a"))
+            try:
+                jax.eval_shape(f, jax.ShapeDtypeStruct((1,), np.float32))
+                return False  # no check of the argument's sharding
+            except ValueError:
+                pass
+            out = jax.eval_shape(lambda x: f(jax.sharding.reshard(x, P("a"))), jax.ShapeDtypeStruct((1,), np.float32))
+            return sharding_type_of(out) == ((("a",),), (), ())
+    except Exception:  # noqa: BLE001 - any other failure: not the form the oracle follows
+        return False
 
 
 def shard_map(
@@ -340,6 +413,74 @@ def make_mesh(names: tuple[str, ...], sizes: tuple[int, ...], axis_types: tuple[
         return jax.sharding.Mesh(devices, names)
     types = tuple(getattr(AxisType, t.capitalize()) for t in axis_types)
     return jax.sharding.Mesh(devices, names, axis_types=types)
+
+
+def mesh_scope(p: Program) -> Any:
+    """The context a mode runs `p` in: `jax.set_mesh(mesh)` where the program needs the
+    mesh context (`Program.needs_mesh_context`), else nothing."""
+    import contextlib
+
+    if not p.needs_mesh_context():
+        return contextlib.nullcontext()
+    import jax
+
+    return jax.set_mesh(make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types))
+
+
+def with_reshard(p: Program, f: Callable[..., Any]) -> Callable[..., Any]:
+    """`f` (the shard_map) applied to its arguments resharded to their in_specs'
+    Explicit axes, when `p.reshard` (under the mesh context: a bare P names its axes)."""
+    if not p.reshard:
+        return f
+    import jax
+
+    from harness.run.lowering import to_pspec
+
+    specs = [to_pspec(p.reshard_spec(i)) for i in range(len(p.inputs))]
+
+    def resharded(*args: Any) -> Any:
+        return f(*[jax.sharding.reshard(a, s) for a, s in zip(args, specs)])
+
+    return resharded
+
+
+def sharding_type_of(x: Any) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[str, ...]] | None:
+    """What `jax.typeof(x).sharding.spec` shows of a global value: per dimension the mesh
+    axes it is split over (only Explicit axes appear there), then its unreduced and
+    reduced axes (sorted); None where jax does not say."""
+    import jax
+
+    typeof = getattr(jax, "typeof", None)
+    if typeof is None:
+        return None
+    try:
+        sharding = getattr(typeof(x), "sharding", None)
+    except Exception:  # noqa: BLE001 - older jax cannot type this object: nothing to say
+        return None
+    spec = getattr(sharding, "spec", None)
+    if spec is None:
+        return None
+    rank = len(x.shape)
+    parts = tuple(spec)[:rank] if not hasattr(spec, "partitions") else tuple(spec.partitions)[:rank]
+    dims = tuple(() if e is None else ((str(e),) if isinstance(e, str) else tuple(str(a) for a in e)) for e in parts)
+    dims = dims + ((),) * (rank - len(dims))
+    return (
+        dims,
+        tuple(sorted(str(a) for a in getattr(spec, "unreduced", ()) or ())),
+        tuple(sorted(str(a) for a in getattr(spec, "reduced", ()) or ())),
+    )
+
+
+def ur_of(x: Any) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The unreduced and reduced manual axes of a traced body value (`jax.typeof(x).mat`,
+    jax >= 0.8), or None where jax does not say."""
+    import jax
+
+    typeof = getattr(jax, "typeof", None)
+    mat = getattr(typeof(x), "mat", None) if typeof is not None else None
+    if mat is None or not hasattr(mat, "unreduced"):
+        return None
+    return frozenset(str(a) for a in mat.unreduced), frozenset(str(a) for a in getattr(mat, "reduced", ()))
 
 
 def vma_of(x: Any) -> frozenset[str] | None:

@@ -39,7 +39,7 @@ class Abstract(Mode):
         return jax.eval_shape(f, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
-        return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)
+        return ObservedOutput(tuple(o.shape), str(o.dtype), None, None, compat.sharding_type_of(o))
 
 
 class Eager(Mode):

@@ -13,7 +13,9 @@ from programs.emit import (
     args_src,
     body_source,
     inputs_fn_src,
+    context_src,
     mesh_src,
+    reshard_src,
     shard_map_kwargs_src,
     specs_src,
 )
@@ -37,6 +39,7 @@ def setup_lines(p: Program, mode: str) -> list[str]:
     return [
         *mesh_src(p),
         *mp,
+        *context_src(p),
         f"MESH_SHAPE = {p.mesh.sizes!r}",
         f"AUTO_AXES = {auto_axes(p)!r}  # mesh axes left automatic (partial manual): jax may lay outputs out along them",
         "",
@@ -48,6 +51,7 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         "",
         "",
         f"f = shard_map({body}, {shard_map_kwargs_src(p)})",
+        *reshard_src(p),
     ]
 
 
