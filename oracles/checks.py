@@ -132,7 +132,9 @@ def check_out_specs(p: Program, out_types: list[ValueType]) -> None:
     _check_duplicates(p.out_specs, "out_specs")
     if p.check_vma:
         for k, (t, s) in enumerate(zip(out_types, p.out_specs)):
-            missing = sorted((t.vma or frozenset()) - set(s.axes()))
+            # (an axis the output is unreduced over but its out_spec does not call
+            # unreduced is one its parts differ along: the replication check names it)
+            missing = sorted(((t.vma or frozenset()) | (t.unreduced - set(s.unreduced))) - set(s.axes()))
             if missing:
                 raise _fail(
                     ErrorKind.OUT_SPEC_REPLICATION,

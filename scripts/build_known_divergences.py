@@ -303,6 +303,25 @@ entries = [
    when=["pmin:groups"],
    reason="As grouped-pmax-claims-invariance, for pmin.",
    link=NONE + "'axis_index_groups vma invariant pmin'"),
+ # Reduced / unreduced body values under eager shard_map (measured with each case's eager mode
+ # on 0.9.2, 0.10.0, 0.10.1, 0.10.2, 0.11.2, 0.12.0: every one raises; jit runs them all)
+ E(id="eager-unreduced-intermediate", case="eager_unreduced_auto", mode="eager", jax_versions=SINCE_0_9,
+   signatures=["unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError",
+               "unexpected_error|eager|psum->ValueError", "unexpected_error|eager|psum->NotImplementedError"],
+   when=["pcast:to==unreduced", "explicit_full_manual==False"],
+   reason="Eager shard_map runs the body one primitive at a time, each in a shard_map whose out_specs carry the intermediate's type; a value made unreduced by pcast(to='unreduced') then hits the rule meant for user specs ('unreduced in out_specs P(None, unreduced={x}) can only be used when the mesh ... contains axis names all of type Explicit', 0.10-0.12; 'Eager shard_map + unreduced/reduced + partial manual is not supported' partial manual; 0.9.2: NotImplementedError 'Eager shard_map with unreduced/reduced is not implemented'), unless every axis is manual and Explicit. jax.jit runs the same program with the oracle's values.",
+   link=NONE + "'eager shard_map unreduced', 'unreduced in out_specs can only be used when the mesh'"),
+ E(id="eager-reduced-intermediate", case="eager_reduced_auto", mode="eager", jax_versions=SINCE_0_9,
+   signatures=["unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError"],
+   when=["pcast:to==reduced", "explicit_full_manual==False"],
+   reason="As eager-unreduced-intermediate, for a value made reduced by pcast(to='reduced') ('reduced in out_specs ... can only be used when the mesh ... Explicit').",
+   link=NONE + "'eager shard_map reduced pcast'"),
+ E(id="eager-all-gather-reduced-intermediate", case="eager_all_gather_reduced_auto", mode="eager", jax_versions=SINCE_0_9,
+   signatures=["unexpected_error|eager|all_gather->ValueError", "unexpected_error|eager|all_gather->NotImplementedError",
+               "unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError"],
+   when=["all_gather:to==reduced", "explicit_full_manual==False"],
+   reason="As eager-unreduced-intermediate, for the reduced result of all_gather(to='reduced').",
+   link=NONE + "'eager shard_map all_gather reduced'"),
 ]
 
 HEADER = """# Known divergences between jax and the documented shard_map semantics shardfuzz checks,

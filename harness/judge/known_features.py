@@ -66,6 +66,8 @@ PROGRAM_FEATURES = {
     # every manual axis has size 1: jax lowers no manual region for the shard_map
     "manual_size_1": lambda p: all(p.mesh.axis_size(a) == 1 for a in p.manual_axes),
     "spmd_axis": lambda p: p.spmd_axis() is not None,
+    # every mesh axis manual and Explicit (strategies/explicit_defects.py strict_explicit)
+    "explicit_full_manual==False": lambda p: not (set(p.manual_axes) == set(p.mesh.names) and len(p.explicit_axes) == len(p.mesh.names)),
 }
 VALUE_FEATURES = {"value:zero_size"}
 _ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")

@@ -191,6 +191,7 @@ def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
     if mode == "gspmd" and not has("gspmd"):
         out.append(f"the GSPMD partitioner: jax {jax_version()} has no jax_use_shardy_partitioner flag")
     out += _cpu_gaps(p, mode)
+    out += _explicit_mode_gaps(p, mode)
     if mode == "eager" and p.axis_names is not None and set(p.axis_names) != set(p.mesh.names):
         if not has("eager_partial_manual"):
             out.append(f"eager partial-manual shard_map (axis_names={sorted(p.axis_names)}): "
@@ -230,8 +231,11 @@ def _all_gather_accepts(to: str) -> bool:
     'reduced'; the parameter's presence alone says nothing). Probed, never by version."""
     import jax
 
+    lax = jax.lax
+    if to == "reduced":  # (checked: all_gather_reduced wants an operand typed as varying)
+        return _probe(lambda x: lax.psum(lax.pcast(lax.all_gather(x, "a", tiled=True, to=to), "a", to="varying"), "a")) is None
     # (unchecked: the probe asks whether the value is accepted, not what it makes vary)
-    return _probe(lambda x: jax.lax.all_gather(x, "a", tiled=True, to=to), check=False) is None
+    return _probe(lambda x: lax.all_gather(x, "a", tiled=True, to=to), check=False) is None
 
 
 @functools.cache
@@ -305,6 +309,47 @@ def _program_features(p: Program) -> tuple[str, ...]:
             out.append(f"psum of an operand varying over only some named axes is an error only "
                        f"from jax with lax.pcast; jax {v} pvarys it implicitly")
     return tuple(out)
+
+
+_UR_KINDS = ("pcast to reduced / unreduced", "all_gather(to='reduced')")
+
+
+def _uses_ur(p: Program) -> bool:
+    return any(
+        (op.kind == "pcast" and op.p("to") != "varying") or (op.kind == "all_gather" and op.p("to") == "reduced")
+        for op in p.body
+    ) or any(s.unreduced or s.reduced for s in p.in_specs + p.out_specs)
+
+
+def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
+    """Modes that cannot run an explicit-mesh or reduced / unreduced program as the
+    oracle means it, each with why (data, not a skip: the program is checked in the
+    other modes)."""
+    v = jax_version()
+    out = []
+    if mode in ("vmap", "vmap_spmd") and _uses_ur(p) and not _ur_batching():
+        # parallel.py: the batching rules of vary_unreduced_cast, preduced,
+        # reduced_vary_cast, unreduced_psum and all_gather_reduced raise NotImplementedError
+        out.append(f"{' / '.join(_UR_KINDS)} under vmap: jax {v} has no batching rule for them (NotImplementedError)")
+    if mode in ("grad", "grad_remat") and p.needs_mesh_context():
+        # harness gap: the grad modes make cotangents as unsharded arrays and flatten
+        # outputs with reshape, which an Explicit output's sharding type refuses
+        out.append("the grad modes under a mesh context: their cotangents carry no sharding types yet (shardfuzz)")
+    if mode == "multiprocess" and p.needs_mesh_context():
+        out.append("the multiprocess mode under a mesh context: its two-process mesh is not entered with jax.set_mesh (shardfuzz)")
+    return out
+
+
+@functools.cache
+def _ur_batching() -> bool:
+    """Whether vmap runs a body holding pcast(to='unreduced') and its psum (probed)."""
+    import jax
+
+    lax = jax.lax
+    if not _pcast_accepts("unreduced"):
+        return False
+    e = _probe(lambda x: jax.vmap(lambda y: lax.psum(lax.pcast(y, "a", to="unreduced"), "a"))(x[None]))
+    return e is None
 
 
 def _explicit_features(p: Program, v: str) -> list[str]:
@@ -452,6 +497,10 @@ def sharding_type_of(x: Any) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ..
 
     typeof = getattr(jax, "typeof", None)
     if typeof is None:
+        return None
+    if isinstance(x, jax.ShapeDtypeStruct) and x.sharding is None:
+        # jax.eval_shape reports an output's sharding only when every mesh axis is
+        # Explicit or manual (stages.py `_traced_out_info`): on a mixed mesh it does not say
         return None
     try:
         sharding = getattr(typeof(x), "sharding", None)

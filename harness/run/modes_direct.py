@@ -146,7 +146,7 @@ class Smap(Mode):
         import jax
 
         axis, ins, outs = self._form
-        return jax.smap(make_body(p, record), in_axes=ins, out_axes=outs, axis_name=axis)
+        return compat.with_reshard(p, jax.smap(make_body(p, record), in_axes=ins, out_axes=outs, axis_name=axis))
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax
