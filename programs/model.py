@@ -260,6 +260,8 @@ class Program:
             return "a defect" if self.defect is not None else "check_vma=False"
         if any(s.kind != "P" for s in self.in_specs + self.out_specs):
             return "a spec that is not a PartitionSpec"
+        if any(s.unreduced or s.reduced for s in self.in_specs + self.out_specs):
+            return "a spec with unreduced / reduced axes (in_axes / out_axes cannot say them)"
         named = self.named_axes()
         manual = self.manual_axes
         if len(named) > 1 or not named <= set(manual):
