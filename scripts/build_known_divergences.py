@@ -322,6 +322,12 @@ entries = [
    when=["all_gather:to==reduced", "explicit_full_manual==False"],
    reason="As eager-unreduced-intermediate, for the reduced result of all_gather(to='reduced').",
    link=NONE + "'eager shard_map all_gather reduced'"),
+ # measured with the case's gspmd mode: runs on 0.9.2, 0.10.0, 0.10.1; fails on 0.10.2, 0.11.2, 0.12.0
+ E(id="gspmd-unreduced-output", case="gspmd_unreduced_output", mode="gspmd", jax_versions=">=0.10.2,<0.13",
+   signatures=["unexpected_error|gspmd|lowering->AssertionError"],
+   when=["unreduced_out_spec", "pcast:to==unreduced"],
+   reason="With jax_use_shardy_partitioner=False (GSPMD), a shard_map whose output is unreduced (out_specs P(None, unreduced={'x'}) on an Explicit mesh) fails while lowering with an internal AssertionError ('Expected last op to be sdy.sharding_constraint, but got: stablehlo.custom_call and output type=i32[2]{U:x}'); Shardy runs it with the oracle's per-device parts, and GSPMD did up to 0.10.1.",
+   link=NONE + "'Expected last op to be sdy.sharding_constraint', 'gspmd unreduced'"),
 ]
 
 HEADER = """# Known divergences between jax and the documented shard_map semantics shardfuzz checks,

@@ -67,6 +67,7 @@ PROGRAM_FEATURES = {
     "manual_size_1": lambda p: all(p.mesh.axis_size(a) == 1 for a in p.manual_axes),
     "spmd_axis": lambda p: p.spmd_axis() is not None,
     # every mesh axis manual and Explicit (strategies/explicit_defects.py strict_explicit)
+    "unreduced_out_spec": lambda p: any(s.unreduced for s in p.out_specs),
     "explicit_full_manual==False": lambda p: not (set(p.manual_axes) == set(p.mesh.names) and len(p.explicit_axes) == len(p.mesh.names)),
 }
 VALUE_FEATURES = {"value:zero_size"}

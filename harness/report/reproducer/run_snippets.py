@@ -52,6 +52,9 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         "",
         f"f = shard_map({body}, {shard_map_kwargs_src(p)})",
         *reshard_src(p),
+        "",
+        "",
+        *GLOBAL_FN,
     ]
 
 
@@ -76,7 +79,14 @@ def run_lines(p: Program, mode: str) -> list[str]:
 # what run() returns: the outputs with each device's block and the global value ...
 _VALUES = [
     "  return [(tuple(o.shape), str(o.dtype), {tuple(int(c) for c in np.unravel_index(s.device.id, MESH_SHAPE)):",
-    "           np.asarray(s.data) for s in o.addressable_shards}, np.asarray(o)) for o in outs], {}",
+    "           np.asarray(s.data) for s in o.addressable_shards}, _global(o)) for o in outs], {}",
+]
+# an unreduced output has no global value jax assembles (its blocks are the parts of the
+# sum): None, as the harness observes it
+GLOBAL_FN = [
+    "def _global(o):",
+    "  spec = getattr(getattr(jax.typeof(o), 'sharding', None), 'spec', None) if hasattr(jax, 'typeof') else None",
+    "  return None if getattr(spec, 'unreduced', None) else np.asarray(o)",
 ]
 # ... or only their shapes and dtypes, with the mode's facts
 _SHAPES_ONLY = ["  return [(tuple(o.shape), str(o.dtype), None, None) for o in outs], facts"]
