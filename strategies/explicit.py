@@ -31,12 +31,16 @@ from strategies.explicit_defects import strict_explicit
 from strategies.invalid import ValueView
 
 AXIS_TYPE_MODES = ("auto", "explicit", "mixed")
+MIXED = False  # draw mixed Explicit / Auto meshes (see axis_types)
 
 
 def axis_types(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...]) -> Mesh:
-    """`mesh` with drawn axis types: Auto (half the programs, as before), every axis
-    Explicit, or each axis by a coin."""
-    mode = draw(st.sampled_from(("auto", "auto", "explicit", "mixed")), label="axis_types")
+    """`mesh` with drawn axis types: Auto (two programs in three, as before) or every
+    axis Explicit. Mixed meshes are not drawn: under jax.set_mesh, jit lays an output out
+    along its Auto axes as the compiler chooses (measured on 0.10.2: a P(('pipe', 'data'))
+    output came back whole on every device, a size-1 Explicit axis left its type), which
+    the judge does not compare that way yet; `MIXED` keeps the draw for when it does."""
+    mode = draw(st.sampled_from(("auto", "auto", "explicit") + (("mixed",) if MIXED else ())), label="axis_types")
     if mode == "auto":
         types = ("auto",) * len(mesh.names)
     elif mode == "explicit":
@@ -68,7 +72,9 @@ def call_form(draw: st.DrawFn, p: Program) -> Program:
 def draw_reduced(draw: st.DrawFn, b: _Body) -> None:
     """One chain through the reduced / unreduced types, where the values allow it (every
     op typed by the oracle; one it rejects is not appended)."""
-    if not b.check_vma or not b.usable:
+    if not b.check_vma or not b.usable or set(b.manual) != set(b.mesh.names):
+        # (partial manual: jax 0.10.2 does not handle unreduced / reduced values there,
+        # "TODO(yashkatariya): Handle partial manual unreduced/reduced", core.getu asserts)
         return
     chain = draw(st.sampled_from(("unreduced_psum", "unreduced_add", "reduced_varying", "all_gather_reduced")), label="ur_chain")
     # (not bool: psum of an unreduced bool raises TypeError in jax 0.10.2, where psum of

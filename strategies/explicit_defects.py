@@ -28,9 +28,9 @@ def missing_reshard(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Progr
 
 
 def out_spec_drops_reduced(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
-    """An out_spec without the reduced axes of its output (check_vma): jax must say the
-    out_spec's reduced axes are not the output's. (Dropping unreduced axes is the
-    replication error out_spec_drops_varying_axis already draws.)"""
+    """An out_spec without the reduced axes of its output (check_vma): jax must refuse
+    it as an out_spec that needs replication it cannot infer (measured on 0.10.2: the
+    replication check comes first and names the reduced axis)."""
     ks = [k for k, s in enumerate(p.out_specs) if s.reduced and not s.unreduced]
     if not ks or not p.check_vma:
         return None

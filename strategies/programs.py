@@ -237,7 +237,9 @@ def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
     for i, op in enumerate(body.ops):
         # now and then an op runs inside lax.scan or lax.cond (same meaning; see
         # programs/ops.py WRAPS); middle values, as Hypothesis favours the bounds
-        if 1 <= len(op.operands) <= 2:
+        n_in = len(body.vals) - len(body.ops)
+        touches_ur = any(body.vals[j].unreduced or body.vals[j].reduced for j in (*op.operands, n_in + i))
+        if 1 <= len(op.operands) <= 2 and not touches_ur:  # (scan stacks its ys with dynamic_update_slice, which refuses unreduced ones)
             w = {5: "scan", 10: "cond"}.get(draw(st.integers(0, 15), label="wrap"))
             if w is not None:
                 body.ops[i] = Op.make(op.kind, op.operands, **op.param_dict, wrap=w)
@@ -278,7 +280,8 @@ def _maybe_invalid(draw: st.DrawFn, program: Program, body: _Body, invalid: floa
     # true for 86% of programs at invalid=0.25); the drawn program's hash is uniform and
     # still a function of what was drawn. Bits above those apply_defect uses.
     roll = int(hashlib.sha256(repr(program).encode()).hexdigest(), 16) >> 128
-    if strict_explicit(program) or any(s.unreduced or s.reduced for s in program.out_specs):
+    if (strict_explicit(program) or any(s.unreduced or s.reduced for s in program.out_specs)
+            or any(v.unreduced or v.reduced for v in body.vals)):
         # an argument resharded or an unreduced out_spec fails in its own way first
         # (reshard, _check_unreduced) under most other defects: only these apply
         defects = tuple(d for d in defects if d in EXPLICIT_DEFECTS)

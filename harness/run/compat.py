@@ -331,6 +331,10 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
         # parallel.py: the batching rules of vary_unreduced_cast, preduced,
         # reduced_vary_cast, unreduced_psum and all_gather_reduced raise NotImplementedError
         out.append(f"{' / '.join(_UR_KINDS)} under vmap: jax {v} has no batching rule for them (NotImplementedError)")
+    if mode == "smap" and _uses_ur(p):
+        # smap leaves the other mesh axes automatic: jax 0.10.2 does not handle reduced /
+        # unreduced values outside full manual ("TODO ... partial manual unreduced")
+        out.append(f"{' / '.join(_UR_KINDS)} under smap: jax {v} handles them only in a full-manual shard_map")
     if mode in ("grad", "grad_remat") and p.needs_mesh_context():
         # harness gap: the grad modes make cotangents as unsharded arrays and flatten
         # outputs with reshape, which an Explicit output's sharding type refuses
