@@ -274,7 +274,8 @@ def _print_values() -> list[str]:
         "  for i, o in enumerate(outs):",
         '    print(f"out[{i}] shape={o.shape} dtype={o.dtype} sharding={o.sharding.spec}")',
         '    print("  device blocks:", [(s.device.id, s.data.shape) for s in o.addressable_shards])',
-        "    print(np.asarray(o))",
+        "    unreduced = hasattr(jax, 'typeof') and getattr(jax.typeof(o).sharding.spec, 'unreduced', None)",
+        "    print('unreduced: the blocks are the parts of the sum' if unreduced else np.asarray(o))",
     ]
 
 
