@@ -387,7 +387,7 @@ def explicit_and_reduced() -> list[Case]:
             "out_specs unreduced over an Auto axis: jax allows unreduced / reduced only over Explicit axes",
             ErrorKind.UNREDUCED_TYPE),
         Case("pcast_unsupported_transition",
-            prog(X2, [iota(4)], [P()], [op("pcast", 0, axes=("x",), to="unreduced")], [1], [P()]),
+            prog(X2, [iota(4)], [P()], [op("pcast", 0, axes=("x",), to="unreduced")], [1], [P("x")]),
             "pcast(to='unreduced') of an invariant value: only a varying value becomes unreduced",
             ErrorKind.COLLECTIVE_VMA),
     ]
