@@ -17,8 +17,8 @@ construction steers by are the ones the oracle predicts.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 import math
+from dataclasses import replace
 
 from hypothesis import event
 from hypothesis import strategies as st

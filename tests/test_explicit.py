@@ -25,9 +25,10 @@ XYE = Mesh(("x", "y"), (2, 4), ("explicit", "explicit"))
 X2A = Mesh(("x",), (2,))
 UR = Spec((None,), "P", ("x",))
 RED = Spec((None,), "P", (), ("x",))
+SPLIT = Spec((("x",),))
 
 
-def prog(mesh: Mesh, body: list[Op], outputs: list[int], out_specs: list[Spec], *, in_spec: Spec = Spec((("x",),)),
+def prog(mesh: Mesh, body: list[Op], outputs: list[int], out_specs: list[Spec], *, in_spec: Spec = SPLIT,
          shape: tuple[int, ...] = (4,), reshard: bool = True) -> Program:
     return Program(mesh, (Input(shape, "int32", "iota"),), (in_spec,), tuple(body), tuple(outputs), tuple(out_specs),
                    reshard=reshard)
