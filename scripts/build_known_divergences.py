@@ -40,6 +40,7 @@ ONLY_0_5 = "==0.5.*"  # shows on 0.5.3; not on 0.6.0 or later
 UNTIL_0_6 = ">=0.5,<0.7"  # shows on 0.5.3 and 0.6.0; not on 0.8.1 or later
 UNTIL_0_8 = ">=0.5,<0.9"  # shows on 0.5.3, 0.6.0 and 0.8.1; not on 0.9.2 or later
 NONE = "none found: searched jax-ml/jax issues for "
+RANGE_EAGER_SIZE_1 = ">=0.10.2,<0.13"  # AssertionError on 0.10.2, 0.11.2, 0.12.0; 0.10.0 and 0.10.1 run it (0.9.2: eager unreduced not implemented)
 
 E = dict
 entries = [
@@ -328,6 +329,11 @@ entries = [
    when=["unreduced_out_spec", "pcast:to==unreduced"],
    reason="With jax_use_shardy_partitioner=False (GSPMD), a shard_map whose output is unreduced (out_specs P(None, unreduced={'x'}) on an Explicit mesh) fails while lowering with an internal AssertionError ('Expected last op to be sdy.sharding_constraint, but got: stablehlo.custom_call and output type=i32[2]{U:x}'); Shardy runs it with the oracle's per-device parts, and GSPMD did up to 0.10.1.",
    link=NONE + "'Expected last op to be sdy.sharding_constraint', 'gspmd unreduced'"),
+ E(id="eager-unreduced-size-1-axis", case="eager_unreduced_size_1", mode="eager", jax_versions=RANGE_EAGER_SIZE_1,
+   signatures=["unexpected_error|eager|pcast->AssertionError"],
+   when=["pcast:to==unreduced", "manual_size_1"],
+   reason="Eager shard_map on an all-Explicit mesh whose manual axes all have size 1 fails at pcast(to='unreduced') with an internal AssertionError ('Expected last op to be sdy.sharding_constraint, but got: stablehlo.broadcast_in_dim and output type=f32[1,2]{U:x}'); the same program on a size-2 axis, and under jax.jit, runs.",
+   link=NONE + "'Expected last op to be sdy.sharding_constraint broadcast_in_dim unreduced'"),
 ]
 
 HEADER = """# Known divergences between jax and the documented shard_map semantics shardfuzz checks,

@@ -117,6 +117,8 @@ class _Body:
         if kind in LOCAL_DRAWS:
             return LOCAL_DRAWS[kind](self, draw, idx)
         if kind == "shard_map":
+            if any(t == "explicit" and a not in self.manual for a, t in zip(self.mesh.names, self.mesh.axis_types)):
+                return False  # over an Explicit axis it would shard body values in types the oracle does not model
             return draw_nested(self, draw, idx)
         # collectives
         if not self.usable:
