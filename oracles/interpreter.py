@@ -18,6 +18,7 @@ import numpy as np
 
 from oracles.checks import check_in_specs, check_out_specs, check_spec_types_and_axes
 from oracles.devices import assemble_global, np_dtype, split_global
+from oracles.explicit import check_arg_shardings, check_out_ur, check_unreduced_specs, out_sharding
 from oracles.ops import OPS, Ctx
 from oracles.prediction import (
     OracleError,
@@ -63,10 +64,14 @@ def trace(
     try:
         check_spec_types_and_axes(p, p.in_specs, "in_specs")
         check_spec_types_and_axes(p, p.out_specs, "out_specs")
+        check_unreduced_specs(p, p.in_specs, "in_specs")
+        check_unreduced_specs(p, p.out_specs, "out_specs")
         locals_ = check_in_specs(p)
+        check_arg_shardings(p)
         for x, s, local in zip(p.inputs, p.in_specs, locals_):
             vma = frozenset(a for a in s.axes() if a in manual) if p.check_vma else None
-            st.types.append(ValueType(local, x.dtype, vma))
+            ur = (frozenset(s.unreduced), frozenset(s.reduced)) if p.check_vma else (frozenset(), frozenset())
+            st.types.append(ValueType(local, x.dtype, vma, *ur))
             if with_values:
                 g = x.materialize(batch) if inputs is None else inputs[len(st.values)]
                 g = g.astype(np_dtype(x.dtype))
@@ -79,7 +84,8 @@ def trace(
             d = OPS[op.kind]
             ins = [st.types[j] for j in op.operands]
             d.check(ins, ctx)
-            t = ValueType(d.shape(ins, ctx), d.dtype(ins, ctx), d.vma(ins, ctx) if p.check_vma else None)
+            ur = d.ur(ins, ctx) if p.check_vma else (frozenset(), frozenset())
+            t = ValueType(d.shape(ins, ctx), d.dtype(ins, ctx), d.vma(ins, ctx) if p.check_vma else None, *ur)
             st.types.append(t)
             if with_values:
                 xs = [st.values[j] for j in op.operands]
@@ -91,6 +97,7 @@ def trace(
                 st.err.append(e)
                 st.clean.append(is_clean(v, e))
         check_out_specs(p, [st.types[o] for o in p.outputs])
+        check_out_ur(p, [st.types[o] for o in p.outputs])
     except OracleError as e:
         return st, e.error
     return st, None
@@ -114,20 +121,25 @@ def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
             for d, n in enumerate(t.shape)
         )
         if not values:
-            outs.append(OutputPrediction(k, t.shape, gshape, t.dtype, t.vma, None, None, False, 0.0, 0.0))
+            outs.append(OutputPrediction(k, t.shape, gshape, t.dtype, t.vma, None, None, False, 0.0, 0.0, out_sharding(p, k, len(t.shape))))
             continue
         data = st.values[o]
         m = len(p.mesh.sizes)
-        named = set(s.axes())
+        named = set(s.axes()) | set(s.unreduced)  # an unreduced output's parts differ by design
         replicated_ok = True
         for ai, a in enumerate(p.mesh.names):
             if a not in named and p.mesh.sizes[ai] > 1:
                 first = np.take(data, [0], axis=ai)
                 if not np.array_equal(np.broadcast_to(first, data.shape), data):
                     replicated_ok = False
-        glob = assemble_global(data, p.mesh, s.entries) if replicated_ok else None
+        # an unreduced output's value is the sum of its parts over those axes; jax
+        # gives only the parts (its blocks), so no global value is predicted
+        glob = assemble_global(data, p.mesh, s.entries) if replicated_ok and not s.unreduced else None
         exact, rtol, atol = tolerance(st, o)
         outs.append(
-            OutputPrediction(k, t.shape, gshape, t.dtype, t.vma, data[(slice(None),) * m], glob, exact, rtol, atol)
+            OutputPrediction(
+                k, t.shape, gshape, t.dtype, t.vma, data[(slice(None),) * m], glob, exact, rtol, atol,
+                out_sharding(p, k, len(t.shape)),
+            )
         )
     return Prediction(None, tuple(outs), tuple(st.types), manual, region)

@@ -34,6 +34,9 @@ class ErrorKind(str, Enum):
     # checks made after the body is traced
     OUT_SPEC_RANK = "out_spec_rank"  # out_spec longer than the output's rank
     OUT_SPEC_REPLICATION = "out_spec_replication"  # output varies along an unmentioned axis
+    # Explicit meshes, reduced / unreduced (oracles/explicit.py)
+    IN_SPEC_ARG_SHARDING = "in_spec_arg_sharding"  # an all-Explicit, all-manual in_spec differs from its argument's sharding
+    UNREDUCED_TYPE = "unreduced_type"  # unreduced/reduced: a spec's axes not Explicit or not the value's; operands that disagree
 
 
 @dataclass(frozen=True)
@@ -72,15 +75,21 @@ class OutputPrediction:
     exact: bool  # True: jax must match bit for bit
     rtol: float
     atol: float
+    # what jax.typeof(out).sharding.spec must show: per dimension the Explicit axes it is
+    # split over, then the unreduced and reduced axes (oracles/explicit.py out_sharding)
+    sharding: tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)
 class ValueType:
-    """The per-device type of one SSA value: what `jax.typeof` shows inside the body."""
+    """The per-device type of one SSA value: what `jax.typeof` shows inside the body
+    (`{V:x}` varying, `{U:x}` unreduced, `{R:x}` reduced manual axes)."""
 
     shape: tuple[int, ...]
     dtype: str
     vma: frozenset[str] | None
+    unreduced: frozenset[str] = frozenset()
+    reduced: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, eq=False)

@@ -100,7 +100,7 @@ def body_source(p: Program, fn: str = "body", record: str = "") -> str:
 
 def shard_map_kwargs_src(p: Program) -> str:
     kw = [
-        "mesh=mesh",
+        *([] if p.mesh_context else ["mesh=mesh"]),
         f"in_specs={specs_src(p.in_specs)}",
         f"out_specs={specs_src(p.out_specs)}",
     ]
@@ -150,6 +150,23 @@ def mesh_src(p: Program) -> list[str]:
         f"devices = np.array(jax.devices()[:{p.mesh.size}]).reshape({p.mesh.sizes!r})",
         f"mesh = jax.sharding.Mesh(devices, {p.mesh.names!r}, axis_types=({types}{comma}))",
     ]
+
+
+def context_src(p: Program) -> list[str]:
+    """`jax.set_mesh(mesh)` where the program needs the mesh context (the mesh comes
+    from it, or an Explicit axis): set once for the whole script, as the harness enters
+    it around the whole mode."""
+    return ["jax.set_mesh(mesh)  # the mesh context: shard_map, reshard and the sharding types read it"] if p.needs_mesh_context() else []
+
+
+def reshard_src(p: Program, f: str = "f") -> list[str]:
+    """With `reshard`: `f` becomes the shard_map applied to its arguments resharded to
+    their in_specs' Explicit axes (`Program.reshard_spec`)."""
+    if not p.reshard:
+        return []
+    args = args_src(p)
+    call = ", ".join(f"jax.sharding.reshard(a{i}, {p.reshard_spec(i)!r})" for i in range(len(p.inputs)))
+    return [f"_{f}_shard_map = {f}", f"def {f}({args}):", f"  return _{f}_shard_map({call})"]
 
 
 FORCE_DEVICES = [
@@ -270,7 +287,8 @@ def _print_values() -> list[str]:
         "  for i, o in enumerate(outs):",
         '    print(f"out[{i}] shape={o.shape} dtype={o.dtype} sharding={o.sharding.spec}")',
         '    print("  device blocks:", [(s.device.id, s.data.shape) for s in o.addressable_shards])',
-        "    print(np.asarray(o))",
+        "    unreduced = hasattr(jax, 'typeof') and getattr(jax.typeof(o).sharding.spec, 'unreduced', None)",
+        "    print('unreduced: the blocks are the parts of the sum' if unreduced else np.asarray(o))",
     ]
 
 
@@ -290,12 +308,14 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         *permute_guard(p),
         "",
         *mesh_src(p),
+        *context_src(p),
         *inputs_src(p),
         *(inputs_fn_src(p) if mode in ("vmap", "vmap_spmd") else []),
         "",
         body_source(p),
         "",
         f"f = shard_map({body}, {shard_map_kwargs_src(p)})",
+        *reshard_src(p),
         "try:",
         *_call_lines(p, mode, args),
         "except Exception as e:",

@@ -96,10 +96,17 @@ class Spec:
 
     entries: tuple[SpecEntry, ...] = ()
     kind: str = "P"
+    # PartitionSpec(..., unreduced=, reduced=) (jax >= 0.8): mesh axes over which the
+    # value is an unreduced sum of per-device parts / reduced (replicated, typed as the
+    # transpose of an unreduced psum); sorted, so equal specs compare equal
+    unreduced: tuple[str, ...] = ()
+    reduced: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # P(()) and P(None) mean the same thing: normalise so equal specs compare equal
         object.__setattr__(self, "entries", tuple(e if e else None for e in self.entries))
+        object.__setattr__(self, "unreduced", tuple(sorted(self.unreduced)))
+        object.__setattr__(self, "reduced", tuple(sorted(self.reduced)))
 
     def axes(self) -> tuple[str, ...]:
         """Every mesh axis the spec names, in order of appearance."""
@@ -120,6 +127,9 @@ class Spec:
             return repr(self.entries[0][0]) if self.entries and self.entries[0] else "''"
         if self.kind == "tuple":
             return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        for key, axes in (("unreduced", self.unreduced), ("reduced", self.reduced)):
+            if axes:
+                parts.append(f"{key}={{{', '.join(repr(a) for a in axes)}}}")
         return "P(" + ", ".join(parts) + ")"
 
 
@@ -205,6 +215,12 @@ class Program:
     axis_names: tuple[str, ...] | None = None  # None: every mesh axis is manual
     check_vma: bool = True
     defect: str | None = None  # the one named defect of an invalid program
+    # the shard_map call takes its mesh from `jax.set_mesh(mesh)` (no mesh= argument)
+    mesh_context: bool = False
+    # each argument is `jax.sharding.reshard(a, P(<its in_spec's Explicit axes>))` before
+    # the call (under an Explicit mesh shard_map wants the argument's sharding to be the
+    # in_spec when every axis is manual and Explicit)
+    reshard: bool = False
     notes: tuple[tuple[str, ParamValue], ...] = field(default=(), compare=True)
 
     @property
@@ -223,7 +239,7 @@ class Program:
 
     def named_axes(self) -> set[str]:
         """Every mesh axis a spec or an op (nested ones included) names."""
-        named = {a for s in self.in_specs + self.out_specs for a in s.axes()}
+        named = {a for s in self.in_specs + self.out_specs for a in s.axes() + s.unreduced + s.reduced}
         return named | {a for op in self.all_ops() for a in (op.p("axes") or ())}  # type: ignore[union-attr]
 
     def spmd_axis(self) -> str | None:
@@ -244,6 +260,8 @@ class Program:
             return "a defect" if self.defect is not None else "check_vma=False"
         if any(s.kind != "P" for s in self.in_specs + self.out_specs):
             return "a spec that is not a PartitionSpec"
+        if any(s.unreduced or s.reduced for s in self.in_specs + self.out_specs):
+            return "a spec with unreduced / reduced axes (in_axes / out_axes cannot say them)"
         named = self.named_axes()
         manual = self.manual_axes
         if len(named) > 1 or not named <= set(manual):
@@ -262,6 +280,23 @@ class Program:
         if "bad" in ins or "bad" in outs:
             return "a spec names the axis on several dimensions"
         return axis, tuple(ins), tuple(outs)  # type: ignore[arg-type]
+
+    @property
+    def explicit_axes(self) -> tuple[str, ...]:
+        return tuple(a for a, t in zip(self.mesh.names, self.mesh.axis_types) if t == "explicit")
+
+    def needs_mesh_context(self) -> bool:
+        """Whether the call runs under `jax.set_mesh(mesh)`: the mesh comes from it, or
+        an Explicit axis makes `reshard` and the sharding types need it."""
+        return self.mesh_context or bool(self.explicit_axes)
+
+    def reshard_spec(self, i: int) -> Spec:
+        """The spec argument `i` is resharded to (`reshard`): its in_spec's Explicit axes
+        (jax.sharding.reshard refuses Auto ones)."""
+        explicit = set(self.explicit_axes)
+        s = self.in_specs[i]
+        entries = tuple(tuple(a for a in e if a in explicit) or None if e else None for e in s.entries)
+        return Spec(entries, "P", s.unreduced, s.reduced)
 
     def all_ops(self) -> tuple[Op, ...]:
         """The body's ops and, after each nested shard_map, the one op inside it."""

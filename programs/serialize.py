@@ -24,7 +24,12 @@ SCHEMA_VERSION = 1
 
 
 def _spec_to_json(s: Spec) -> dict[str, Any]:
-    return {"kind": s.kind, "entries": [None if e is None else list(e) for e in s.entries]}
+    d: dict[str, Any] = {"kind": s.kind, "entries": [None if e is None else list(e) for e in s.entries]}
+    # only when set, so every program without them keeps its JSON (and its id)
+    for key in ("unreduced", "reduced"):
+        if getattr(s, key):
+            d[key] = list(getattr(s, key))
+    return d
 
 
 def _param_to_json(v: ParamValue) -> Any:
@@ -60,6 +65,9 @@ def program_to_dict(p: Program) -> dict[str, Any]:
         "check_vma": p.check_vma,
         "defect": p.defect,
         "notes": {k: _param_to_json(v) for k, v in p.notes},
+        # only when set (explicit-mesh programs), so older programs keep their ids
+        **({"mesh_context": True} if p.mesh_context else {}),
+        **({"reshard": True} if p.reshard else {}),
     }
 
 
@@ -99,7 +107,8 @@ def _spec_from_json(d: Any, where: str) -> Spec:
     out = []
     for j, e in enumerate(entries):
         out.append(None if e is None else _strs(e, f"{where}.entries[{j}]"))
-    return Spec(tuple(out), kind)
+    ur = {key: _strs(d[key], f"{where}.{key}") if key in d else () for key in ("unreduced", "reduced")}
+    return Spec(tuple(out), kind, ur["unreduced"], ur["reduced"])
 
 
 def _param_from_json(v: Any, where: str) -> ParamValue:
@@ -138,6 +147,8 @@ def program_from_dict(d: Any, check: bool = True) -> Program:
         check_vma=check_vma,
         defect=defect,
         notes=notes,
+        mesh_context=_flag(d, "mesh_context"),
+        reshard=_flag(d, "reshard"),
     )
     if check:
         validate(p)
@@ -227,6 +238,13 @@ def _options_from_json(
     if not isinstance(notes, dict):
         raise ProgramFormatError(f"program.notes: expected an object, got {notes!r}")
     return axis_names, check_vma, defect, tuple(sorted((k, _param_from_json(v, f"notes.{k}")) for k, v in notes.items()))
+
+
+def _flag(d: dict[str, Any], key: str) -> bool:
+    v = d.get(key, False)
+    if not isinstance(v, bool):
+        raise ProgramFormatError(f"program.{key}: expected true/false, got {v!r}")
+    return v
 
 
 def from_json(text: str) -> Program:

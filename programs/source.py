@@ -79,9 +79,13 @@ def spec_of(node: ast.AST) -> Spec:
     """P(...) -> a PartitionSpec; 'x', ('x', None) and None -> the wrong-kind specs the
     oracle explains (a bare string, a plain tuple, None)."""
     if isinstance(node, ast.Call) and _dotted(node.func) in ("P", "PartitionSpec", "jax.sharding.PartitionSpec"):
-        if node.keywords:
-            raise SourceError(node, "P(...) takes no keywords")
-        return Spec(tuple(_entry(a) for a in node.args))
+        ur: dict[str, tuple[str, ...]] = {}
+        for k in node.keywords:
+            axes = _literal(k.value, k.arg or "a keyword") if k.arg in ("unreduced", "reduced") else None
+            if not isinstance(axes, (set, frozenset, tuple, list)) or not all(isinstance(a, str) for a in axes):
+                raise SourceError(node, "P(...) takes only unreduced= and reduced=, each a set of mesh axis names")
+            ur[str(k.arg)] = tuple(axes)
+        return Spec(tuple(_entry(a) for a in node.args), "P", ur.get("unreduced", ()), ur.get("reduced", ()))
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return Spec(((node.value,),), "str")
     if isinstance(node, ast.Constant) and node.value is None:
@@ -328,6 +332,8 @@ def _skipped(st: ast.stmt, i: int) -> bool:
     text = ast.unparse(st)
     if text.startswith(("os.environ", "jax.config.update")):
         return True
+    if text.startswith("jax.set_mesh("):
+        return True  # the mesh context (programs.emit.context_src): implied by the mesh and the call
     if isinstance(st, ast.If) and ast.unparse(st.test) == "hasattr(jax, 'shard_map')":
         return True  # the emitted jax.experimental.shard_map fallback (programs.emit.SHARD_MAP_SHIM)
     if isinstance(st, ast.If) and ast.unparse(st.test) == "hasattr(jax.config, 'jax_raise_on_ppermute_sort_diff')":
@@ -374,6 +380,7 @@ def from_source(text: str, filename: str = "<source>") -> Program:
     fns: dict[str, ast.FunctionDef] = {}
     settings: dict[str, ast.AST] = {}
     call: ast.Call | None = None
+    reshard = False
     for i, st in enumerate(tree.body):
         if _skipped(st, i):
             continue
@@ -392,6 +399,8 @@ def from_source(text: str, filename: str = "<source>") -> Program:
             settings[name] = v
         elif isinstance(v, ast.Call) and _dotted(v.func) in ("jax.shard_map", "shard_map"):
             call = v
+        elif isinstance(v, ast.Name) and name == f"_{v.id}_shard_map":
+            reshard = True  # programs.emit.reshard_src: the call's arguments resharded to their in_specs
         else:
             values[name] = _input(v)
     if mesh is None:
@@ -432,7 +441,9 @@ def from_source(text: str, filename: str = "<source>") -> Program:
     for which, specs in (("out_specs", out_specs), ("in_specs", in_specs)):
         if any(a not in mesh_axes for s in specs for a in s.axes()):
             defect = sorted(EXPLAINED_BY[which])[0]
-    p = Program(mesh, inputs, in_specs, tuple(ops), outputs, out_specs, axis_names, check_vma, defect)
+    context = call is not None and all(k.arg != "mesh" for k in call.keywords)
+    p = Program(mesh, inputs, in_specs, tuple(ops), outputs, out_specs, axis_names, check_vma, defect,
+                mesh_context=context, reshard=reshard)
     if math.prod(mesh.sizes) < 1:
         raise SourceError(None, "the mesh needs at least one device")
     validate(p)

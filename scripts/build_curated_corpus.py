@@ -344,8 +344,57 @@ def out_spec_errors() -> list[Case]:
 
 
 # the case groups, in the order their cases are written (a new case goes in its group)
+def explicit_and_reduced() -> list[Case]:
+    """Explicit and mixed meshes (jax.set_mesh, reshard, the output's sharding type) and the
+    reduced / unreduced types (pcast transitions, all_gather(to='reduced'), psum of an
+    unreduced value, unreduced / reduced out_specs), with the errors they add."""
+    ex = Mesh(("x", "y"), (2, 4), ("explicit", "explicit"))
+    mixed = Mesh(("x", "y"), (2, 4), ("explicit", "auto"))
+    ex2 = Mesh(("x",), (2,), ("explicit",))
+    ur = Spec((None,), "P", ("x",))
+    red = Spec((None,), "P", (), ("x",))
+    return [
+        Case("explicit_mesh_resharded",
+            replace(prog(ex, [iota(8, 4)], [P("x")], [op("neg", 0)], [1], [P("x", "y")]), reshard=True),
+            "an all-Explicit mesh: the argument resharded to P('x') first; jax.typeof(out) is int32[8@x,16@y]"),
+        Case("explicit_mesh_from_context",
+            replace(prog(mixed, [iota(8, 4)], [P("x")], [op("psum", 0, axes=("x",))], [1], [P(None, "y")]), mesh_context=True),
+            "mesh from jax.set_mesh (no mesh=), mixed Explicit/Auto: no reshard needed; only Explicit axes are in the output's type"),
+        Case("explicit_mesh_not_resharded",
+            prog(ex, [iota(8, 4)], [P("x")], [op("neg", 0)], [1], [P("x")], defect="missing_reshard"),
+            "all-Explicit, every axis manual: an unsharded NumPy argument is not P('x'), so jax refuses the in_spec",
+            ErrorKind.IN_SPEC_ARG_SHARDING),
+        Case("unreduced_psum",
+            replace(prog(ex2, [iota(4)], [P("x")], [op("pcast", 0, axes=("x",), to="unreduced"), op("psum", 1, axes=("x",))],
+                         [2], [P()]), reshard=True),
+            "pcast(to='unreduced') of a varying block, then psum: the sum of the per-device parts"),
+        Case("unreduced_out_spec",
+            replace(prog(ex2, [iota(4)], [P("x")], [op("pcast", 0, axes=("x",), to="unreduced"), op("add", 1, 1)],
+                         [2], [ur]), reshard=True),
+            "an unreduced output (out_specs P(None, unreduced={'x'})): each device's block is its part of the sum"),
+        Case("reduced_round_trip",
+            replace(prog(ex2, [iota(4)], [P("x")],
+                         [op("psum", 0, axes=("x",)), op("pcast", 1, axes=("x",), to="reduced"), op("pcast", 2, axes=("x",), to="varying")],
+                         [2, 3], [red, P("x")]), reshard=True),
+            "pcast invarying -> reduced -> varying; the reduced value is output with P(None, reduced={'x'})"),
+        Case("all_gather_to_reduced",
+            replace(prog(ex2, [iota(4)], [P("x")], [op("all_gather", 0, axes=("x",), axis=0, tiled=True, to="reduced")],
+                         [1], [red]), reshard=True),
+            "all_gather(to='reduced'): the gathered value typed as reduced over x"),
+        Case("unreduced_out_spec_auto_axis",
+            prog(Mesh(("x",), (2,)), [iota(4)], [P("x")], [op("pcast", 0, axes=("x",), to="unreduced")], [1], [ur],
+                 defect="unreduced_spec_auto_axis"),
+            "out_specs unreduced over an Auto axis: jax allows unreduced / reduced only over Explicit axes",
+            ErrorKind.UNREDUCED_TYPE),
+        Case("pcast_unsupported_transition",
+            prog(X2, [iota(4)], [P()], [op("pcast", 0, axes=("x",), to="unreduced")], [1], [P("x")]),
+            "pcast(to='unreduced') of an invariant value: only a varying value becomes unreduced",
+            ErrorKind.COLLECTIVE_VMA),
+    ]
+
+
 GROUPS = (local_ops, reductions, gathers_and_scatters, movement, nesting, axis_index_and_meshes,
-          spec_errors, body_errors, out_spec_errors)
+          spec_errors, body_errors, out_spec_errors, explicit_and_reduced)
 
 
 def cases() -> dict[str, tuple[Program, str, ErrorKind | None]]:

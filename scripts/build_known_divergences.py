@@ -42,6 +42,7 @@ ONLY_0_5 = "==0.5.*"  # shows on 0.5.3; not on 0.6.0 or later
 UNTIL_0_6 = ">=0.5,<0.7"  # shows on 0.5.3 and 0.6.0; not on 0.8.1 or later
 UNTIL_0_8 = ">=0.5,<0.9"  # shows on 0.5.3, 0.6.0 and 0.8.1; not on 0.9.2 or later
 NONE = "none found: searched jax-ml/jax issues for "
+RANGE_EAGER_SIZE_1 = ">=0.10.2,<0.13"  # AssertionError on 0.10.2, 0.11.2, 0.12.0; 0.10.0 and 0.10.1 run it (0.9.2: eager unreduced not implemented)
 
 E = dict
 entries = [
@@ -372,6 +373,36 @@ entries = [
    when=["psum_scatter"],
    reason="psum-scatter-axis-out-of-range-indexerror as jax 0.11.2 and 0.12.0 have it: a ValueError now, whose message ('axis 1 is out of bounds for array of dimension 1') does not name scatter_dimension.",
    link=NONE + "'psum_scatter scatter_dimension out of bounds message'"),
+ # Reduced / unreduced body values under eager shard_map (measured with each case's eager mode
+ # on 0.9.2, 0.10.0, 0.10.1, 0.10.2, 0.11.2, 0.12.0: every one raises; jit runs them all)
+ E(id="eager-unreduced-intermediate", case="eager_unreduced_auto", mode="eager", jax_versions=SINCE_0_9,
+   signatures=["unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError",
+               "unexpected_error|eager|psum->ValueError", "unexpected_error|eager|psum->NotImplementedError"],
+   when=["pcast:to==unreduced", "explicit_full_manual==False"],
+   reason="Eager shard_map runs the body one primitive at a time, each in a shard_map whose out_specs carry the intermediate's type; a value made unreduced by pcast(to='unreduced') then hits the rule meant for user specs ('unreduced in out_specs P(None, unreduced={x}) can only be used when the mesh ... contains axis names all of type Explicit', 0.10-0.12; 'Eager shard_map + unreduced/reduced + partial manual is not supported' partial manual; 0.9.2: NotImplementedError 'Eager shard_map with unreduced/reduced is not implemented'), unless every axis is manual and Explicit. jax.jit runs the same program with the oracle's values.",
+   link=NONE + "'eager shard_map unreduced', 'unreduced in out_specs can only be used when the mesh'"),
+ E(id="eager-reduced-intermediate", case="eager_reduced_auto", mode="eager", jax_versions=SINCE_0_9,
+   signatures=["unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError"],
+   when=["pcast:to==reduced", "explicit_full_manual==False"],
+   reason="As eager-unreduced-intermediate, for a value made reduced by pcast(to='reduced') ('reduced in out_specs ... can only be used when the mesh ... Explicit').",
+   link=NONE + "'eager shard_map reduced pcast'"),
+ E(id="eager-all-gather-reduced-intermediate", case="eager_all_gather_reduced_auto", mode="eager", jax_versions=SINCE_0_9,
+   signatures=["unexpected_error|eager|all_gather->ValueError", "unexpected_error|eager|all_gather->NotImplementedError",
+               "unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError"],
+   when=["all_gather:to==reduced", "explicit_full_manual==False"],
+   reason="As eager-unreduced-intermediate, for the reduced result of all_gather(to='reduced').",
+   link=NONE + "'eager shard_map all_gather reduced'"),
+ # measured with the case's gspmd mode: runs on 0.9.2, 0.10.0, 0.10.1; fails on 0.10.2, 0.11.2, 0.12.0
+ E(id="gspmd-unreduced-output", case="gspmd_unreduced_output", mode="gspmd", jax_versions=">=0.10.2,<0.13",
+   signatures=["unexpected_error|gspmd|lowering->AssertionError"],
+   when=["unreduced_out_spec", "pcast:to==unreduced"],
+   reason="With jax_use_shardy_partitioner=False (GSPMD), a shard_map whose output is unreduced (out_specs P(None, unreduced={'x'}) on an Explicit mesh) fails while lowering with an internal AssertionError ('Expected last op to be sdy.sharding_constraint, but got: stablehlo.custom_call and output type=i32[2]{U:x}'); Shardy runs it with the oracle's per-device parts, and GSPMD did up to 0.10.1.",
+   link=NONE + "'Expected last op to be sdy.sharding_constraint', 'gspmd unreduced'"),
+ E(id="eager-unreduced-size-1-axis", case="eager_unreduced_size_1", mode="eager", jax_versions=RANGE_EAGER_SIZE_1,
+   signatures=["unexpected_error|eager|pcast->AssertionError"],
+   when=["pcast:to==unreduced", "manual_size_1"],
+   reason="Eager shard_map on an all-Explicit mesh whose manual axes all have size 1 fails at pcast(to='unreduced') with an internal AssertionError ('Expected last op to be sdy.sharding_constraint, but got: stablehlo.broadcast_in_dim and output type=f32[1,2]{U:x}'); the same program on a size-2 axis, and under jax.jit, runs.",
+   link=NONE + "'Expected last op to be sdy.sharding_constraint broadcast_in_dim unreduced'"),
 ]
 
 HEADER = """# Known divergences between jax and the documented shard_map semantics shardfuzz checks,

@@ -57,14 +57,17 @@ class _Body:
 
     def typed(self, op: Op) -> _V | None:
         """What `op` makes, by the oracle's rules; None when its check rejects the op."""
-        ins = [ValueType(v.shape, v.dtype, v.vma) for v in (self.vals[j] for j in op.operands)]
+        ins = [ValueType(v.shape, v.dtype, v.vma, v.unreduced, v.reduced) for v in (self.vals[j] for j in op.operands)]
         ctx = Ctx(self.mesh, self.manual, self.check_vma, len(self.ops), op)
         d = OPS[op.kind]
         try:
             d.check(ins, ctx)
+            ur = d.ur(ins, ctx) if self.check_vma else (frozenset(), frozenset())
         except OracleError:
             return None
-        return _V(d.shape(ins, ctx), d.dtype(ins, ctx), d.vma(ins, ctx))
+        except NotImplementedError:  # an unreduced / reduced operand the oracle has no rule for
+            return None
+        return _V(d.shape(ins, ctx), d.dtype(ins, ctx), d.vma(ins, ctx), *ur)
 
     def push(self, op: Op) -> int | None:
         """Append `op` with the type the oracle gives it; None (nothing appended) when the
@@ -114,6 +117,8 @@ class _Body:
         if kind in LOCAL_DRAWS:
             return LOCAL_DRAWS[kind](self, draw, idx)
         if kind == "shard_map":
+            if any(t == "explicit" and a not in self.manual for a, t in zip(self.mesh.names, self.mesh.axis_types)):
+                return False  # over an Explicit axis it would shard body values in types the oracle does not model
             return draw_nested(self, draw, idx)
         # collectives
         if not self.usable:

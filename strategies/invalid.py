@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from hypothesis import strategies as st
 
 from programs.model import Input, Mesh, Op, Program, Spec
+from strategies.explicit_defects import EXPLICIT_DEFECTS
 
 UNKNOWN_AXIS = "absent"
 
@@ -27,6 +28,8 @@ class ValueView:
     shape: tuple[int, ...]
     dtype: str
     vma: frozenset[str]
+    unreduced: frozenset[str] = frozenset()  # (pcast to='unreduced' / 'reduced', all_gather to='reduced')
+    reduced: frozenset[str] = frozenset()
 
 
 Defect = Callable[[st.DrawFn, Program, list[ValueView]], Program | None]
@@ -341,6 +344,7 @@ DEFECTS: dict[str, Defect] = {
     "axis_out_of_range": axis_out_of_range,
     "bad_permutation": bad_permutation,
     "bad_groups": bad_groups,
+    **EXPLICIT_DEFECTS,  # explicit meshes, reduced / unreduced (strategies/explicit_defects.py)
 }
 
 

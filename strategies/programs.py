@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import replace
 
 from hypothesis import event
 from hypothesis import strategies as st
@@ -26,6 +27,8 @@ from hypothesis.errors import InvalidArgument
 from programs.model import DTYPES, Input, Mesh, Op, Program, Spec
 from programs.ops import COLLECTIVES
 from strategies.body import _Body
+from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
+from strategies.explicit_defects import EXPLICIT_DEFECTS, strict_explicit
 from strategies.invalid import DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
@@ -156,7 +159,7 @@ def _out_spec(draw: st.DrawFn, v: _V, manual: tuple[str, ...], check_vma: bool) 
     need = sorted(v.vma) if check_vma else []
     if need and r == 0:
         return None
-    extra = [a for a in manual if a not in need]
+    extra = [a for a in manual if a not in need and a not in v.unreduced and a not in v.reduced]
     chosen = list(need) + [a for a in extra if draw(st.booleans(), label="extra_out_axis")]
     if chosen and r == 0:
         return Spec(()) if not need else None
@@ -234,7 +237,9 @@ def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
     for i, op in enumerate(body.ops):
         # now and then an op runs inside lax.scan or lax.cond (same meaning; see
         # programs/ops.py WRAPS); middle values, as Hypothesis favours the bounds
-        if 1 <= len(op.operands) <= 2:
+        n_in = len(body.vals) - len(body.ops)
+        touches_ur = any(body.vals[j].unreduced or body.vals[j].reduced for j in (*op.operands, n_in + i))
+        if 1 <= len(op.operands) <= 2 and not touches_ur:  # (scan stacks its ys with dynamic_update_slice, which refuses unreduced ones)
             w = {5: "scan", 10: "cond"}.get(draw(st.integers(0, 15), label="wrap"))
             if w is not None:
                 body.ops[i] = Op.make(op.kind, op.operands, **op.param_dict, wrap=w)
@@ -251,14 +256,17 @@ def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int) -> tuple
         if draw(st.booleans(), label="output_last"):
             idx = len(body.vals) - 1
         spec = _out_spec(draw, body.vals[idx], body.usable, body.check_vma)
+        if spec is not None:  # with the value's unreduced / reduced axes (None: jax cannot take them)
+            spec = out_spec_ur(body.mesh, body.manual, body.vals[idx], spec)
         if spec is None:
             continue
         outputs.append(idx)
         out_specs.append(spec)
     if not outputs:
-        # every candidate was a scalar varying value: reduce the last one over its axes
-        v = body.vals[-1]
-        i = body.push(Op.make("psum", (len(body.vals) - 1,), axes=tuple(sorted(v.vma))))
+        # every candidate was a scalar varying value: reduce the last plain one over its axes
+        last = max(j for j, w in enumerate(body.vals) if not (w.unreduced or w.reduced))
+        v = body.vals[last]
+        i = body.push(Op.make("psum", (last,), axes=tuple(sorted(v.vma))))
         assert i is not None, "psum over every axis a value varies along is always valid"
         outputs.append(i)
         out_specs.append(Spec(()))
@@ -272,13 +280,21 @@ def _maybe_invalid(draw: st.DrawFn, program: Program, body: _Body, invalid: floa
     # true for 86% of programs at invalid=0.25); the drawn program's hash is uniform and
     # still a function of what was drawn. Bits above those apply_defect uses.
     roll = int(hashlib.sha256(repr(program).encode()).hexdigest(), 16) >> 128
-    if invalid > 0 and roll % 10000 < invalid * 10000:
+    if (strict_explicit(program) or any(s.unreduced or s.reduced for s in program.out_specs)
+            or any(v.unreduced or v.reduced for v in body.vals)):
+        # an argument resharded or an unreduced out_spec fails in its own way first
+        # (reshard, _check_unreduced) under most other defects: only these apply
+        defects = tuple(d for d in defects if d in EXPLICIT_DEFECTS)
+    else:
+        defects = tuple(d for d in defects if d not in EXPLICIT_DEFECTS) or defects
+    if invalid > 0 and defects and roll % 10000 < invalid * 10000:
         bad = apply_defect(draw, program, body.vals, defects)
         if bad is None:
             event("defect: none applicable")
         else:
             event(f"defect: {bad.defect}")
-            return bad
+            # (reshard is optional here: another defect's specs may not fit the arguments)
+            return bad if bad.defect in EXPLICIT_DEFECTS else replace(bad, reshard=False)
     return program
 
 
@@ -337,6 +353,8 @@ def programs(
     else:
         mesh = draw(meshes(max_devices=max_devices, max_axes=max_axes), label="mesh")
     manual, usable = _manual_axes(draw, mesh, features)
+    if not big:  # Auto, Explicit or mixed axes (strategies/explicit.py)
+        mesh = axis_types(draw, mesh, manual)
     if check_vma is not None:
         vma_flag = check_vma
     elif "check_vma_false" in features:
@@ -361,7 +379,9 @@ def programs(
             kind = draw(st.sampled_from(enabled), label="op_kind")
             if body.try_op(draw, kind):
                 break
-    if manual != mesh.names and "shard_map" in enabled and draw(st.integers(0, 2), label="nested") != 0:
+    if draw(st.integers(0, 2), label="reduced") == 0:
+        draw_reduced(draw, body)  # a chain through the reduced / unreduced types
+    if manual != mesh.names and "shard_map" in enabled and not free_explicit(mesh, manual) and draw(st.integers(0, 2), label="nested") != 0:
         body.try_op(draw, "shard_map")  # partial manual: about half get a nested shard_map
     if "wrap" in features:
         _wrap_some(draw, body)
@@ -379,4 +399,5 @@ def programs(
         axis_names=None if manual == mesh.names else manual,
         check_vma=vma_flag,
     )
+    program = call_form(draw, program)  # jax.set_mesh or mesh=, and reshard
     return _maybe_invalid(draw, program, body, invalid, defects)

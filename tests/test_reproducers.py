@@ -73,9 +73,8 @@ def _installed_jax() -> str:
 def _case_program_id(name: str) -> str:
     from dataclasses import replace
 
-    from programs.serialize import program_id
-
     from harness.judge.known import case_path
+    from programs.serialize import program_id
 
     # (an entry's case is under reports/corpus/known, or regressions/ for an old release's bug)
     return program_id(replace(from_json(case_path(ENTRIES[name]).read_text()), notes=()))  # (its reason aside)

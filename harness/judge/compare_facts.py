@@ -58,6 +58,19 @@ def compare_types(p: Program, pred: Prediction, obs: Observation) -> list[Diverg
                 )
             )
             break
+        ur = obs.value_ur.get(i)
+        if ur is not None and t.vma is not None and ur != (t.unreduced, t.reduced):
+            out.append(
+                Divergence(
+                    DivergenceKind.VMA,
+                    obs.mode,
+                    f"{name} (mode={obs.mode}): unreduced={sorted(ur[0])} reduced={sorted(ur[1])}, but oracle "
+                    f"predicts unreduced={sorted(t.unreduced)} reduced={sorted(t.reduced)}",
+                    where,
+                    op_index=op_index,
+                )
+            )
+            break
     return out
 
 

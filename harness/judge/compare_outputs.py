@@ -37,12 +37,30 @@ def compare_output(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, m
                 output=k,
             )
         ]
+    if o.sharding is not None and e.sharding is not None and o.sharding != e.sharding:
+        return [
+            Divergence(
+                DivergenceKind.SHARDING,
+                mode,
+                f"out[{k}] (mode={mode}): jax.typeof(out).sharding={_sharding_str(o.sharding)}, "
+                f"but oracle predicts {_sharding_str(e.sharding)}",
+                where,
+                output=k,
+            )
+        ]
     if o.device_values is None:
         return []
     assert e.device_values is not None  # a value mode's prediction has the blocks
     if _auto_layout(p, o.device_values, e.device_values):
         return _compare_auto_layout(p, k, o, e, mode, where)
     return _compare_blocks(p, k, o, e, mode, where)
+
+
+def _sharding_str(s: tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[str, ...]]) -> str:
+    """P('x', None, unreduced={'y'}) for (dims, unreduced, reduced)."""
+    parts = ["None" if not e else repr(e[0]) if len(e) == 1 else repr(e) for e in s[0]]
+    parts += [f"{key}={set(axes)}" for key, axes in (("unreduced", s[1]), ("reduced", s[2])) if axes]
+    return "P(" + ", ".join(parts) + ")"
 
 
 def _same(g: np.ndarray, w: np.ndarray, e: OutputPrediction) -> bool:

@@ -21,6 +21,7 @@ class DivergenceKind(str, Enum):
     DTYPE = "dtype"
     VALUE = "value"
     VMA = "vma"
+    SHARDING = "sharding"  # jax.typeof(out).sharding: Explicit axes, unreduced, reduced
     LOWERING = "lowering"
     CRASH = "crash"
     TIMEOUT = "timeout"

@@ -32,7 +32,12 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
     # documented behaviour (shard_map.md, parallel.py `_check_axis_names`)
     ErrorKind.UNBOUND_AXIS: ErrorSignature(("NameError",), ("unbound axis name",)),
     ErrorKind.COLLECTIVE_VMA: ErrorSignature(
-        ("ValueError",), ("corresponds to one of varying", "must be applied to a device-varying", "Unsupported pcast")
+        ("ValueError",),
+        (
+            "corresponds to one of varying", "must be applied to a device-varying", "Unsupported pcast",
+            # all_gather(to='reduced') of an operand not varying over the axes (parallel.py all_gather_reduced)
+            "only accepts inputs that are varying", "is a Varying -> Reduced collective",
+        ),
     ),
     ErrorKind.COLLECTIVE_SHAPE: ErrorSignature(
         ("ValueError", "TypeError"), ("must be divisible by", "has to be divisible by", "requires the size of the mapped axis", "must match shard count", "must equal")
@@ -46,6 +51,16 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
     ErrorKind.DTYPE: ErrorSignature(("TypeError",), ("does not accept dtype",)),
     ErrorKind.OUT_SPEC_REPLICATION: ErrorSignature(
         ("ValueError",), ("require replication which can't be statically inferred",)
+    ),
+    # Explicit meshes (shard_map.py `_shard_map`): an in_spec that is not the argument's sharding
+    ErrorKind.IN_SPEC_ARG_SHARDING: ErrorSignature(("ValueError",), ("does not match the specs of the input",)),
+    # unreduced / reduced (shard_map.py `_check_unreduced`, `_unshard_shaped_array`; lax.py `_add_ur_rule`)
+    ErrorKind.UNREDUCED_TYPE: ErrorSignature(
+        ("ValueError", "ShardingTypeError"),
+        (
+            "contains axis names all of type `Explicit`", "should be equal to the unreduced",
+            "should be equal to the reduced", "must be unreduced along the same mesh axes", "is unreduced while",
+        ),
     ),
 }
 

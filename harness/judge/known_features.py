@@ -69,6 +69,9 @@ PROGRAM_FEATURES = {
     # the smap mode runs a shard_map over one axis, the others automatic: partial manual
     # there whenever the mesh has another axis (of any size)
     "several_mesh_axes": lambda p: len(p.mesh.names) > 1,
+    # every mesh axis manual and Explicit (strategies/explicit_defects.py strict_explicit)
+    "unreduced_out_spec": lambda p: any(s.unreduced for s in p.out_specs),
+    "explicit_full_manual==False": lambda p: not (set(p.manual_axes) == set(p.mesh.names) and len(p.explicit_axes) == len(p.mesh.names)),
 }
 VALUE_FEATURES = {"value:zero_size"}
 _ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")

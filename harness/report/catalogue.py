@@ -99,6 +99,19 @@ MEANINGS: dict[ErrorKind, str] = {
         "`out_spec` leaves out, not that a replicated value was given an axis. Name the axis in the `out_spec` "
         "(the blocks are concatenated along it), reduce over it (`psum` or `pmean` make it invariant), or pass "
         "`check_vma=False` (then jax returns one device's block, unchecked)."),
+    ErrorKind.IN_SPEC_ARG_SHARDING: (
+        "Under a mesh whose axes are all `Explicit`, with every axis manual, the sharding is part of each "
+        "argument's type, and each `in_spec` must be exactly the argument's sharding: shard_map does not reshard "
+        "for you. A NumPy array (or an unsharded jax array) is `P()`, so an `in_spec` that splits it is refused. "
+        "Reshard the argument first (`jax.sharding.reshard(a, P('x'))` under `jax.set_mesh`), or leave `in_specs` "
+        "out to take them from the arguments."),
+    ErrorKind.UNREDUCED_TYPE: (
+        "`unreduced` and `reduced` axes are part of a value's type: an unreduced value is the sum of its "
+        "per-device parts, a reduced one is replicated and typed as the transpose of that sum. A spec may name "
+        "them (`P(None, unreduced={'x'})`) only in a full-manual shard_map over `Explicit` axes, and an "
+        "`out_spec` must name exactly the output's; `add` needs both operands unreduced over the same axes. "
+        "Make the axes `AxisType.Explicit`, match the spec to the value (`jax.typeof(v)` shows `{U:x}` / `{R:x}`), "
+        "or `psum` the unreduced value first."),
 }
 
 

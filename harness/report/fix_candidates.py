@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from oracles.interpreter import trace
 from oracles.prediction import ErrorKind, PredictedError, ValueType
 from programs.emit import axes_src
-from programs.model import Input, Op, ParamValue, Program, Spec, SpecEntry
+from programs.model import Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry
 
 
 @dataclass(frozen=True)
@@ -471,6 +471,18 @@ def _local_shape(p: Program, i: int, op: Op) -> Iterator[Edit]:
     yield from _param_edits(p, i, op)
 
 
+def _unreduced_spec(p: Program) -> Iterator[Edit]:
+    """unreduced / reduced axes a spec may not name: make them Explicit (every mesh axis:
+    jax wants them all so), or leave them out of the out_specs."""
+    named = {a for s in p.out_specs for a in s.unreduced + s.reduced}
+    if named:
+        mesh = Mesh(p.mesh.names, p.mesh.sizes, ("explicit",) * len(p.mesh.names))
+        yield Edit(f"make the mesh axes AxisType.Explicit, arguments resharded ({', '.join(sorted(named))} are unreduced / reduced)",
+                   replace(p, mesh=mesh, reshard=True))
+    yield Edit("drop unreduced= / reduced= from the out_specs",
+               replace(p, out_specs=tuple(Spec(s.entries, s.kind) for s in p.out_specs)))
+
+
 def candidates(p: Program, err: PredictedError) -> list[Edit]:
     """Single edits aimed at the failing check, most direct first, each program once."""
     k = err.kind
@@ -495,11 +507,23 @@ def candidates(p: Program, err: PredictedError) -> list[Edit]:
         gen = _indivisible(p)
     elif k == ErrorKind.OUT_SPEC_REPLICATION:
         gen = _replication(p, err)
+    elif k == ErrorKind.IN_SPEC_ARG_SHARDING:
+        gen = iter([Edit("reshard the arguments to their in_specs first (jax.sharding.reshard)", replace(p, reshard=True))])
+    elif k == ErrorKind.UNREDUCED_TYPE and i is None:
+        gen = _unreduced_spec(p)
     elif op is None or i is None:
         gen = iter(())
     elif k == ErrorKind.UNBOUND_AXIS:
         bad = tuple(a for a in _op_axes(op) if a not in p.manual_axes)
         gen = _axis_edits(p, i, op, bad)
+    elif k == ErrorKind.COLLECTIVE_VMA and op.kind == "pcast":
+        # another target the operand's state allows (oracles/ops/device.py Pcast.TRANSITIONS)
+        others = [t for t in ("varying", "reduced", "unreduced") if t != op.p("to")]
+        gen = itertools.chain(
+            (Edit(f"pcast to={t!r} instead", replace(p, body=_set(p.body, i, Op.make("pcast", op.operands, **{**op.param_dict, "to": t}))))
+             for t in others),
+            _vma_edits(p, i, op),
+        )
     elif k == ErrorKind.COLLECTIVE_VMA:
         gen = _vma_edits(p, i, op)
     elif k == ErrorKind.UNSUPPORTED:

@@ -18,8 +18,8 @@ from programs.model import Program
 
 def run_batch(progs: list[Program]) -> list[Observation]:
     """jit-mode observations for each program, from one combined jit when possible."""
-    if len(progs) == 1 or any(p.permutes_out_of_mesh_order() for p in progs):
-        # (such a program runs under its own jax flag: compat.program_config)
+    if len(progs) == 1 or any(p.needs_mesh_context() or p.permutes_out_of_mesh_order() for p in progs):
+        # (a program under jax.set_mesh, or needing a jax flag, runs alone: one context per program)
         return [MODES["jit"].run(p) for p in progs]
     try:
         return _together(progs)

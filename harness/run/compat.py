@@ -20,6 +20,8 @@ observed missing / present (`shardfuzz qualify` on 0.4.35, 0.6.2, 0.8.1, 0.10.2)
 | nested shard_map without a mesh argument; lax.cond under check_rep | 0.4.35 | 0.6.2 | `jax.shard_map` |
 | jax.smap, jax.set_mesh | 0.4.35, 0.6.2 | 0.8.1 | `jax.smap` |
 | psum / pmean / psum_scatter of an operand varying over only some named axes is an error | 0.4.35, 0.6.2, 0.8.1 (implicit pvary) | 0.10.2 | `jax.lax.pcast` |
+| Explicit-mesh shard_map typing (in_specs vs the argument's sharding, `jax.typeof(out).sharding`), jax.set_mesh, reshard | | 0.10.2 | `_explicit_typing`: a one-device probe |
+| `PartitionSpec(unreduced=, reduced=)`, pcast(to='reduced' / 'unreduced') | | 0.10.2 | `_spec_accepts_ur`, `_pcast_accepts`: probes |
 
 `jax.lax.pshuffle(x, axis_name, perm)` has one signature in all four, `jax_num_cpu_devices`
 (missing in 0.4.35) is backed by XLA_FLAGS, and `jax.typeof` (missing in 0.4.35) only
@@ -190,6 +192,7 @@ def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
     if mode == "gspmd" and not has("gspmd"):
         out.append(f"the GSPMD partitioner: jax {jax_version()} has no jax_use_shardy_partitioner flag")
     out += _cpu_gaps(p, mode)
+    out += _explicit_mode_gaps(p, mode)
     if mode == "eager" and p.axis_names is not None and set(p.axis_names) != set(p.mesh.names):
         if not has("eager_partial_manual"):
             out.append(f"eager partial-manual shard_map (axis_names={sorted(p.axis_names)}): "
@@ -229,8 +232,11 @@ def _all_gather_accepts(to: str) -> bool:
     'reduced'; the parameter's presence alone says nothing). Probed, never by version."""
     import jax
 
+    lax = jax.lax
+    if to == "reduced":  # (checked: all_gather_reduced wants an operand typed as varying)
+        return _probe(lambda x: lax.psum(lax.pcast(lax.all_gather(x, "a", tiled=True, to=to), "a", to="varying"), "a")) is None
     # (unchecked: the probe asks whether the value is accepted, not what it makes vary)
-    return _probe(lambda x: jax.lax.all_gather(x, "a", tiled=True, to=to), check=False) is None
+    return _probe(lambda x: lax.all_gather(x, "a", tiled=True, to=to), check=False) is None
 
 
 @functools.cache
@@ -286,6 +292,7 @@ def _program_features(p: Program) -> tuple[str, ...]:
             out.append(f"all_gather(to={to!r}): jax {v} does not accept that value")
     if any(op.kind == "all_gather" and op.p("to") is not None for op in p.body) and not has("all_gather_to"):
         out.append(f"all_gather(to=...): jax {v} has no 'to' parameter")
+    out += _explicit_features(p, v)
     if p.check_vma and not (has("shard_map") and has("pcast")):
         # The oracle types values as jax 0.10.2 does (check_vma). Older jax decides
         # replication with other rules: check_rep (no jax.shard_map) accepts
@@ -303,6 +310,121 @@ def _program_features(p: Program) -> tuple[str, ...]:
             out.append(f"psum of an operand varying over only some named axes is an error only "
                        f"from jax with lax.pcast; jax {v} pvarys it implicitly")
     return tuple(out)
+
+
+_UR_KINDS = ("pcast to reduced / unreduced", "all_gather(to='reduced')")
+
+
+def _uses_ur(p: Program) -> bool:
+    return any(
+        (op.kind == "pcast" and op.p("to") != "varying") or (op.kind == "all_gather" and op.p("to") == "reduced")
+        for op in p.body
+    ) or any(s.unreduced or s.reduced for s in p.in_specs + p.out_specs)
+
+
+def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
+    """Modes that cannot run an explicit-mesh or reduced / unreduced program as the
+    oracle means it, each with why (data, not a skip: the program is checked in the
+    other modes)."""
+    v = jax_version()
+    out = []
+    if mode in ("vmap", "vmap_spmd") and _uses_ur(p) and not _ur_batching():
+        # parallel.py: the batching rules of vary_unreduced_cast, preduced,
+        # reduced_vary_cast, unreduced_psum and all_gather_reduced raise NotImplementedError
+        out.append(f"{' / '.join(_UR_KINDS)} under vmap: jax {v} has no batching rule for them (NotImplementedError)")
+    if mode == "smap" and _uses_ur(p):
+        # smap leaves the other mesh axes automatic: jax 0.10.2 does not handle reduced /
+        # unreduced values outside full manual ("TODO ... partial manual unreduced")
+        out.append(f"{' / '.join(_UR_KINDS)} under smap: jax {v} handles them only in a full-manual shard_map")
+    if mode in ("grad", "grad_remat") and p.needs_mesh_context():
+        # harness gap: the grad modes make cotangents as unsharded arrays and flatten
+        # outputs with reshape, which an Explicit output's sharding type refuses
+        out.append("the grad modes under a mesh context: their cotangents carry no sharding types yet (shardfuzz)")
+    if mode == "multiprocess" and p.needs_mesh_context():
+        out.append("the multiprocess mode under a mesh context: its two-process mesh is not entered with jax.set_mesh (shardfuzz)")
+    return out
+
+
+@functools.cache
+def _ur_batching() -> bool:
+    """Whether vmap runs a body holding pcast(to='unreduced') and its psum (probed)."""
+    import jax
+
+    lax = jax.lax
+    if not _pcast_accepts("unreduced"):
+        return False
+    e = _probe(lambda x: jax.vmap(lambda y: lax.psum(lax.pcast(y, "a", to="unreduced"), "a"))(x[None]))
+    return e is None
+
+
+def _explicit_features(p: Program, v: str) -> list[str]:
+    """Explicit meshes, jax.set_mesh, reshard, reduced / unreduced: each probed in the
+    exact form the program uses."""
+    import jax
+
+    out = []
+    if p.needs_mesh_context() and not hasattr(jax, "set_mesh"):
+        out.append(f"jax.set_mesh (the mesh context): jax {v} does not have it")
+    if p.reshard and not hasattr(jax.sharding, "reshard"):
+        out.append(f"jax.sharding.reshard: jax {v} does not have it")
+    if p.explicit_axes and has("axis_types") and not _explicit_typing():
+        out.append(f"shard_map on an Explicit mesh: jax {v} does not type it as jax 0.10.2 does (in_specs vs the argument's sharding, jax.typeof(out).sharding)")
+    if any(s.unreduced or s.reduced for s in p.in_specs + p.out_specs) and not _spec_accepts_ur():
+        out.append(f"PartitionSpec(unreduced=, reduced=): jax {v} does not have them")
+    for to in sorted({str(op.p("to")) for op in p.body if op.kind == "pcast" and op.p("to") != "varying"}):
+        if not _pcast_accepts(to):
+            out.append(f"pcast(to={to!r}): jax {v} does not accept that value")
+    return out
+
+
+@functools.cache
+def _spec_accepts_ur() -> bool:
+    import jax
+
+    try:
+        jax.sharding.PartitionSpec(None, unreduced={"a"}, reduced={"b"})
+    except TypeError:
+        return False
+    return True
+
+
+@functools.cache
+def _pcast_accepts(to: str) -> bool:
+    """Whether pcast takes this `to=` (and types the result as jax 0.10.2 does): probed
+    on the transition the oracle allows into it."""
+    import jax
+
+    if not hasattr(jax.lax, "pcast"):
+        return False
+    lax = jax.lax  # (the probe's argument varies over "a")
+    if to == "unreduced":
+        return _probe(lambda x: lax.psum(lax.pcast(x, "a", to="unreduced"), "a")) is None
+    return _probe(lambda x: lax.psum(lax.pcast(lax.pcast(lax.psum(x, "a"), "a", to=to), "a", to="varying"), "a")) is None
+
+
+@functools.cache
+def _explicit_typing() -> bool:
+    """Whether a shard_map on an all-Explicit mesh checks an unresharded argument against
+    its in_spec, and types its output by the out_spec (`float32[1@a]`), as 0.10.2 does.
+    Probed on a one-device mesh."""
+    import jax
+
+    if not (hasattr(jax, "set_mesh") and hasattr(jax.sharding, "reshard") and hasattr(jax, "typeof")):
+        return False
+    P = jax.sharding.PartitionSpec
+    mesh = make_mesh(("a",), (1,), ("explicit",))
+    try:
+        with jax.set_mesh(mesh):
+            f = jax.shard_map(lambda x: x, in_specs=P("a"), out_specs=P("a"))
+            try:
+                jax.eval_shape(f, jax.ShapeDtypeStruct((1,), np.float32))
+                return False  # no check of the argument's sharding
+            except ValueError:
+                pass
+            out = jax.eval_shape(lambda x: f(jax.sharding.reshard(x, P("a"))), jax.ShapeDtypeStruct((1,), np.float32))
+            return sharding_type_of(out) == ((("a",),), (), ())
+    except Exception:  # noqa: BLE001 - any other failure: not the form the oracle follows
+        return False
 
 
 def shard_map(
@@ -341,6 +463,78 @@ def make_mesh(names: tuple[str, ...], sizes: tuple[int, ...], axis_types: tuple[
         return jax.sharding.Mesh(devices, names)
     types = tuple(getattr(AxisType, t.capitalize()) for t in axis_types)
     return jax.sharding.Mesh(devices, names, axis_types=types)
+
+
+def mesh_scope(p: Program) -> Any:
+    """The context a mode runs `p` in: `jax.set_mesh(mesh)` where the program needs the
+    mesh context (`Program.needs_mesh_context`), else nothing."""
+    import contextlib
+
+    if not p.needs_mesh_context():
+        return contextlib.nullcontext()
+    import jax
+
+    return jax.set_mesh(make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types))
+
+
+def with_reshard(p: Program, f: Callable[..., Any]) -> Callable[..., Any]:
+    """`f` (the shard_map) applied to its arguments resharded to their in_specs'
+    Explicit axes, when `p.reshard` (under the mesh context: a bare P names its axes)."""
+    if not p.reshard:
+        return f
+    import jax
+
+    from harness.run.lowering import to_pspec
+
+    specs = [to_pspec(p.reshard_spec(i)) for i in range(len(p.inputs))]
+
+    def resharded(*args: Any) -> Any:
+        return f(*[jax.sharding.reshard(a, s) for a, s in zip(args, specs)])
+
+    return resharded
+
+
+def sharding_type_of(x: Any) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[str, ...]] | None:
+    """What `jax.typeof(x).sharding.spec` shows of a global value: per dimension the mesh
+    axes it is split over (only Explicit axes appear there), then its unreduced and
+    reduced axes (sorted); None where jax does not say."""
+    import jax
+
+    typeof = getattr(jax, "typeof", None)
+    if typeof is None:
+        return None
+    if isinstance(x, jax.ShapeDtypeStruct) and x.sharding is None:
+        # jax.eval_shape reports an output's sharding only when every mesh axis is
+        # Explicit or manual (stages.py `_traced_out_info`): on a mixed mesh it does not say
+        return None
+    try:
+        sharding = getattr(typeof(x), "sharding", None)
+    except Exception:  # noqa: BLE001 - older jax cannot type this object: nothing to say
+        return None
+    spec = getattr(sharding, "spec", None)
+    if spec is None:
+        return None
+    rank = len(x.shape)
+    parts = tuple(spec)[:rank] if not hasattr(spec, "partitions") else tuple(spec.partitions)[:rank]
+    dims = tuple(() if e is None else ((str(e),) if isinstance(e, str) else tuple(str(a) for a in e)) for e in parts)
+    dims = dims + ((),) * (rank - len(dims))
+    return (
+        dims,
+        tuple(sorted(str(a) for a in getattr(spec, "unreduced", ()) or ())),
+        tuple(sorted(str(a) for a in getattr(spec, "reduced", ()) or ())),
+    )
+
+
+def ur_of(x: Any) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The unreduced and reduced manual axes of a traced body value (`jax.typeof(x).mat`,
+    jax >= 0.8), or None where jax does not say."""
+    import jax
+
+    typeof = getattr(jax, "typeof", None)
+    mat = getattr(typeof(x), "mat", None) if typeof is not None else None
+    if mat is None or not hasattr(mat, "unreduced"):
+        return None
+    return frozenset(str(a) for a in mat.unreduced), frozenset(str(a) for a in getattr(mat, "reduced", ()))
 
 
 def vma_of(x: Any) -> frozenset[str] | None:

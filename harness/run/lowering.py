@@ -105,7 +105,8 @@ def to_pspec(s: Spec) -> Any:
 
     parts = [None if e is None else (e[0] if len(e) == 1 else tuple(e)) for e in s.entries]
     if s.kind == "P":
-        return P(*parts)
+        ur = {k: set(v) for k, v in (("unreduced", s.unreduced), ("reduced", s.reduced)) if v}
+        return P(*parts, **ur)  # (unreduced= / reduced= only when set: older jax has neither)
     if s.kind == "str":
         return parts[0] if parts else ""
     if s.kind == "tuple":

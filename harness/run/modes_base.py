@@ -36,9 +36,10 @@ def structure_key(p: Program) -> str:
     return program_id(replace(p, inputs=tuple(replace(x, seed=0, fill="small") for x in p.inputs)))
 
 
-# (mode, structure key) -> (the jitted callable, the body value types its trace saw);
+# (mode, structure key) -> (the jitted callable, the body value types its trace saw, and
+# their unreduced / reduced axes);
 # bounded, least recently used out first, emptied with jax.clear_caches (worker.py)
-COMPILED: OrderedDict[tuple[str, str], tuple[Callable[..., Any], dict[int, Any]]] = OrderedDict()
+COMPILED: OrderedDict[tuple[str, str], tuple[Callable[..., Any], dict[int, Any], dict[int, Any]]] = OrderedDict()
 COMPILED_MAX = 256
 
 
@@ -57,14 +58,15 @@ class Mode:
             import jax
 
             body = jax.checkpoint(body)
-        return compat.shard_map(
+        f = compat.shard_map(
             body,
-            mesh,
+            None if p.mesh_context else mesh,  # None: the mesh from jax.set_mesh (mesh_scope)
             in_specs,
             out_specs,
             None if p.axis_names is None else frozenset(p.axis_names),
             p.check_vma,
         )
+        return compat.with_reshard(p, f)
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         return self.call(self.compiled(f), args)
@@ -91,10 +93,14 @@ class Mode:
         if missing:
             return Observation(self.name, status="unsupported", error_message="; ".join(missing))
         types: dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]] = {}
+        urs: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
 
         def record(i: int, v: Any) -> None:
             if i not in types:
                 types[i] = (tuple(v.shape), str(v.dtype), compat.vma_of(v))
+                ur = compat.ur_of(v)
+                if ur is not None:
+                    urs[i] = ur
 
         t0 = time.perf_counter()
 
@@ -108,35 +114,42 @@ class Mode:
                 elapsed_s=time.perf_counter() - t0,
                 status="error",
                 phase=phase,
+                value_ur=urs,
             )
 
         key = (self.name, structure_key(p)) if self.cacheable else None
-        try:
-            with compat.program_config(p):  # (jax flags a program needs: the permute-order check)
+        # jax.set_mesh where the program needs it; jax flags it needs (the permute-order check)
+        with compat.mesh_scope(p), compat.program_config(p):
+            try:
                 hit = COMPILED.get(key) if key else None
                 if hit is not None:  # the same program but for input values: no trace, no compile
                     COMPILED.move_to_end(key)  # type: ignore[arg-type]
                     types.update(hit[1])
+                    urs.update(hit[2])
                     outs = self.call(hit[0], self.inputs(p))
                 elif key is None:
                     outs = self.execute(self.build(p, record), self.inputs(p))
                 else:
                     g = self.compiled(self.build(p, record))
                     outs = self.call(g, self.inputs(p))
-                    COMPILED[key] = (g, dict(types))
+                    COMPILED[key] = (g, dict(types), dict(urs))
                     while len(COMPILED) > COMPILED_MAX:
                         COMPILED.popitem(last=False)
-        except Exception as e:
-            return raised(e)
-        try:
-            observed = tuple(self.observe(o, p) for o in outs)
-        except Exception as e:  # jax produced outputs that cannot be read back
-            return raised(e, "read_output")
-        return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0)
+            except Exception as e:
+                return raised(e)
+            try:
+                observed = tuple(self.observe(o, p) for o in outs)
+            except Exception as e:  # jax produced outputs that cannot be read back
+                return raised(e, "read_output")
+        return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0, value_ur=urs)
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
         blocks: dict[tuple[int, ...], np.ndarray] = {}
         for s in o.addressable_shards:
             coord = tuple(int(c) for c in np.unravel_index(s.device.id, p.mesh.sizes))
             blocks[coord] = np.asarray(s.data)
-        return ObservedOutput(tuple(o.shape), str(o.dtype), np.asarray(o), blocks)
+        sharding = compat.sharding_type_of(o)
+        # an unreduced array has no global value jax will assemble (jax 0.10.2:
+        # "device_indices_map doesn't work with unreduced"): its blocks are its parts
+        glob = None if sharding is not None and sharding[1] else np.asarray(o)
+        return ObservedOutput(tuple(o.shape), str(o.dtype), glob, blocks, sharding)

@@ -39,7 +39,7 @@ class Abstract(Mode):
         return jax.eval_shape(f, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
-        return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)
+        return ObservedOutput(tuple(o.shape), str(o.dtype), None, None, compat.sharding_type_of(o))
 
 
 class Eager(Mode):
@@ -144,7 +144,7 @@ class Smap(Mode):
         import jax
 
         axis, ins, outs = self._form
-        return jax.smap(make_body(p, record), in_axes=ins, out_axes=outs, axis_name=axis)
+        return compat.with_reshard(p, jax.smap(make_body(p, record), in_axes=ins, out_axes=outs, axis_name=axis))
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax

@@ -24,6 +24,9 @@ class ObservedOutput:
     dtype: str
     global_value: np.ndarray | None  # None in the abstract mode
     device_values: dict[tuple[int, ...], np.ndarray] | None  # mesh coord -> block
+    # jax.typeof(out).sharding.spec: per dimension the (Explicit) axes it is split
+    # over, then its unreduced and reduced axes; None where jax does not say
+    sharding: tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,6 +43,8 @@ class Observation:
     status: str = "ok"  # ok | error | crash | timeout | unsupported
     phase: str = ""  # where an error arose: "" (building/tracing/running) or "read_output"
     facts: dict[str, Any] = field(default_factory=dict)  # mode-specific facts (lowering text, derivatives)
+    # value index -> (unreduced, reduced) manual axes, as jax.typeof(v).mat showed them
+    value_ur: dict[int, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
 
     @property
     def raised(self) -> bool:
@@ -66,6 +71,7 @@ def observation_to_dict(o: Observation) -> dict[str, Any]:
         "phase": o.phase,
         "facts": o.facts,
         "value_types": [[i, list(s), dt, None if v is None else sorted(v)] for i, (s, dt, v) in o.value_types.items()],
+        "value_ur": [[i, sorted(u), sorted(r)] for i, (u, r) in o.value_ur.items()],
         "outputs": [
             {
                 "global_shape": list(x.global_shape),
@@ -74,6 +80,7 @@ def observation_to_dict(o: Observation) -> dict[str, Any]:
                 "device_values": None
                 if x.device_values is None
                 else [[list(c), _arr_to(v)] for c, v in x.device_values.items()],
+                "sharding": None if x.sharding is None else [[list(e) for e in x.sharding[0]], list(x.sharding[1]), list(x.sharding[2])],
             }
             for x in o.outputs
         ],
@@ -92,6 +99,9 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
                 x["dtype"],
                 None if x["global_value"] is None else _arr_from(x["global_value"]),
                 None if x["device_values"] is None else {tuple(c): _arr_from(v) for c, v in x["device_values"]},
+                None
+                if x.get("sharding") is None
+                else (tuple(tuple(e) for e in x["sharding"][0]), tuple(x["sharding"][1]), tuple(x["sharding"][2])),
             )
             for x in d["outputs"]
         ),
@@ -100,4 +110,5 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
         status=d["status"],
         phase=d.get("phase", ""),
         facts=d.get("facts", {}),
+        value_ur={int(i): (frozenset(u), frozenset(r)) for i, u, r in d.get("value_ur", [])},
     )

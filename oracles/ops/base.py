@@ -71,6 +71,16 @@ class OpDef:
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         raise NotImplementedError
 
+    def ur(self, ins: list[ValueType], ctx: Ctx) -> tuple[frozenset[str], frozenset[str]]:
+        """The result's (unreduced, reduced) manual axes (check_vma). Operands that are
+        neither give neither. jax's rules for operands that are differ op by op
+        (lax.py `*_ur_rule`, parallel.py `check_unreduced_args`); the kinds that have
+        one here override this (pcast, psum, add, all_gather), and strategies/ never
+        gives any other kind such an operand."""
+        if any(t.unreduced or t.reduced for t in ins):
+            raise NotImplementedError(f"the oracle has no unreduced/reduced rule for {self.kind}")
+        return frozenset(), frozenset()
+
     def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
         """How far jax's result may be from `v` = `value(xs)` (oracles/rounding.py): (prop, mag,
         terms): the operands' errors `errs` as they reach the result, and `terms`
@@ -118,6 +128,32 @@ class Collective(OpDef):
 
     def lo(self, ctx: Ctx) -> int:
         return local_offset(ctx.mesh, self.axes(ctx))
+
+
+def state_of(x: ValueType, axes: tuple[str, ...], ctx: Ctx) -> str:
+    """`_get_from` (parallel.py): whether the operand is varying, unreduced, reduced or
+    invarying over every named axis; one state for all of them, or jax rejects it.
+    (Under check_vma=False jax tracks nothing: every axis is invarying.)"""
+    states = set()
+    for a in axes:
+        if not ctx.check_vma:
+            states.add("invarying")
+        elif a in (x.vma or ()):
+            states.add("varying")
+        elif a in x.unreduced:
+            states.add("unreduced")
+        elif a in x.reduced:
+            states.add("reduced")
+        else:
+            states.add("invarying")
+    if len(states) > 1:
+        raise ctx.fail(
+            ErrorKind.COLLECTIVE_VMA,
+            f"{ctx.op.kind} over {axes}: the operand is {sorted(states)} over them; it must be one of varying, "
+            "unreduced, reduced or invarying over all of them",
+            *axes,
+        )
+    return states.pop()
 
 
 def all_or_none(x: ValueType, axes: tuple[str, ...], ctx: Ctx) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from oracles.devices import assemble_local, group_index, split_local
-from oracles.ops.base import Collective, Ctx, ErrorTerms, OpDef, vma_of
+from oracles.ops.base import Collective, Ctx, ErrorTerms, OpDef, state_of, vma_of
 from oracles.prediction import ErrorKind, ValueType
 
 
@@ -30,29 +30,44 @@ class AxisIndex(Collective):
 
 
 class Pcast(Collective):
-    """pcast(x, axes, to='varying') (the public pvary): the same values, now typed as
-    varying over `axes`. With check_vma, every named axis must be invariant in the
-    operand (parallel.py `_get_from` / `_pcast_funcs`: varying->varying is unsupported,
-    a mix is rejected); with check_vma=False it is the identity."""
+    """pcast(x, axes, to=): the same values, retyped over `axes` (parallel.py `pcast`,
+    `_pcast_funcs`, jax 0.10.2). From the operand's one state over every named axis
+    (`state_of`): invarying -> varying (pvary), invarying -> reduced (preduced),
+    varying -> unreduced (vary_unreduced_cast), reduced -> varying (reduced_vary_cast);
+    any other pair is "Unsupported pcast". With check_vma=False every axis is invarying
+    to jax (nothing is tracked): to='varying' and 'reduced' are identities, 'unreduced'
+    is unsupported."""
 
     kind = "pcast"
 
+    TRANSITIONS = (("invarying", "varying"), ("invarying", "reduced"), ("varying", "unreduced"), ("reduced", "varying"))
+
     def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
-        if ctx.op.p("to") != "varying":
-            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"pcast: to={ctx.op.p('to')!r} is not generated", "to")
-        if ctx.check_vma:
-            axes = self.axes(ctx)
-            varying = [a for a in axes if a in (ins[0].vma or ())]
-            if varying:
-                # no facts: jax 0.10.2 says only "Unsupported pcast from=varying,
-                # to='varying'", without the axis. Naming it would be nicer, but nothing
-                # documents that it must, so a missing axis is message quality, not a
-                # divergence: the error's kind and phrase are what is checked (a decision
-                # recorded with the known-divergence audit)
-                raise ctx.fail(
-                    ErrorKind.COLLECTIVE_VMA,
-                    f"pcast(to='varying') over {axes}: the operand already varies over {varying}",
-                )
+        to = ctx.op.p("to")
+        if to not in ("varying", "reduced", "unreduced"):
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"pcast: to={to!r} is not one of varying, reduced, unreduced", "to")
+        axes = self.axes(ctx)
+        frm = state_of(ins[0], axes, ctx)
+        if (frm, to) not in self.TRANSITIONS:
+            # no facts: jax 0.10.2 says only "Unsupported pcast from=varying,
+            # to='varying'", without the axis. Naming it would be nicer, but nothing
+            # documents that it must, so a missing axis is message quality, not a
+            # divergence: the error's kind and phrase are what is checked (a decision
+            # recorded with the known-divergence audit)
+            raise ctx.fail(ErrorKind.COLLECTIVE_VMA, f"pcast(to={to!r}) over {axes}: the operand is {frm} over them")
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        axes = frozenset(self.axes(ctx))
+        v = vma_of(ins)
+        return v - axes if ctx.op.p("to") == "unreduced" else v | axes if ctx.op.p("to") == "varying" else v
+
+    def ur(self, ins: list[ValueType], ctx: Ctx) -> tuple[frozenset[str], frozenset[str]]:
+        axes, x, to = frozenset(self.axes(ctx)), ins[0], ctx.op.p("to")
+        if to == "unreduced":
+            return x.unreduced | axes, x.reduced
+        if to == "reduced":
+            return x.unreduced, x.reduced | axes
+        return x.unreduced, x.reduced - axes
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         return xs[0]

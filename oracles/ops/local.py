@@ -141,7 +141,23 @@ def _pad_rank(x: np.ndarray, m: int, r: int) -> np.ndarray:
 
 
 class Add(Binary):
+    """Also the unreduced rule (lax.py `_add_ur_rule`, jax 0.10.2): two operands
+    unreduced over the same axes give a sum unreduced over them (a sum of parts is the
+    part of the sum); unreduced over different axes, or one unreduced and the other not,
+    is a ShardingTypeError (it would need communication)."""
+
     kind, fn = "add", "add"
+
+    def ur(self, ins: list[ValueType], ctx: Ctx) -> tuple[frozenset[str], frozenset[str]]:
+        us = [t.unreduced for t in ins]
+        if any(t.reduced for t in ins) or not any(us):
+            return super().ur(ins, ctx)
+        if us[0] != us[1]:
+            raise ctx.fail(
+                ErrorKind.UNREDUCED_TYPE,
+                f"add of operands unreduced over {sorted(us[0])} and {sorted(us[1])}: they must be unreduced over the same axes",
+            )
+        return us[0], frozenset()
 
 
 class Sub(Binary):

@@ -13,7 +13,8 @@ class AllGather(Collective):
     """all_gather: untiled stacks the group's blocks into a new dim `axis`; tiled
     concatenates them along existing dim `axis`. Block order is the group index.
     to='varying' (default) keeps the named axes varying; to='invarying' makes the result
-    invariant over them (all_gather_invariant)."""
+    invariant over them (all_gather_invariant); to='reduced' reduced over them
+    (all_gather_reduced)."""
 
     kind = "all_gather"
 
@@ -27,8 +28,18 @@ class AllGather(Collective):
             raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, "all_gather: tiled=True needs rank >= 1", "axis")
         self.out_rank_axis(ins, ctx)
         to = ctx.op.p("to")
-        if to not in (None, "varying", "invarying"):
+        if to not in (None, "varying", "invarying", "reduced"):
             raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"all_gather: to={to!r}", "to")
+        if to == "reduced":
+            # all_gather_reduced (parallel.py, Varying -> Reduced): no implicit pvary;
+            # the operand must vary over some named axis and be reduced over none
+            # (under check_vma=False nothing varies: always rejected)
+            varying = (ins[0].vma or frozenset()) if ctx.check_vma else frozenset()
+            if not varying & set(self.axes(ctx)) or ins[0].reduced & set(self.axes(ctx)):
+                raise ctx.fail(
+                    ErrorKind.COLLECTIVE_VMA,
+                    f"all_gather(to='reduced') over {self.axes(ctx)}: the operand varies over {sorted(varying)}",
+                )
 
     def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
         s = list(ins[0].shape)
@@ -41,9 +52,16 @@ class AllGather(Collective):
 
     def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
         v = super().vma(ins, ctx)
-        if ctx.op.p("to") == "invarying":
+        if ctx.op.p("to") in ("invarying", "reduced"):
             return v - frozenset(self.axes(ctx))
         return v
+
+    def ur(self, ins: list[ValueType], ctx: Ctx) -> tuple[frozenset[str], frozenset[str]]:
+        """to='reduced': the result is reduced over the named axes (the same values as a
+        plain all_gather: every device holds the whole gather)."""
+        if ctx.op.p("to") == "reduced" and not ins[0].unreduced:
+            return frozenset(), ins[0].reduced | frozenset(self.axes(ctx))
+        return super().ur(ins, ctx)
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         t = self.grouped(xs[0], ctx)

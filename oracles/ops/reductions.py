@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from oracles.ops.base import Collective, Ctx, ErrorTerms, all_or_none, canon_axis, vma_of
+from oracles.ops.base import Collective, Ctx, ErrorTerms, all_or_none, canon_axis, state_of, vma_of
 from oracles.prediction import ErrorKind, ValueType
 from programs.model import is_float
 
@@ -98,11 +98,31 @@ class Psum(Reduction):
         super().check_params(ins, ctx)
         if ctx.check_vma:
             all_or_none(ins[0], self.axes(ctx), ctx)
+            if self.kind == "psum" and (ins[0].unreduced or ins[0].reduced):
+                state_of(ins[0], self.axes(ctx), ctx)  # one state over every named axis
             if ctx.op.p("groups") is not None:
                 raise ctx.fail(
                     ErrorKind.UNSUPPORTED,
                     f"{self.kind} with axis_index_groups is not implemented when check_vma=True",
                 )
+
+
+    def ur(self, ins: list[ValueType], ctx: Ctx) -> tuple[frozenset[str], frozenset[str]]:
+        """psum of a value unreduced over the named axes is `unreduced_psum`
+        (parallel.py, Unreduced -> Invariant): it sums the per-device parts, and the
+        result is no longer unreduced over them (its vma is the operand's). Reduced
+        operands have no rule here (not drawn)."""
+        x, axes = ins[0], frozenset(self.axes(ctx))
+        if x.reduced or (x.unreduced and self.kind != "psum"):
+            return super().ur(ins, ctx)
+        if x.unreduced and axes <= x.unreduced:
+            return x.unreduced - axes, frozenset()
+        return super().ur(ins, ctx)
+
+    def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
+        if ins[0].unreduced and frozenset(self.axes(ctx)) <= ins[0].unreduced:
+            return vma_of(ins)  # unreduced_psum keeps the operand's vma
+        return super().vma(ins, ctx)
 
 
 class Pmean(Psum):

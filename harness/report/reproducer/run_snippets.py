@@ -12,8 +12,10 @@ from programs.emit import (
     REPRO_MODES,
     args_src,
     body_source,
+    context_src,
     inputs_fn_src,
     mesh_src,
+    reshard_src,
     shard_map_kwargs_src,
     specs_src,
 )
@@ -37,6 +39,7 @@ def setup_lines(p: Program, mode: str) -> list[str]:
     return [
         *mesh_src(p),
         *mp,
+        *context_src(p),
         f"MESH_SHAPE = {p.mesh.sizes!r}",
         f"AUTO_AXES = {auto_axes(p)!r}  # mesh axes left automatic (partial manual): jax may lay outputs out along them",
         "",
@@ -48,6 +51,10 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         "",
         "",
         f"f = shard_map({body}, {shard_map_kwargs_src(p)})",
+        *reshard_src(p),
+        "",
+        "",
+        *GLOBAL_FN,
     ]
 
 
@@ -72,7 +79,14 @@ def run_lines(p: Program, mode: str) -> list[str]:
 # what run() returns: the outputs with each device's block and the global value ...
 _VALUES = [
     "  return [(tuple(o.shape), str(o.dtype), {tuple(int(c) for c in np.unravel_index(s.device.id, MESH_SHAPE)):",
-    "           np.asarray(s.data) for s in o.addressable_shards}, np.asarray(o)) for o in outs], {}",
+    "           np.asarray(s.data) for s in o.addressable_shards}, _global(o)) for o in outs], {}",
+]
+# an unreduced output has no global value jax assembles (its blocks are the parts of the
+# sum): None, as the harness observes it
+GLOBAL_FN = [
+    "def _global(o):",
+    "  spec = getattr(getattr(jax.typeof(o), 'sharding', None), 'spec', None) if hasattr(jax, 'typeof') else None",
+    "  return None if getattr(spec, 'unreduced', None) else np.asarray(o)",
 ]
 # ... or only their shapes and dtypes, with the mode's facts
 _SHAPES_ONLY = ["  return [(tuple(o.shape), str(o.dtype), None, None) for o in outs], facts"]

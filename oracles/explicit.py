@@ -1,0 +1,106 @@
+"""Explicit meshes and reduced / unreduced values: the checks and types they add
+(jax 0.10.2 `jax/_src/shard_map.py` `_shard_map` (the in_specs-vs-argument check),
+`_check_unreduced`, `_shard_shaped_array`, `_unshard_shaped_array`; docs/notebooks/
+explicit-sharding.md "sharding in types"; `jax.typeof(out)` shows `float32[8@x,4]`).
+
+- Under a mesh whose every axis is Explicit, with every axis manual, each in_spec (padded
+  to its argument's rank) must be the argument's own sharding: a NumPy argument is
+  unsharded (P()), so a split in_spec needs `jax.sharding.reshard` first.
+- Outside the body, `jax.typeof(out).sharding.spec` shows the out_spec's Explicit axes
+  (Auto axes are not part of the type) and its unreduced / reduced axes.
+- A spec's unreduced / reduced axes are allowed only when every mesh axis is manual and
+  each of them is Explicit; an out_spec's must be exactly the output's (with check_vma).
+"""
+
+from __future__ import annotations
+
+from oracles.prediction import ErrorKind, OracleError, PredictedError, ValueType
+from programs.model import Program, Spec
+
+ShardingType = tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[str, ...]]
+
+
+def _fail(kind: ErrorKind, why: str, *facts: str, output: int | None = None) -> OracleError:
+    return OracleError(PredictedError(kind, tuple(facts), why, output=output))
+
+
+def check_unreduced_specs(p: Program, specs: tuple[Spec, ...], which: str) -> None:
+    """`_check_unreduced`: unreduced/reduced only in full manual mode and over Explicit
+    axes (NotImplementedError for partial manual, ValueError for an Auto axis)."""
+    explicit = set(p.explicit_axes)
+    for i, s in enumerate(specs):
+        if not (s.unreduced or s.reduced):
+            continue
+        if set(p.manual_axes) != set(p.mesh.names):
+            raise _fail(ErrorKind.UNSUPPORTED, f"{which}[{i}]={s!r}: unreduced/reduced only in full manual mode", "full manual")
+        for key, axes in (("unreduced", s.unreduced), ("reduced", s.reduced)):
+            auto = [a for a in axes if a not in explicit]
+            if auto:
+                raise _fail(
+                    ErrorKind.UNREDUCED_TYPE,
+                    f"{which}[{i}]={s!r}: {key} axes {auto} are not Explicit; make them AxisType.Explicit",
+                    key,
+                    "Explicit",
+                )
+
+
+def argument_sharding(p: Program, i: int) -> Spec:
+    """The sharding argument `i` reaches the shard_map with: its reshard spec, or
+    unsharded (a NumPy array)."""
+    return p.reshard_spec(i) if p.reshard else Spec(())
+
+
+def _padded(s: Spec, rank: int) -> tuple[tuple[str, ...] | None, ...]:
+    return tuple(s.entries) + (None,) * (rank - len(s.entries))
+
+
+def check_arg_shardings(p: Program) -> None:
+    """Every axis manual and Explicit: each (P) in_spec must equal its argument's
+    sharding (ValueError "in_specs passed to shard_map: ... does not match the specs of
+    the input")."""
+    if not p.mesh.names or set(p.manual_axes) != set(p.mesh.names) or len(p.explicit_axes) != len(p.mesh.names):
+        return
+    for i, (x, s) in enumerate(zip(p.inputs, p.in_specs)):
+        if s.kind != "P":
+            continue
+        arg = argument_sharding(p, i)
+        rank = len(x.shape)
+        if _padded(s, rank) != _padded(arg, rank) or (s.unreduced, s.reduced) != (arg.unreduced, arg.reduced):
+            raise _fail(
+                ErrorKind.IN_SPEC_ARG_SHARDING,
+                f"in_specs[{i}]={s!r} does not match args[{i}]'s sharding {arg!r} under an all-Explicit mesh; "
+                "reshard the argument first (jax.sharding.reshard) or leave in_specs out",
+                "does not match",
+            )
+
+
+def check_out_ur(p: Program, out_types: list[ValueType]) -> None:
+    """`_unshard_shaped_array` (check_vma): an out_spec's unreduced / reduced axes are
+    exactly the output's, after the implicit cast (`add_implicit_pvary_and_unreduced`,
+    auto_pcast) of an output varying over axes the out_spec calls unreduced."""
+    if not p.check_vma:
+        return
+    for k, (t, s) in enumerate(zip(out_types, p.out_specs)):
+        if s.kind != "P":
+            continue
+        extra = set(s.unreduced) - t.unreduced
+        cast = extra if extra and extra <= (t.vma or frozenset()) else set()
+        for key, want, got in (("unreduced", s.unreduced, t.unreduced | cast), ("reduced", s.reduced, t.reduced)):
+            if set(want) != set(got):
+                raise _fail(
+                    ErrorKind.UNREDUCED_TYPE,
+                    f"out_specs[{k}]={s!r}: {key}={sorted(want)}, but output {k} is {key} over {sorted(got)}",
+                    key,
+                    output=k,
+                )
+
+
+def out_sharding(p: Program, k: int, rank: int) -> ShardingType:
+    """What `jax.typeof(out_k).sharding.spec` shows: the out_spec's Explicit axes per
+    dimension of the output's rank, and its unreduced / reduced axes. (The body's own
+    sharding over axes left automatic joins it in jax; programs never shard a body
+    value over such an Explicit axis: strategies/explicit.py.)"""
+    s = p.out_specs[k]
+    explicit = set(p.explicit_axes)
+    dims = tuple(tuple(a for a in e if a in explicit) if e else () for e in _padded(s, rank))
+    return dims, s.unreduced, s.reduced

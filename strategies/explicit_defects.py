@@ -1,0 +1,57 @@
+"""The defects of explicit-mesh and reduced / unreduced programs (strategies/invalid.py
+DEFECTS): each breaks exactly one rule the oracle checks (`oracles/explicit.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from hypothesis import strategies as st
+
+from programs.model import Mesh, Program, Spec
+
+if TYPE_CHECKING:
+    from strategies.invalid import ValueView
+
+
+def strict_explicit(p: Program) -> bool:
+    """Every axis manual and Explicit: shard_map checks each argument's sharding."""
+    return set(p.manual_axes) == set(p.mesh.names) and len(p.explicit_axes) == len(p.mesh.names)
+
+
+def missing_reshard(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
+    """Every axis manual and Explicit, an in_spec that splits, and the argument not
+    resharded: jax must reject the in_spec (it is not the argument's sharding)."""
+    if not (p.reshard and strict_explicit(p) and any(s.kind == "P" and s.axes() for s in p.in_specs)):
+        return None
+    return replace(p, reshard=False)
+
+
+def out_spec_drops_reduced(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
+    """An out_spec without the reduced axes of its output (check_vma): jax must refuse
+    it as an out_spec that needs replication it cannot infer (measured on 0.10.2: the
+    replication check comes first and names the reduced axis)."""
+    ks = [k for k, s in enumerate(p.out_specs) if s.reduced and not s.unreduced]
+    if not ks or not p.check_vma:
+        return None
+    k = draw(st.sampled_from(ks), label="defect_output")
+    s = p.out_specs[k]
+    specs = p.out_specs[:k] + (Spec(s.entries, s.kind),) + p.out_specs[k + 1 :]
+    return replace(p, out_specs=specs)
+
+
+def unreduced_spec_auto_axis(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
+    """An out_spec unreduced / reduced over an axis made Auto (jax allows only Explicit)."""
+    named = sorted({a for s in p.out_specs for a in s.unreduced + s.reduced})
+    if not named:
+        return None
+    a = draw(st.sampled_from(named), label="defect_axis")
+    types = tuple("auto" if n == a else t for n, t in zip(p.mesh.names, p.mesh.axis_types))
+    return replace(p, mesh=Mesh(p.mesh.names, p.mesh.sizes, types))
+
+
+EXPLICIT_DEFECTS = {
+    "missing_reshard": missing_reshard,
+    "out_spec_drops_reduced": out_spec_drops_reduced,
+    "unreduced_spec_auto_axis": unreduced_spec_auto_axis,
+}
