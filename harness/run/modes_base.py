@@ -53,11 +53,7 @@ class Mode:
         mesh = compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types)
         in_specs = tuple(to_pspec(s) for s in p.in_specs)
         out_specs = tuple(to_pspec(s) for s in p.out_specs)
-        body = make_body(p, record)
-        if self.remat:
-            import jax
-
-            body = jax.checkpoint(body)
+        body = self.body(p, record)
         f = compat.shard_map(
             body,
             None if p.mesh_context else mesh,  # None: the mesh from jax.set_mesh (mesh_scope)
@@ -67,6 +63,15 @@ class Mode:
             p.check_vma,
         )
         return compat.with_reshard(p, f)
+
+    def body(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+        """The shard_map body this mode runs (under jax.checkpoint for `remat`)."""
+        body = make_body(p, record)
+        if self.remat:
+            import jax
+
+            body = jax.checkpoint(body)
+        return body
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         return self.call(self.compiled(f), args)

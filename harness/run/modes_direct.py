@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from harness.run import compat
-from harness.run.lowering import make_body, to_pspec
+from harness.run.lowering import make_body
 from harness.run.modes_base import Mode
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program
@@ -171,7 +171,7 @@ class Probe(Mode):
         obs = Mode.run(self, q)
         return replace(obs, mode=self.name, facts={"values": list(q.outputs)})
 
-    def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+    def body(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
         import jax.numpy as jnp
 
         body = make_body(p, record)
@@ -179,9 +179,7 @@ class Probe(Mode):
         def probed(*args: Any) -> tuple[Any, ...]:  # rank 0 cannot be split: a (1,) block each
             return tuple(jnp.reshape(v, (1,)) if jnp.ndim(v) == 0 else v for v in body(*args))
 
-        return compat.shard_map(probed, compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types),
-                                tuple(to_pspec(s) for s in p.in_specs), tuple(to_pspec(s) for s in p.out_specs),
-                                None if p.axis_names is None else frozenset(p.axis_names), p.check_vma)
+        return probed
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         return PROBE_BASES[self.base].execute(f, args)
