@@ -98,7 +98,8 @@ def _pshuffle(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
 
 def _axis_index(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     i = b.push(Op.make("axis_index", (), axes=axes))
-    if i is not None and draw(st.booleans(), label="combine_index"):
+    # (never into a weak int64 under jax_enable_x64: jax keeps the int32; see _Body.weak)
+    if i is not None and not b.mixes_weak(idx, i) and draw(st.booleans(), label="combine_index"):
         b.push(Op.make("add", (idx, i)))  # use it: add it to a value (a scalar broadcasts)
     return i is not None
 
