@@ -145,3 +145,10 @@ def test_target_scores_new_cells_and_the_stream_is_repeatable() -> None:
         with _handling(lambda q, got=got: got.append(program_id(q))):  # type: ignore[misc]
             hypothesis_test(cfg, [Phase.generate], db)()
         assert got == want
+
+
+def test_by_error_cells_of_modes_that_run_no_defect_are_unreachable() -> None:
+    from harness.campaign.cells import unreachable
+
+    assert unreachable("psum|rank=2|by_error", "vmap_spmd") and unreachable("psum|rank=2|by_error", "smap")
+    assert unreachable("psum|rank=2|by_error", "jit") is None and unreachable("psum|rank=2", "smap") is None
