@@ -17,6 +17,7 @@ reached, and why a cell cannot be reached here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from programs.graph import live_ops
@@ -102,6 +103,17 @@ def program_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = 
         if op.kind == "shard_map":
             out |= op_cells(p, op.inner_op(), rank, dtype)
     return frozenset(out)
+
+
+@functools.lru_cache(maxsize=256)
+def typed_cells(p: Program) -> tuple[frozenset[str], bool]:
+    """(the program's cells with the oracle's types, whether the oracle expects it to
+    fail): computed once per program for generation's target (`CellNovelty`) and the
+    value-tier choice (`tier_modes`), which both ask."""
+    from oracles.interpreter import trace
+
+    st, err = trace(p, with_values=False)
+    return program_cells(p, [(t.shape, t.dtype) for t in st.types]), err is not None
 
 
 def applies(p: Program, mode: str) -> bool:

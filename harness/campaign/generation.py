@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
 
-from harness.campaign.cells import program_cells
+from harness.campaign.cells import typed_cells
 from harness.campaign.config import RunConfig
 from harness.campaign.minimize import size
 from programs.model import Program
@@ -58,11 +58,8 @@ class CellNovelty:
         self.seen: set[str] = set()
 
     def score(self, p: Program) -> int:
-        from oracles.interpreter import trace
-
-        st, err = trace(p, with_values=False)
-        cells = program_cells(p, [(t.shape, t.dtype) for t in st.types])
-        if err is not None:
+        cells, fails = typed_cells(p)
+        if fails:
             cells = frozenset(f"{c}|by_error" for c in cells)
         new = cells - self.seen
         self.seen |= cells
