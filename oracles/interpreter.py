@@ -48,7 +48,10 @@ def tolerance(st: _State, v: int) -> tuple[bool, float, float]:
         return True, 0.0, 0.0
     worst = float(np.max(err))
     scale = float(np.max(np.abs(st.values[v].astype(np.float64)), initial=0.0))
-    return False, 0.0, worst + 1e-12 * max(1.0, scale)
+    # (a float64 result: its bound already holds the oracle's own rounding, SAFETY_F64;
+    # 1e-12 would be 10**4 of its roundings: a few units of the last place instead)
+    own = 4 * 2.0**-53 if st.types[v].dtype == "float64" else 1e-12
+    return False, 0.0, worst + own * max(1.0, scale)
 
 
 def trace(
@@ -80,7 +83,7 @@ def trace(
                 st.err.append(np.zeros(v.shape))
                 st.clean.append(bool(np.all(integral(v))))
         for i, op in enumerate(p.body):
-            ctx = Ctx(mesh, manual, p.check_vma, i, op, rounding)
+            ctx = Ctx(mesh, manual, p.check_vma, i, op, rounding, p.x64)
             d = OPS[op.kind]
             ins = [st.types[j] for j in op.operands]
             d.check(ins, ctx)

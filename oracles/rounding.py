@@ -32,8 +32,11 @@ import numpy as np
 from programs.model import is_float, storage
 
 # precision p (significand bits, the implicit one included): integers up to 2**p are exact
-_PRECISION = {"float32": 24, "bfloat16": 8, "float16": 11}
+_PRECISION = {"float32": 24, "bfloat16": 8, "float16": 11, "float64": 53}
 SAFETY = 1.01  # double rounding through float32 (u + u_f32) and the oracle's own float64 rounding
+# a float64 result: the oracle computes in float64 too, so its own rounding is as large
+# as jax's, op for op: the bound admits both
+SAFETY_F64 = 2 * SAFETY
 
 
 def precision(dtype: str) -> int:
@@ -78,7 +81,8 @@ def combine(
     rounds = mag > 0
     if clean_operands:
         rounds = rounds & ~(integral(v) & (mag <= 2.0 ** _PRECISION[dtype]))
-    rnd = np.where(rounds, SAFETY * u * terms * mag + terms * smallest_normal(dtype), 0.0)
+    safety = SAFETY_F64 if dtype == "float64" else SAFETY
+    rnd = np.where(rounds, safety * u * terms * mag + terms * smallest_normal(dtype), 0.0)
     err = prop + rnd
     err = np.where(np.isnan(err), np.inf, err)
     # may overflow to inf (or already did, in a wider oracle): nothing is predicted there

@@ -208,6 +208,12 @@ def permute_guard(p: Program) -> list[str]:
             f'  jax.config.update("{PERMUTE_ORDER_FLAG}", False)']
 
 
+def x64_lines(p: Program) -> list[str]:
+    """A program naming float64 runs with jax_enable_x64 on (`Program.x64`), as the
+    harness runs it; without it jax makes every float64 a float32."""
+    return ['jax.config.update("jax_enable_x64", True)  # the program names float64'] if p.x64 else []
+
+
 REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
 
 
@@ -306,6 +312,7 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         *JAX_IMPORTS,
         *SHARD_MAP_SHIM,
         *permute_guard(p),
+        *x64_lines(p),
         "",
         *mesh_src(p),
         *context_src(p),

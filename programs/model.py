@@ -23,13 +23,18 @@ SpecEntry = tuple[str, ...] | None
 # Op parameters are restricted to JSON-friendly, hashable scalars and nested tuples.
 ParamValue = int | str | bool | None | float | tuple["ParamValue", ...]
 
-DTYPES = ("float32", "int32", "bfloat16", "float16", "int8", "uint8", "uint32", "bool")
-FLOAT_DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = ("float32", "int32", "bfloat16", "float16", "int8", "uint8", "uint32", "bool", "float64")
+FLOAT_DTYPES = ("float32", "bfloat16", "float16", "float64")
+# A program that names float64 anywhere (an argument, a cast, a const) runs with
+# jax_enable_x64 on (`Program.x64`): without it jax would silently make float64 float32.
+X64_DTYPE = "float64"
 # the NumPy type that holds each dtype's values exactly (bfloat16 from ml_dtypes); int16
 # only as a result (jnp promotes int8 and uint8 to it), never an argument or a cast
 _STORAGE: dict[str, type[np.generic]] = {
     "float32": np.float32, "int32": np.int32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
-    "int8": np.int8, "uint8": np.uint8, "uint32": np.uint32, "bool": np.bool_, "int16": np.int16,
+    "int8": np.int8, "uint8": np.uint8, "uint32": np.uint32, "bool": np.bool_, "int16": np.int16, "float64": np.float64,
+    # int64 and uint64 only as results under jax_enable_x64 (jnp.sum of an int32 is int64 there)
+    "int64": np.int64, "uint64": np.uint64,
 }
 
 
@@ -297,6 +302,14 @@ class Program:
         s = self.in_specs[i]
         entries = tuple(tuple(a for a in e if a in explicit) or None if e else None for e in s.entries)
         return Spec(entries, "P", s.unreduced, s.reduced)
+
+    @property
+    def x64(self) -> bool:
+        """Whether the program runs with jax_enable_x64 on: it names float64 (an
+        argument's dtype or an op's `dtype` parameter, nested ops included). jax's
+        default types then are 64-bit (jnp.sum of an int32 gives int64), which the oracle
+        follows (`oracles.ops.base.Ctx.x64`)."""
+        return any(x.dtype == X64_DTYPE for x in self.inputs) or any(op.p("dtype") == X64_DTYPE for op in self.all_ops())
 
     def all_ops(self) -> tuple[Op, ...]:
         """The body's ops and, after each nested shard_map, the one op inside it."""

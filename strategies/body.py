@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from oracles.ops import OPS, Ctx
 from oracles.prediction import OracleError, ValueType
-from programs.model import Mesh, Op
+from programs.model import DTYPES, X64_DTYPE, Mesh, Op
 from strategies.invalid import ValueView as _V
 
 # results that are Python numbers, not jax arrays (lax.axis_size returns an int, and
@@ -38,8 +38,12 @@ class _Body:
     """Builds the body op by op, keeping construction's view of every value."""
 
     def __init__(self, mesh: Mesh, manual: tuple[str, ...], check_vma: bool, vals: list[_V],
-                 usable: tuple[str, ...] | None = None) -> None:
+                 usable: tuple[str, ...] | None = None, x64: bool = False) -> None:
         self.mesh, self.manual, self.check_vma = mesh, manual, check_vma
+        # the program names float64 (its first argument is one): it runs with
+        # jax_enable_x64, and every op is typed so (`Program.x64`, `Ctx.x64`)
+        self.x64 = x64
+        self.dtypes = DTYPES if x64 else tuple(d for d in DTYPES if d != X64_DTYPE)  # what a cast may make
         self.usable = manual if usable is None else usable  # the manual axes ops may name
         self.vals = vals
         self.ops: list[Op] = []
@@ -58,7 +62,7 @@ class _Body:
     def typed(self, op: Op) -> _V | None:
         """What `op` makes, by the oracle's rules; None when its check rejects the op."""
         ins = [ValueType(v.shape, v.dtype, v.vma, v.unreduced, v.reduced) for v in (self.vals[j] for j in op.operands)]
-        ctx = Ctx(self.mesh, self.manual, self.check_vma, len(self.ops), op)
+        ctx = Ctx(self.mesh, self.manual, self.check_vma, len(self.ops), op, x64=self.x64)
         d = OPS[op.kind]
         try:
             d.check(ins, ctx)
@@ -87,9 +91,9 @@ class _Body:
         return i
 
     def mixes_weak(self, i: int, j: int) -> bool:
-        """Whether a binary op of values i and j would meet a weak int32 with a narrower
-        integer (see `weak`)."""
-        narrow = ("int8", "uint8", "uint32", "int16")
+        """Whether a binary op of values i and j would meet a weak int32 (int64 under
+        jax_enable_x64) with a narrower integer (see `weak`)."""
+        narrow = ("int8", "uint8", "uint32", "int16") + (("int32",) if self.x64 else ())
         return (i in self.weak and self.vals[j].dtype in narrow) or (j in self.weak and self.vals[i].dtype in narrow)
 
     def n(self, axes: tuple[str, ...]) -> int:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from hypothesis import event
 from hypothesis import strategies as st
 
-from programs.model import Op, ParamValue
+from programs.model import DTYPES, Op, ParamValue
 
 if TYPE_CHECKING:
     from strategies.body import _Body
@@ -98,7 +98,8 @@ def _pshuffle(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
 
 def _axis_index(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     i = b.push(Op.make("axis_index", (), axes=axes))
-    if i is not None and draw(st.booleans(), label="combine_index"):
+    # (never into a weak int64 under jax_enable_x64: jax keeps the int32; see _Body.weak)
+    if i is not None and not b.mixes_weak(idx, i) and draw(st.booleans(), label="combine_index"):
         b.push(Op.make("add", (idx, i)))  # use it: add it to a value (a scalar broadcasts)
     return i is not None
 
@@ -113,8 +114,8 @@ def _ragged_all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...
     """Every sender j sends its first row to each peer, written at row j there:
     input_offsets 0, sizes 1, output_offsets = the sender's index."""
     x = b.vals[idx]
-    if len(x.shape) == 0 or x.shape[0] < 1:
-        return False
+    if len(x.shape) == 0 or x.shape[0] < 1 or x.dtype not in DTYPES:
+        return False  # (a result-only dtype, int16 or int64, is no const's dtype: no output buffer)
     # drawn a quarter as often as other ops: XLA:CPU cannot run it, so a program
     # holding one is checked only in the abstract and lowering modes there
     if draw(st.integers(0, 3), label="ragged_rarely") != 0:

@@ -24,7 +24,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.model import DTYPES, Input, Mesh, Op, Program, Spec
+from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec
 from programs.ops import COLLECTIVES
 from strategies.body import _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
@@ -42,6 +42,8 @@ ALL_KINDS = (
 )  # fmt: skip
 # every op kind the strategy draws, with why for those it never draws (none today)
 NOT_DRAWN: dict[str, str] = {}
+# the dtypes of a program that does not name float64 (one that does runs under jax_enable_x64)
+_X32_DTYPES = tuple(d for d in DTYPES if d != X64_DTYPE)
 
 
 def _check_devices(min_devices: int, max_devices: int, max_axes: int) -> None:
@@ -106,7 +108,10 @@ def _uniform(n: int) -> float:
 
 
 @st.composite
-def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, large: bool = False) -> tuple[Input, Spec, _V]:
+def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, large: bool = False,
+              dtypes: tuple[str, ...] = _X32_DTYPES) -> tuple[Input, Spec, _V]:
+    """Argument `i`: its per-device shape, spec, then a dtype from `dtypes` (a one-dtype
+    tuple fixes it)."""
     rank = draw(st.integers(1 if large else 0, 3), label="arg_rank")
     choices = _dim_choices(mesh)
     local = []
@@ -144,7 +149,7 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
         event("in_spec: an axis left unmentioned")
     spec = Spec(tuple(entries))
     gshape = tuple(n * (mesh.group_size(entries[d]) if d < len(entries) and entries[d] else 1) for d, n in enumerate(local))
-    dtype = draw(st.sampled_from(DTYPES), label="dtype")
+    dtype = dtypes[0] if len(dtypes) == 1 else draw(st.sampled_from(dtypes), label="dtype")
     fill = draw(st.sampled_from(["small", "iota"]), label="fill")
     seed = draw(st.integers(0, 2**16), label="seed")
     event(f"input rank: {rank}")
@@ -195,7 +200,7 @@ def _check_program_args(
 # kinds instead of every program thin in all of them. Drawn with st.booleans, one per
 # kind and feature, so Hypothesis shrinks and replays them like any other choice (a
 # disabled feature shrinks to enabled: the default program).
-SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis")
+SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis", "float64")
 
 
 @st.composite
@@ -317,8 +322,9 @@ def programs(
     """A valid shard_map program.
 
     - max_devices, max_axes: bounds on the mesh (see `meshes`).
-    - max_args: 1..max_args arguments of rank 0..3, of any dtype in DTYPES (float32,
-      int32, bfloat16, float16), small integers.
+    - max_args: 1..max_args arguments of rank 0..3, of any dtype in DTYPES, small
+      integers; float64 only in programs with the swarm feature "float64" (then the
+      first argument is float64 and the program runs under jax_enable_x64).
     - max_ops: 1..max_ops body ops, local ops mixed with every collective.
     - max_outputs: 1..max_outputs outputs with valid out_specs.
     - check_vma: fixed flag, or None to draw it (True three times in four).
@@ -362,17 +368,23 @@ def programs(
     else:
         vma_flag = True
     event(f"check_vma: {vma_flag}")
+    # float64 under jax_enable_x64 (`Program.x64`): the first argument is float64, the
+    # others and casts may be (shrinks to a program without it)
+    x64 = "float64" in features and draw(st.integers(0, 3), label="x64") == 3
+    if x64:
+        event("float64 (jax_enable_x64)")
     if big:  # (no all_gather: it would multiply the large block by the group size)
         kinds = tuple(k for k in kinds if k != "all_gather")
         enabled = tuple(k for k in enabled if k != "all_gather") or kinds
     n_args = 1 if big else draw(st.integers(1, max_args), label="n_args")
     inputs, in_specs, vals = [], [], []
     for i in range(n_args):
-        x, s, v = draw(_argument(mesh, usable, i, large=big), label=f"arg{i}")
+        dts = ((X64_DTYPE,) if i == 0 else DTYPES) if x64 else _X32_DTYPES
+        x, s, v = draw(_argument(mesh, usable, i, large=big, dtypes=dts), label=f"arg{i}")
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
-    body = _Body(mesh, manual, vma_flag, vals, usable)
+    body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
         for _attempt in range(4):

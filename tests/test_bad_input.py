@@ -64,7 +64,7 @@ BAD_CASES: list[tuple[str, Any, str, str]] = [
     ("forward_ref", _set(("body", 0, "operands"), [1]), "value 1 is not defined before this op", "explain"),
     ("undefined_ref", _set(("body", 0, "operands"), [7]), "value 7 is not defined before this op", "minimize"),
     ("missing_output", _set(("outputs",), [5]), "program.outputs: value 5 is not defined", "replay"),
-    ("unknown_dtype", _set(("inputs", 0, "dtype"), "float64"), "'float64' is not a dtype shardfuzz knows", "emit"),
+    ("unknown_dtype", _set(("inputs", 0, "dtype"), "complex64"), "'complex64' is not a dtype shardfuzz knows", "emit"),
     ("unknown_op", _set(("body", 0, "kind"), "pwarp"), "unknown op 'pwarp'", "explain"),
     ("negative_shape", _set(("inputs", 0, "shape"), [-8, 4]), "has a negative dimension (-8)", "replay"),
     ("axis_names", _set(("axis_names",), ["x", "z"]), "axis_names: 'z' is not a mesh axis", "explain"),

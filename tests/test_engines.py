@@ -45,7 +45,8 @@ def test_xdist_one_test_per_shard_then_merge(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "harness.cli", "merge", str(tmp_path / "shards" / "shard-0"),
                         str(tmp_path / "shards" / "shard-1"), "--report", str(tmp_path / "merged")],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and "merged 2 reports" in r.stdout and "missing" not in r.stdout, r.stdout + r.stderr
+    # (no "shards ... are missing" note; a known missing_error bucket may be listed)
+    assert r.returncode == 0 and "merged 2 reports" in r.stdout and "are missing" not in r.stdout, r.stdout + r.stderr
     assert summary(tmp_path / "merged")["programs_run"] == sum(p["programs_run"] for p in parts) > 0
 
 

@@ -17,6 +17,7 @@ reached, and why a cell cannot be reached here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from programs.graph import live_ops
@@ -104,6 +105,17 @@ def program_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = 
     return frozenset(out)
 
 
+@functools.lru_cache(maxsize=256)
+def typed_cells(p: Program) -> tuple[frozenset[str], bool]:
+    """(the program's cells with the oracle's types, whether the oracle expects it to
+    fail): computed once per program for generation's target (`CellNovelty`) and the
+    value-tier choice (`tier_modes`), which both ask."""
+    from oracles.interpreter import trace
+
+    st, err = trace(p, with_values=False)
+    return program_cells(p, [(t.shape, t.dtype) for t in st.types]), err is not None
+
+
 def applies(p: Program, mode: str) -> bool:
     """Whether `mode` runs `p` at all on XLA:CPU (the modes' own unsupported rules,
     restated on the program: a scheduling decision, never a verdict)."""
@@ -128,6 +140,8 @@ def unreachable(cell: str, mode: str, backend: str = "cpu") -> str | None:
     kind = cell.split("|")[0]
     if cell.endswith("|by_error"):
         cell = cell[: -len("|by_error")]
+        if mode in ("vmap_spmd", "smap"):  # (Vmap.run, Program.smap_form: a defect has no such form)
+            return f"{mode} runs no program with a defect (jax's error wording differs there)"
     if backend == "cpu" and mode in VALUE_MODES and kind in NO_CPU_VALUES:
         return f"{kind}: XLA:CPU cannot run it (checked by abstract and lowering)"
     if backend == "cpu" and mode in (*VALUE_MODES, "lowering") and kind in NO_CPU_LOWERING:

@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
+from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
 
+from harness.campaign.cells import typed_cells
 from harness.campaign.config import RunConfig
 from harness.campaign.minimize import size
 from programs.model import Program
@@ -40,12 +41,65 @@ GENERATION = settings(
 
 _HANDLERS: list[Callable[[Program], None]] = []
 
+TARGET_LABEL = "configuration cells no earlier program had"
+
+
+class CellNovelty:
+    """The score `hypothesis.target()` maximises: how many configuration cells
+    (harness/campaign/cells.py; `CELL|by_error` for a program the oracle expects to fail)
+    a program brings that no earlier program of the stream had. It depends only on the
+    programs drawn before, in order, so the same seed and options still draw the same
+    programs; every drawing of a run's stream (the run, a shard, the shrink search's
+    replay, `seeded_programs`) scores with a fresh one. Hypothesis' optimiser then
+    mutates the programs that brought the most new cells (its target phase, run within
+    generation)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def score(self, p: Program) -> int:
+        cells, fails = typed_cells(p)
+        if fails:
+            cells = frozenset(f"{c}|by_error" for c in cells)
+        new = cells - self.seen
+        self.seen |= cells
+        return len(new)
+
+
+_NOVELTY: list[CellNovelty] = []
+
 
 def fuzz_program(p: Program) -> None:
     """The one Hypothesis test function behind every fuzz run, database replay and
     shrink search: one function, so they all share one key in the corpus's example
-    database (Hypothesis keys saved examples by the test function)."""
+    database (Hypothesis keys saved examples by the test function). Targets the cells
+    no earlier program had (`CellNovelty`)."""
+    if _NOVELTY:
+        target(float(_NOVELTY[-1].score(p)), label=TARGET_LABEL)
     _HANDLERS[-1](p)
+
+
+@contextmanager
+def _targeting() -> Iterator[None]:
+    _NOVELTY.append(CellNovelty())
+    try:
+        yield
+    finally:
+        _NOVELTY.pop()
+
+
+def _with_target(phases: list[Phase]) -> list[Phase]:
+    """Generation with Hypothesis' target phase (which it runs within generation)."""
+    return [*phases, Phase.target] if Phase.generate in phases and Phase.target not in phases else phases
+
+
+def _stream_database(database: Any) -> Any:
+    """With targets and a database, Hypothesis keeps a pareto front of the scores, which
+    draws on its random stream: the shrink search's replay (which has the corpus's
+    database) would draw other programs than the run. So generation always has one: the
+    given database, else a throwaway in-memory one (the run's own generation, whose
+    failures are the budget's end and are kept by shardfuzz, not by Hypothesis)."""
+    return InMemoryExampleDatabase() if database is None else database
 
 
 @contextmanager
@@ -66,9 +120,17 @@ def hypothesis_test(cfg: RunConfig, phases: list[Phase], database: Any = None) -
     """`fuzz_program` under Hypothesis with the run's strategy, seed and example count
     (the same ones always draw the same programs in the same order)."""
     wrapped = given(programs(invalid=cfg.invalid, defects=cfg.defects or tuple(DEFECTS), large=cfg.large_share))(fuzz_program)
-    return settings(
-        GENERATION, max_examples=cfg.max_examples, phases=phases, database=database, verbosity=Verbosity.quiet
+    if Phase.generate in phases:
+        database = _stream_database(database)
+    test = settings(
+        GENERATION, max_examples=cfg.max_examples, phases=_with_target(phases), database=database, verbosity=Verbosity.quiet
     )(seed(cfg.seed)(wrapped))
+
+    def run() -> None:
+        with _targeting():
+            test()
+
+    return run
 
 
 class _Reproduced(Exception):
@@ -115,11 +177,13 @@ def hypothesis_shrink(
 def seeded_programs(n: int, s: int, invalid: float = 0.25) -> list[Program]:
     """The first `n` programs a run with seed `s` would draw (same order, same ids)."""
     out: list[Program] = []
+    novelty = CellNovelty()
 
-    @settings(GENERATION, max_examples=n)
+    @settings(GENERATION, max_examples=n, phases=_with_target([Phase.generate]), database=_stream_database(None))
     @seed(s)
     @given(programs(invalid=invalid))
     def collect(p: Program) -> None:
+        target(float(novelty.score(p)), label=TARGET_LABEL)  # as fuzz_program does: the run's stream
         out.append(p)
 
     collect()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from harness.run import compat
 from harness.run.modes import MODES, Observation
 from programs.model import Program
 
@@ -21,6 +22,12 @@ def run_batch(progs: list[Program]) -> list[Observation]:
     if len(progs) == 1 or any(p.needs_mesh_context() or p.permutes_out_of_mesh_order() for p in progs):
         # (a program under jax.set_mesh, or needing a jax flag, runs alone: one context per program)
         return [MODES["jit"].run(p) for p in progs]
+    if len({p.x64 for p in progs}) > 1:  # jax_enable_x64 is one setting per trace: one jit per setting
+        obs: dict[int, Observation] = {}
+        for x64 in (False, True):
+            idx = [i for i, p in enumerate(progs) if p.x64 == x64]
+            obs.update(zip(idx, run_batch([progs[i] for i in idx])))
+        return [obs[i] for i in range(len(progs))]
     try:
         return _together(progs)
     except Exception:  # noqa: BLE001 - some program in the batch fails: split it
@@ -53,8 +60,9 @@ def _together(progs: list[Program]) -> list[Observation]:
         return outs
 
     t0 = time.perf_counter()
-    results = jax.jit(combined)(*[x for a in args for x in a])
-    jax.block_until_ready(results)
+    with compat.x64_scope(progs[0].x64):
+        results = jax.jit(combined)(*[x for a in args for x in a])
+        jax.block_until_ready(results)
     share = (time.perf_counter() - t0) / len(progs)
     return [
         Observation("jit", outputs=tuple(mode.observe(o, p) for o in outs), value_types=types[k], elapsed_s=share)

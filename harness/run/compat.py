@@ -148,7 +148,24 @@ def has(feature: str) -> bool:
         return hasattr(jax.sharding, "AxisType")
     if feature == "eager_partial_manual":
         return _eager_partial_manual()
+    if feature == "x64":
+        return hasattr(jax, "enable_x64") or hasattr(__import__("jax.experimental").experimental, "enable_x64")
     return hasattr(jax.lax, feature) or hasattr(jax, feature)
+
+
+def x64_scope(on: bool) -> contextlib.AbstractContextManager[Any]:
+    """jax_enable_x64 on for a program that names float64 (`Program.x64`), off for every
+    other (a worker runs both kinds): `jax.enable_x64(True)` (jax >= 0.8), else the older
+    `jax.experimental.enable_x64()`; both are thread-local context managers."""
+    import jax
+
+    if not on:
+        return contextlib.nullcontext()
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(True)  # type: ignore[no-any-return]
+    import jax.experimental
+
+    return jax.experimental.enable_x64()  # type: ignore[attr-defined,no-any-return]
 
 
 @functools.cache
@@ -285,6 +302,8 @@ def _program_features(p: Program) -> tuple[str, ...]:
         out.append(f"nested shard_map (mesh from context): jax {v} has no jax.shard_map")
     if p.check_vma and any(op.p("wrap") == "cond" for op in p.body) and not _cond_under_check() :
         out.append(f"lax.cond in a check_rep shard_map: jax {v} has no replication rule for cond")
+    if p.x64 and not has("x64"):
+        out.append(f"float64 (jax_enable_x64 as a context manager): jax {v} has neither jax.enable_x64 nor jax.experimental.enable_x64")
     if any(op.kind == "pcast" for op in p.body) and not has("pcast"):
         out.append(f"jax.lax.pcast: jax {v} does not have it")
     for to in sorted({str(op.p("to")) for op in p.all_ops() if op.kind == "all_gather" and op.p("to") is not None}):

@@ -97,6 +97,10 @@ class Mode:
         missing = compat.unsupported_features(p, self.name)
         if missing:
             return Observation(self.name, status="unsupported", error_message="; ".join(missing))
+        with compat.x64_scope(p.x64):  # a program naming float64 runs with jax_enable_x64 on
+            return self._run(p)
+
+    def _run(self, p: Program) -> Observation:
         types: dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]] = {}
         urs: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
 

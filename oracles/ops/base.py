@@ -28,6 +28,8 @@ class Ctx:
     # False: real arithmetic, casts between float dtypes do not round (the finite
     # differences of the grad oracle: jax differentiates a cast as the identity)
     rounding: bool = True
+    # jax_enable_x64 on (`Program.x64`): jax's default integer and float are 64-bit
+    x64: bool = False
 
     def fail(self, kind: ErrorKind, why: str, *facts: str) -> OracleError:
         return OracleError(PredictedError(kind, tuple(facts), why, self.op_index))

@@ -138,7 +138,7 @@ class NestedShardMap(OpDef):
         axes = tuple(ctx.op.p("inner_axes"))  # type: ignore[arg-type]
         manual = tuple(a for a in ctx.mesh.names if a in ctx.manual or a in axes)
         op = ctx.op.inner_op()
-        ictx = Ctx(ctx.mesh, manual, ctx.check_vma, ctx.op_index, op)
+        ictx = Ctx(ctx.mesh, manual, ctx.check_vma, ctx.op_index, op, ctx.rounding, ctx.x64)
         ent = self._entries(ctx, "in_spec")
         x = ins[0]
         local = tuple(n // ctx.mesh.group_size(ent[d]) if d < len(ent) and ent[d] else n for d, n in enumerate(x.shape))
@@ -198,7 +198,8 @@ class NestedShardMap(OpDef):
 class AxisSize(Collective):
     """axis_size(axes): the number of devices in the group, the product of the named
     axes' sizes for a tuple (parallel.py docstring, jax 0.10.2: `psum(1, axes)`, a Python
-    int that jax types as a weak int32 scalar). The same on every device: invariant."""
+    int that jax types as a weak int32 scalar, a weak int64 under jax_enable_x64, measured
+    on jax 0.10.2). The same on every device: invariant."""
 
     kind = "axis_size"
 
@@ -206,10 +207,10 @@ class AxisSize(Collective):
         return ()
 
     def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
-        return "int32"
+        return "int64" if ctx.x64 else "int32"
 
     def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
         return frozenset()
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
-        return np.full(tuple(ctx.mesh.sizes), self.n(ctx), dtype=np.int32)
+        return np.full(tuple(ctx.mesh.sizes), self.n(ctx), dtype=np.int64 if ctx.x64 else np.int32)

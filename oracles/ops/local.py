@@ -14,30 +14,44 @@ from oracles.rounding import unit_roundoff
 from programs.model import is_float, round_to
 
 _F32_INTS = 2.0**24  # integers float32 holds exactly: int32 converts through it
+_F64_INTS = 2.0**53  # those float64 holds: an integer converts to float64 directly
 
 
-_INTS = {"int8": (True, 8), "int16": (True, 16), "int32": (True, 32), "uint8": (False, 8), "uint32": (False, 32)}
+def _exact_ints(to: str) -> float:
+    return _F64_INTS if to == "float64" else _F32_INTS
 
 
-def _promote(a: str, b: str) -> str:
+_INTS = {"int8": (True, 8), "int16": (True, 16), "int32": (True, 32), "uint8": (False, 8), "uint32": (False, 32),
+         "int64": (True, 64), "uint64": (False, 64)}
+# the lattice's float chain (bfloat16 and float16 meet at float32)
+_FLOAT_RANK = {"bfloat16": 0, "float16": 0, "float32": 1, "float64": 2}
+
+
+def _promote(a: str, b: str, x64: bool = False) -> str:
     """jnp's promotion of two strongly typed operands (jax 0.10.2 docs "Type promotion
-    semantics", the lattice, with jax_enable_x64 off): bool gives way to anything; an
-    integer and a float give the float; two different floats among bfloat16, float16 and
-    float32 give float32; signed with signed (or unsigned with unsigned) the wider;
-    unsigned with a wider signed that one, else a signed type twice as wide (uint8 and
-    int8: int16), 64 bits canonicalised to int32 (uint32 and int32: int32)."""
+    semantics", the lattice): bool gives way to anything; an integer and a float give the
+    float; two different floats give the wider of float32 / float64 (bfloat16 with float16:
+    float32); signed with signed (or unsigned with unsigned) the wider; unsigned with a
+    wider signed that one, else a signed type twice as wide (uint8 and int8: int16). With
+    jax_enable_x64 off, 64 bits are canonicalised to int32 (uint32 and int32: int32); with
+    it on (`x64`), uint32 and int32 give int64, and uint64 with a signed integer meets at
+    the default float, float64 (measured on jax 0.10.2)."""
     if a == b or b == "bool":
         return a
     if a == "bool":
         return b
     if is_float(a) or is_float(b):
-        return "float32" if is_float(a) and is_float(b) else a if is_float(a) else b
+        if not (is_float(a) and is_float(b)):
+            return a if is_float(a) else b
+        return {0: "float32", 1: "float32", 2: "float64"}[max(_FLOAT_RANK[a], _FLOAT_RANK[b])]
     (sa, wa), (sb, wb) = _INTS[a], _INTS[b]
     if sa == sb:
         return a if wa >= wb else b
     (ws, s), (wu, _) = ((wa, a), (wb, b)) if sa else ((wb, b), (wa, a))
     if ws > wu:
         return s
+    if x64:
+        return {8: "int16", 16: "int32", 32: "int64", 64: "float64"}[wu]
     return {8: "int16", 16: "int32", 32: "int32"}[wu]
 
 
@@ -57,7 +71,7 @@ def _convert_err(e: np.ndarray, x: np.ndarray, src: str, to: str) -> np.ndarray:
     if is_float(src) or not is_float(to):
         return e
     ax = np.abs(x.astype(np.float64))
-    return e + np.where((e > 0) | (ax > _F32_INTS), 2 * unit_roundoff(to) * (ax + e), 0.0)
+    return e + np.where((e > 0) | (ax > _exact_ints(to)), 2 * unit_roundoff(to) * (ax + e), 0.0)
 
 
 def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], ctx: Ctx) -> tuple[int, ...]:
@@ -102,7 +116,7 @@ class Binary(OpDef):
         return _broadcast_shape(ins[0].shape, ins[1].shape, ctx)
 
     def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
-        return _promote(ins[0].dtype, ins[1].dtype)
+        return _promote(ins[0].dtype, ins[1].dtype, ctx.x64)
 
     def check(self, ins: list[ValueType], ctx: Ctx) -> None:
         if self.fn == "subtract" and ins[0].dtype == ins[1].dtype == "bool":
@@ -205,8 +219,12 @@ class ReduceSum(OpDef):
 
     def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
         # jnp.sum sums narrow integers in the default integer type, as NumPy does:
-        # bool, int8, int16 -> int32; uint8 -> uint32
-        return {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32"}.get(ins[0].dtype, ins[0].dtype)
+        # bool, int8, int16 -> int32; uint8 -> uint32; under jax_enable_x64 every
+        # integer narrower than 64 bits in int64 / uint64 (measured on jax 0.10.2)
+        dt = ins[0].dtype
+        if ctx.x64 and (dt == "bool" or (dt in _INTS and _INTS[dt][1] < 64)):
+            return "int64" if dt == "bool" or _INTS[dt][0] else "uint64"
+        return {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32"}.get(dt, dt)
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         m = len(ctx.mesh.sizes)
@@ -280,7 +298,7 @@ class Cast(OpDef):
                 t = np.trunc(x)
                 width = np.maximum(np.abs(np.trunc(x + e) - t), np.abs(np.trunc(x - e) - t))
             return np.where(e > 0, width, 0.0), 0.0, 1
-        if dt == "float32" and src in ("bfloat16", "float16"):
-            return e, 0.0, 1  # float32 holds every bfloat16 and float16 number
-        inexact = (e > 0) | ((np.abs(x) > _F32_INTS) if not is_float(src) else False)
+        if (dt == "float32" and src in ("bfloat16", "float16")) or (dt == "float64" and is_float(src)):
+            return e, 0.0, 1  # float32 holds every bfloat16 and float16 number, float64 every float
+        inexact = (e > 0) | ((np.abs(x) > _exact_ints(dt)) if not is_float(src) else False)
         return e, np.where(inexact, 2 * (np.abs(x) + e), 0.0), 1

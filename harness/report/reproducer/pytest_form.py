@@ -28,7 +28,7 @@ from harness.report.reproducer.run_snippets import ragged_guard, run_lines, setu
 from harness.report.reproducer.script_text import CHECK_LOWERING, LOWERING_FACTS, RECORD
 from oracles import predict
 from oracles.prediction import PredictedError, Prediction
-from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard
+from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, x64_lines
 from programs.model import Program
 
 
@@ -76,6 +76,7 @@ def pytest_reproducer(p: Program, mode: str = "jit", title: str = "", name: str 
         "from jax.sharding import AxisType, PartitionSpec as P  # noqa: E402",
         *SHARD_MAP_SHIM,
         *permute_guard(p),
+        *x64_lines(p),
         "",
         "",
         f"def {fn}():",

@@ -23,7 +23,7 @@ from harness.report.reproducer.script_text import (
     SUPERVISOR,
 )
 from oracles.prediction import Prediction
-from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard
+from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, x64_lines
 from programs.model import Program
 
 TIMEOUT_S = 120  # the child's limit (env SHARDFUZZ_REPRO_TIMEOUT): past it, a hang
@@ -68,6 +68,7 @@ def reproducer(p: Program, mode: str = "jit", title: str = "") -> str:
         "from jax.sharding import AxisType, PartitionSpec as P  # noqa: E402",
         *SHARD_MAP_SHIM,
         *permute_guard(p),
+        *x64_lines(p),
         "",
         *ragged_guard(p, mode, 'print("cannot run here: XLA:CPU has no ragged_all_to_all (run on a GPU, or use --mode abstract)"); sys.exit(2)'),
         RECORD.strip("\n"),
