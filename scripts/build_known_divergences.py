@@ -34,7 +34,6 @@ UNTIL_0_10 = ">=0.5,<0.11"  # shows on 0.5.3 .. 0.10.2; not on 0.11.2 or 0.12.0 
 SINCE_0_6 = ">=0.6,<0.13"  # shows on 0.6.0 .. 0.12.0; not on 0.5.3
 SINCE_0_7 = ">=0.7,<0.13"  # shows on 0.7.1 .. 0.12.0; the feature is absent before 0.7 (jax.smap)
 SINCE_0_8 = ">=0.8,<0.13"  # shows on 0.8.1 .. 0.12.0; not on 0.5.3 or 0.6.0
-SINCE_0_6_UNTIL_0_7 = ">=0.6,<0.8"  # shows on 0.6.0, 0.6.2 and 0.7.1 (later releases: the SINCE_0_8 entry)
 SINCE_0_9 = ">=0.9,<0.13"  # shows on 0.9.2 .. 0.12.0; not on 0.5.3, 0.6.0 or 0.8.1
 SINCE_0_8_UNTIL_0_11 = ">=0.8,<0.12"  # shows on 0.8.1 .. 0.11.2; not on 0.5.3, 0.6.0 or 0.12.0
 SINCE_0_6_UNTIL_0_8 = ">=0.6,<0.9"  # shows on 0.6.0 and 0.8.1; not on 0.5.3 or 0.9.2 and later
@@ -307,15 +306,15 @@ entries = [
    when=["pmin:groups"],
    reason="As grouped-pmax-claims-invariance, for pmin.",
    link=NONE + "'axis_index_groups vma invariant pmin'"),
- E(id="grouped-pmax-claims-invariance-0-6", case="groups_vma_typed_pmax_0_6", mode="jit", jax_versions=SINCE_0_6_UNTIL_0_7, errors_downstream=True,
+ E(id="grouped-pmax-claims-invariance-0-6", case="groups_vma_typed_pmax_0_6", mode="jit", jax_versions=SINCE_0_6, errors_downstream=True,
    # as grouped-pmax-claims-invariance (whose own case, out_specs=P() of the grouped result, jax 0.6-0.7 check by
    # check_rep and shardfuzz cannot type there): a valid program, whose grouped pmax jax types as invariant
    signatures=["missing_error|*|out_spec_replication", "vma|*|pmax", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError",
                "value|*|pmax"],
    when=["pmax:groups"],
-   reason="grouped-pmax-claims-invariance on jax 0.6.0, 0.6.2 and 0.7.1: pmax with axis_index_groups of more than one group is typed invariant over its axes (jax.typeof shows no varying axes) although each group holds its own value. Found by qualify --fuzz-seed 3 --fuzz-examples 2000 on 0.6.0 (fuzz/s3-0030 and 18 more); 0.5.3 exposes no varying-axes type.",
+   reason="grouped-pmax-claims-invariance with a case jax 0.6 and 0.7 can type (shows on 0.6.0, 0.6.2, 0.7.1, 0.8.1, 0.10.2, 0.11.2, 0.12.0): pmax with axis_index_groups of more than one group is typed invariant over its axes (jax.typeof shows no varying axes) although each group holds its own value. Found by qualify --fuzz-seed 3 --fuzz-examples 2000 on 0.6.0 (fuzz/s3-0030 and 18 more); 0.5.3 exposes no varying-axes type.",
    link=NONE + "'axis_index_groups vma invariant pmax'"),
- E(id="grouped-pmin-claims-invariance-0-6", case="groups_vma_typed_pmin_0_6", mode="jit", jax_versions=SINCE_0_6_UNTIL_0_7, errors_downstream=True,
+ E(id="grouped-pmin-claims-invariance-0-6", case="groups_vma_typed_pmin_0_6", mode="jit", jax_versions=SINCE_0_6, errors_downstream=True,
    signatures=["missing_error|*|out_spec_replication", "vma|*|pmin", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError",
                "value|*|pmin"],
    when=["pmin:groups"],

@@ -2,7 +2,8 @@
 `python tests/repro_runner.py SCRIPT...` prints one JSON object {script: [exit code,
 stdout]}. Each script runs as `__main__` exactly as `python SCRIPT` would run it, minus
 its crash-safe child process (SHARDFUZZ_REPRO_CHILD=1): for scripts expected to pass,
-where a crash fails the test anyway. The GSPMD flag a gspmd script sets is reset after it.
+where a crash fails the test anyway. What a script sets for the process (the GSPMD flag,
+the global mesh, x64, the permute-order flag) is reset after it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ def main(paths: list[str]) -> int:
                 code = e.code
         import jax
 
+        # what a script may set for the whole process, reset for the next one: the GSPMD
+        # flag, the global mesh (jax.set_mesh(mesh) as a setter), x64, the permute-order flag
         jax.config.update("jax_use_shardy_partitioner", True)
+        if hasattr(jax, "set_mesh"):
+            jax.set_mesh(None)
+        jax.config.update("jax_enable_x64", False)
+        if hasattr(jax.config, "jax_raise_on_ppermute_sort_diff"):
+            jax.config.update("jax_raise_on_ppermute_sort_diff", True)
         results[path] = [code, buf.getvalue()]
     print(json.dumps(results))
     return 0
