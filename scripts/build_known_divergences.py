@@ -41,6 +41,9 @@ ONLY_0_5 = "==0.5.*"  # shows on 0.5.3; not on 0.6.0 or later
 UNTIL_0_6 = ">=0.5,<0.7"  # shows on 0.5.3 and 0.6.0; not on 0.8.1 or later
 UNTIL_0_8 = ">=0.5,<0.9"  # shows on 0.5.3, 0.6.0 and 0.8.1; not on 0.9.2 or later
 NONE = "none found: searched jax-ml/jax issues for "
+# the wrong and missing errors a wrongly shaped value causes: shape and axis checks of later ops
+SHAPE_ERRORS = [p for e in ("collective_param", "collective_shape", "local_shape", "out_spec_rank")
+                for p in (f"wrong_error|*|{e}->*", f"missing_error|*|{e}")]
 RANGE_EAGER_SIZE_1 = ">=0.10.2,<0.13"  # AssertionError on 0.10.2, 0.11.2, 0.12.0; 0.10.0 and 0.10.1 run it (0.9.2: eager unreduced not implemented)
 
 E = dict
@@ -59,8 +62,9 @@ entries = [
    errors_downstream=True,
    # the damage starts at the all_to_all itself (or while lowering, or a crash naming no op); grad
    # names the program's collectives; wrong and missing errors are scoped by the op jax raised at
-   signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash", "wrong_error|*|*",
-               "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*", "missing_error|*|*"],
+   # (or a later one: errors_downstream), and only the errors a wrong shape can cause
+   signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
+               *SHAPE_ERRORS, "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*"],
    when=["all_to_all:split_axis<0"],
    reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values. The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
@@ -68,8 +72,9 @@ entries = [
    errors_downstream=True,
    # the damage starts at the all_to_all itself (or while lowering, or a crash naming no op); grad
    # names the program's collectives; wrong and missing errors are scoped by the op jax raised at
-   signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash", "wrong_error|*|*",
-               "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*", "missing_error|*|*"],
+   # (or a later one: errors_downstream), and only the errors a wrong shape can cause
+   signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
+               *SHAPE_ERRORS, "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*"],
    when=["all_to_all:concat_axis<0"],
    reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong. The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
