@@ -11,7 +11,7 @@ with outputs that agree with the oracle. No jax here.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from oracles.interpreter import trace
@@ -483,32 +483,31 @@ def _unreduced_spec(p: Program) -> Iterator[Edit]:
                replace(p, out_specs=tuple(Spec(s.entries, s.kind) for s in p.out_specs)))
 
 
+# the edits for an error about the whole program (specs, arguments), by kind
+_PROGRAM_EDITS: dict[ErrorKind, Callable[[Program, PredictedError], Iterator[Edit]]] = {
+    ErrorKind.SPEC_TYPE: lambda p, err: _spec_type(p),
+    ErrorKind.SPEC_UNKNOWN_AXIS: lambda p, err: _unknown_axis(p),
+    ErrorKind.SPEC_DUPLICATE_AXIS: lambda p, err: _duplicate_axis(p),
+    ErrorKind.IN_SPECS_STRUCTURE: lambda p, err: _in_specs_structure(p),
+    ErrorKind.OUT_SPECS_STRUCTURE: lambda p, err: _out_specs_structure(p),
+    ErrorKind.IN_SPEC_RANK: lambda p, err: _in_spec_rank(p),
+    ErrorKind.OUT_SPEC_RANK: _out_spec_rank,
+    ErrorKind.IN_SPEC_DIVISIBILITY: lambda p, err: _indivisible(p),
+    ErrorKind.OUT_SPEC_REPLICATION: _replication,
+    ErrorKind.IN_SPEC_ARG_SHARDING: lambda p, err: iter(
+        [Edit("reshard the arguments to their in_specs first (jax.sharding.reshard)", replace(p, reshard=True))]),
+}
+
+
 def candidates(p: Program, err: PredictedError) -> list[Edit]:
     """Single edits aimed at the failing check, most direct first, each program once."""
     k = err.kind
     gen: Iterator[Edit]
     i = err.op_index
     op = p.body[i] if i is not None else None
-    if k == ErrorKind.SPEC_TYPE:
-        gen = _spec_type(p)
-    elif k == ErrorKind.SPEC_UNKNOWN_AXIS:
-        gen = _unknown_axis(p)
-    elif k == ErrorKind.SPEC_DUPLICATE_AXIS:
-        gen = _duplicate_axis(p)
-    elif k == ErrorKind.IN_SPECS_STRUCTURE:
-        gen = _in_specs_structure(p)
-    elif k == ErrorKind.OUT_SPECS_STRUCTURE:
-        gen = _out_specs_structure(p)
-    elif k == ErrorKind.IN_SPEC_RANK:
-        gen = _in_spec_rank(p)
-    elif k == ErrorKind.OUT_SPEC_RANK:
-        gen = _out_spec_rank(p, err)
-    elif k == ErrorKind.IN_SPEC_DIVISIBILITY:
-        gen = _indivisible(p)
-    elif k == ErrorKind.OUT_SPEC_REPLICATION:
-        gen = _replication(p, err)
-    elif k == ErrorKind.IN_SPEC_ARG_SHARDING:
-        gen = iter([Edit("reshard the arguments to their in_specs first (jax.sharding.reshard)", replace(p, reshard=True))])
+    whole = _PROGRAM_EDITS.get(k)  # (an error about the specs or arguments: no op at fault)
+    if whole is not None:
+        gen = whole(p, err)
     elif k == ErrorKind.UNREDUCED_TYPE and i is None:
         gen = _unreduced_spec(p)
     elif op is None or i is None:
