@@ -32,7 +32,12 @@ def _arg_src(a: Arg, names: list[str], op: Op) -> str:
     if a.source == "xs":
         return ", ".join(names[v] for v in op.operands)
     if a.source in ("x0", "x1"):
-        return names[op.operands[int(a.source[1])]]
+        x = names[op.operands[int(a.source[1])]]
+        if a.form == "send":
+            return f"jax.lax.psend({x}, {axes_src(op.p('axes'))}, {literal(python_value('pairs', op.p('perm')))})"
+        if a.form == "like":
+            return f"jax.ShapeDtypeStruct({x}.shape, {x}.dtype)"
+        return x
     if a.form == "fn":
         return f"lambda b: {op_source(op.inner_op(), ['b'])}"
     if a.form == "dtype":

@@ -50,14 +50,16 @@ class Param:
 # How a value becomes one argument of the call (`Arg.form`). The plain forms are Python
 # values (`python_value`), written with repr(); "dtype" and "spec" need jax objects, which
 # only the lowering makes (the emitter writes their source: jnp.float32, P('x', None)).
-ARG_FORMS = ("value", "bool", "axes", "tuple", "list", "lists", "pairs", "set", "dtype", "spec", "fn")
+ARG_FORMS = ("value", "bool", "axes", "tuple", "list", "lists", "pairs", "set", "dtype", "spec", "fn", "send", "like")
 
 
 @dataclass(frozen=True)
 class Arg:
     """One argument: `source` is "x0", "x1" (that operand), "xs" (every operand, in order),
     "fn" (the inner op of a nested shard_map as a one-argument function) or a parameter
-    name; `keyword` "" for a positional argument; `omit_none`: left out when None."""
+    name; an operand in form "send" is passed as the token of `jax.lax.psend(x, axes,
+    perm)` (the op's own axes and perm), in form "like" as `jax.ShapeDtypeStruct(x.shape,
+    x.dtype)`; `keyword` "" for a positional argument; `omit_none`: left out when None."""
 
     source: str
     keyword: str = ""
@@ -150,6 +152,13 @@ _TABLE = (
     # characters as an axis name (NameError "unbound axis name: d" for 'data')
     OpDesc("pbroadcast", 1, (_AXES, Param("source", "int")),
            Call("jax.lax", "pbroadcast", _x(Arg("axes", form="tuple"), Arg("source"))),
+           cpu_values=False, cpu_lowering=False),
+    # psend then precv over the same axes and perm, as one op (a compiler token is no
+    # program value): jax.lax.precv(jax.lax.psend(x, axes, perm),
+    # jax.ShapeDtypeStruct(x.shape, x.dtype), axes, perm). jax 0.10.2 lowers both for
+    # GPU only ("psend is currently only implemented on GPU").
+    OpDesc("sendrecv", 1, (_AXES, Param("perm", "pairs")),
+           Call("jax.lax", "precv", (Arg("x0", form="send"), Arg("x0", form="like"), _AX, Arg("perm", "perm", "pairs"))),
            cpu_values=False, cpu_lowering=False),
     # operand, output, input_offsets, send_sizes, output_offsets, recv_sizes
     OpDesc("ragged_all_to_all", 6, (_AXES,), Call("jax.lax", "ragged_all_to_all", (Arg("xs"), Arg("axes", "axis_name", "axes"))),

@@ -217,6 +217,12 @@ def movement() -> list[Case]:
             prog(XY, [iota(4, 8)], [P("x", "y")], [op("pbroadcast", 0, axes=("y",), source=3)], [1], [P("x", "y")]),
             "pbroadcast over y from source 3: every device gets the block of device 3 of its y group (values and "
             "lowering need a GPU: jax 0.10.2 lowers pbroadcast for GPU only; on CPU abstract checks shapes and types)"),
+        Case("sendrecv_partial",
+            prog(XY, [iota(4, 8)], [P("x", "y")], [op("sendrecv", 0, axes=("y",), perm=((0, 1), (1, 2), (2, 3)))], [1],
+                 [P("x", "y")], check_vma=False),
+            "psend then precv along y, pairs 0->1->2->3: device j+1 of each y group gets block j, device 0 zeros "
+            "(values and lowering need a GPU; check_vma=False because jax 0.10.2 types precv's result invariant, "
+            "see known/precv_vma.json)"),
     ]
 
 

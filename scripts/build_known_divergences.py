@@ -40,6 +40,7 @@ SINCE_0_6_UNTIL_0_8 = ">=0.6,<0.9"  # shows on 0.6.0 and 0.8.1; not on 0.5.3 or 
 ONLY_0_5 = "==0.5.*"  # shows on 0.5.3; not on 0.6.0 or later
 UNTIL_0_6 = ">=0.5,<0.7"  # shows on 0.5.3 and 0.6.0; not on 0.8.1 or later
 UNTIL_0_8 = ">=0.5,<0.9"  # shows on 0.5.3, 0.6.0 and 0.8.1; not on 0.9.2 or later
+SINCE_PRECV = ">=0.9,<0.13"  # shows on 0.9.2 and 0.12.0; 0.6.0 has no psend/precv (0.7, 0.8 not measured)
 NONE = "none found: searched jax-ml/jax issues for "
 # the wrong and missing errors a wrongly shaped value causes: shape and axis checks of later ops
 SHAPE_ERRORS = [p for e in ("collective_param", "collective_shape", "local_shape", "out_spec_rank")
@@ -171,6 +172,14 @@ entries = [
    when=["ragged_all_to_all"],
    reason="ragged_all_to_all's result is typed with the varying axes of its output buffer alone, although it receives data from every device of the axis (the operand's values); out_specs that leave the axis out are then accepted and later collectives see the wrong varying axes.",
    link="jax/_src/lax/parallel.py _ragged_all_to_all_effectful_abstract_eval; " + NONE + "'ragged_all_to_all vma'"),
+ E(id="precv-result-typed-invariant", case="precv_vma", mode="abstract", jax_versions=SINCE_PRECV,
+   errors_downstream=True,
+   # the wrong type starts at the sendrecv (psend + precv) op; the checks that read it later
+   # (out_specs replication, psum's operand) then accept what they must reject
+   signatures=["vma|*|sendrecv", "missing_error|*|out_spec_replication", "missing_error|*|collective_vma"],
+   when=["sendrecv"],
+   reason="jax.lax.precv types its result from out_shape alone (_precv_abstract_eval returns a ShapedArray with no varying axes), although each device receives another device's block (precv docstring: ppermute's meaning): the result is typed invariant over the axes it was received along and over every axis the sent value varied along, so out_specs that leave those axes out are accepted and later collectives see the wrong varying axes. XLA:CPU cannot lower psend/precv, so on CPU only the types are checked.",
+   link="jax/_src/lax/parallel.py precv, _precv_abstract_eval; " + NONE + "'precv vma', 'psend precv shard_map'"),
  E(id="gspmd-partial-manual-pswapaxes-abort", case="gspmd_partial_manual_all_to_all", mode="gspmd", jax_versions=ALL_MEASURED,
    signatures=["crash|gspmd|crash"],
    when=["partial_manual", "pswapaxes"],
@@ -218,6 +227,11 @@ entries = [
    when=["partial_manual", "all_gather:dtype==bfloat16"],
    reason="As bf16-partial-manual-allreduce-abort, in the backward pass: the transpose of a bfloat16 all_gather is a bfloat16 reduce-scatter, and XLA:CPU aborts compiling it inside a partial-manual shard_map ('Invalid binary instruction opcode copy'); the forward pass and float32 run.",
    link=NONE + "'Invalid binary instruction opcode copy', 'bfloat16 all_gather grad partial manual'"),
+ E(id="bf16-partial-manual-grad-replicated-input-abort", case="bf16_partial_manual_grad_replicated", mode="grad", jax_versions=ALL_MEASURED,
+   signatures=["crash|grad,grad_remat|crash"],
+   when=["partial_manual", "bf16_input_unsplit_over_manual"],
+   reason="As bf16-partial-manual-allreduce-abort, in the backward pass with no collective in the body: the cotangent of a bfloat16 argument whose in_spec leaves out a manual axis is summed over that axis (the transpose of its implicit broadcast), a bfloat16 all-reduce that XLA:CPU aborts compiling inside a partial-manual shard_map ('Invalid binary instruction opcode copy'). float32 runs. Found by shardfuzz fuzz --seed 0 (the identity body, minimized).",
+   link=NONE + "'Invalid binary instruction opcode copy', 'bfloat16 grad partial manual shard_map'"),
  E(id="psum-batching-rule-0-8", case="psum_batching_0_8", mode="vmap", jax_versions="==0.8.*",
    signatures=["unexpected_error|vmap,vmap_spmd|*->TypeError"],
    when=["psum"],

@@ -155,6 +155,20 @@ def _pbroadcast(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> b
     return b.push(Op.make("pbroadcast", (idx,), axes=axes, source=source)) is not None
 
 
+def _sendrecv(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+    """psend then precv (programs/ops.py "sendrecv") with a ppermute's perm. Half as
+    often as other ops: XLA:CPU cannot lower it, so a program holding one is checked only
+    in the abstract mode there."""
+    if draw(st.integers(0, 1), label="sendrecv_rarely") != 0:
+        return False
+    n = b.n(axes)
+    shift = draw(st.integers(0, max(0, n - 1)), label="sendrecv_shift")
+    k = draw(st.integers(1, n), label="sendrecv_pairs")
+    perm = tuple((i, (i + shift) % n) for i in range(k))
+    event("psend/precv: partial" if k < n else "psend/precv: full")
+    return b.push(Op.make("sendrecv", (idx,), axes=axes, perm=perm)) is not None
+
+
 COLLECTIVE_DRAWS: dict[str, CollectiveDraw] = {
     **{k: (lambda b, draw, idx, axes, k=k: _reduction(b, draw, idx, axes, k)) for k in ("psum", "pmean", "pmax", "pmin")},  # type: ignore[misc]
     "all_gather": _all_gather,
@@ -168,4 +182,5 @@ COLLECTIVE_DRAWS: dict[str, CollectiveDraw] = {
     "ragged_all_to_all": _ragged_all_to_all,
     "axis_size": _axis_size,
     "pbroadcast": _pbroadcast,
+    "sendrecv": _sendrecv,
 }

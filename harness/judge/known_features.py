@@ -71,6 +71,10 @@ PROGRAM_FEATURES = {
     "several_mesh_axes": lambda p: len(p.mesh.names) > 1,
     # every mesh axis manual and Explicit (strategies/explicit_defects.py strict_explicit)
     "unreduced_out_spec": lambda p: any(s.unreduced for s in p.out_specs),
+    # a bfloat16 argument whose in_spec leaves out a manual axis: in the backward pass its
+    # cotangent is summed over that axis (a bfloat16 all-reduce)
+    "bf16_input_unsplit_over_manual": lambda p: any(
+        i.dtype == "bfloat16" and set(p.manual_axes) - set(s.axes()) for i, s in zip(p.inputs, p.in_specs)),
     "explicit_full_manual==False": lambda p: not (set(p.manual_axes) == set(p.mesh.names) and len(p.explicit_axes) == len(p.mesh.names)),
 }
 VALUE_FEATURES = {"value:zero_size"}

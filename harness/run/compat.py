@@ -62,17 +62,25 @@ def codegen_flags(setting: str) -> list[str]:
     if setting != "fast":
         raise ValueError(f"SHARDFUZZ_CODEGEN={setting!r}: use 'fast' or 'default'")
     flags = ["--xla_backend_optimization_level=0"]
+    if _knows_fusion_emitter_flag():
+        flags.append(f"{FUSION_EMITTER_FLAG}=false")
+    return flags
+
+
+FUSION_EMITTER_FLAG = "--xla_cpu_use_fusion_emitters"
+
+
+def _knows_fusion_emitter_flag() -> bool:
+    """Whether this jaxlib accepts --xla_cpu_use_fusion_emitters. jaxlib 0.11 no longer
+    knows it (XLA aborts at start-up: 'Unknown flag in XLA_FLAGS'); measured: 0.6.0-0.10.2
+    accept it, 0.11.2 and 0.12.0 do not."""
     try:
         from importlib.metadata import version
 
         major, minor = (int(x) for x in version("jaxlib").split(".")[:2])
-        # jaxlib 0.11 no longer knows the flag (XLA aborts at start-up: 'Unknown flag in
-        # XLA_FLAGS'); measured: 0.6.0-0.10.2 accept it, 0.11.2 and 0.12.0 do not
-        if (0, 6) <= (major, minor) < FUSION_EMITTER_FLAG_UNTIL:
-            flags.append("--xla_cpu_use_fusion_emitters=false")
     except Exception:  # noqa: BLE001 - unknown jaxlib: the portable flag only
-        pass
-    return flags
+        return False
+    return (0, 6) <= (major, minor) < FUSION_EMITTER_FLAG_UNTIL
 
 
 def force_host_devices(n: int = N_DEVICES) -> None:
@@ -80,6 +88,10 @@ def force_host_devices(n: int = N_DEVICES) -> None:
     run before jax initialises its backend."""
     flag = f"--xla_force_host_platform_device_count={n}"
     flags = os.environ.get("XLA_FLAGS", "")
+    if FUSION_EMITTER_FLAG in flags and not _knows_fusion_emitter_flag():
+        # inherited from a shardfuzz process on an older jaxlib (qualify, replay --python
+        # start this jax's workers from a 0.10.2 process): this jaxlib would abort on it
+        flags = " ".join(f for f in flags.split() if not f.startswith(FUSION_EMITTER_FLAG))
     if "xla_force_host_platform_device_count" not in flags:
         flags = (flags + " " + flag).strip()
     for f in codegen_flags(os.environ.get("SHARDFUZZ_CODEGEN", "fast")):
@@ -613,3 +625,22 @@ def program_config(p: Program) -> Iterator[None]:
     finally:
         jax.config.update(PERMUTE_ORDER_FLAG, prev)
 
+
+
+def settle_probes() -> None:
+    """Answer every feature probe now, against the real jax. A worker with deliberate
+    faults (harness/run/faults.py) calls this before patching jax.lax: the probes say
+    what jax supports, and a patched psum (whose fault cannot take an unreduced operand)
+    must not turn pcast(to='unreduced') into "unsupported" and hide the programs the
+    fault should be caught in."""
+    _eager_partial_manual()
+    _cond_under_check()
+    _shardy_default()
+    _spec_accepts_ur()
+    _explicit_typing()
+    if has("all_gather_to"):
+        for to in ("varying", "invarying", "reduced"):
+            _all_gather_accepts(to)
+    for to in ("unreduced", "reduced"):
+        _pcast_accepts(to)
+    _ur_batching()

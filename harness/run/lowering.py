@@ -33,7 +33,16 @@ def _arg(a: Arg, xs: list[Any], op: Op) -> list[Any]:
     if a.source == "xs":
         return list(xs)
     if a.source in ("x0", "x1"):
-        return [xs[int(a.source[1])]]
+        x = xs[int(a.source[1])]
+        if a.form == "send":  # the token of a psend over the op's own axes and perm
+            import jax
+
+            return [jax.lax.psend(x, python_value("axes", op.p("axes")), python_value("pairs", op.p("perm")))]
+        if a.form == "like":
+            import jax
+
+            return [jax.ShapeDtypeStruct(x.shape, x.dtype)]
+        return [x]
     if a.form == "fn":  # the nested shard_map's inner op, as a function of its block
         inner = op.inner_op()
         return [lambda b: lower_op(inner, [b])]

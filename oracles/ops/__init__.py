@@ -26,7 +26,7 @@ from __future__ import annotations
 from oracles.ops.base import Collective, Ctx, OpDef
 from oracles.ops.device import AxisIndex, AxisSize, NestedShardMap, Pcast, RaggedAllToAll
 from oracles.ops.local import Add, Cast, Const, Max, Min, Mul, Neg, ReduceSum, Sub, Transpose
-from oracles.ops.movement import AllGather, AllToAll, Pbroadcast, Ppermute, Pshuffle, Pswapaxes
+from oracles.ops.movement import AllGather, AllToAll, Pbroadcast, Ppermute, Pshuffle, Pswapaxes, Sendrecv
 from oracles.ops.reductions import Pmax, Pmean, Pmin, Psum, PsumScatter
 
 OPS: dict[str, OpDef] = {
@@ -35,7 +35,7 @@ OPS: dict[str, OpDef] = {
         Const, Add, Sub, Mul, Max, Min, Neg, ReduceSum, Transpose, Cast,
         Psum, Pmean, Pmax, Pmin, AllGather, PsumScatter, AllToAll, Pswapaxes,
         Ppermute, Pshuffle, AxisIndex, Pcast, RaggedAllToAll, NestedShardMap,
-        AxisSize, Pbroadcast,
+        AxisSize, Pbroadcast, Sendrecv,
     )
 }  # fmt: skip
 

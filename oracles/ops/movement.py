@@ -162,9 +162,9 @@ class Ppermute(Collective):
         srcs = [s for s, _ in pairs]
         dsts = [d for _, d in pairs]
         if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
-            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"ppermute: perm={pairs} repeats a source or destination", "perm")
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"{self.kind}: perm={pairs} repeats a source or destination", "perm")
         if any(not 0 <= i < n for i in srcs + dsts):
-            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"ppermute: perm={pairs} has an index outside 0..{n - 1}", "perm")
+            raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"{self.kind}: perm={pairs} has an index outside 0..{n - 1}", "perm")
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         t = self.grouped(xs[0], ctx)
@@ -187,6 +187,21 @@ class Pshuffle(Ppermute):
         if sorted(perm) != list(range(len(perm))):
             raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"pshuffle: perm={perm} is not a permutation", "perm")
         super().check_params(ins, ctx)
+
+
+class Sendrecv(Ppermute):
+    """psend then precv over the same axes and perm (programs/ops.py "sendrecv"): the
+    precv docstring (jax 0.10.2 parallel.py) gives ppermute's meaning, "for each index of
+    the axis that does not correspond to a destination index in perm, the corresponding
+    values in the result are filled with zeros". So it is typed like ppermute: the
+    received block varies over the named axes (each device receives another's block) and
+    over whatever the operand varied along.
+
+    jax 0.10.2 types the result from `out_shape` alone (`_precv_abstract_eval` returns a
+    ShapedArray with no vma): invariant, even over the axes it was received along: a jax
+    bug the known entry `precv-result-typed-invariant` names."""
+
+    kind = "sendrecv"
 
 
 class Pbroadcast(Collective):
