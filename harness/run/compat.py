@@ -22,6 +22,7 @@ observed missing / present (`shardfuzz qualify` on 0.4.35, 0.6.2, 0.8.1, 0.10.2)
 | psum / pmean / psum_scatter of an operand varying over only some named axes is an error | 0.4.35, 0.6.2, 0.8.1 (implicit pvary) | 0.10.2 | `jax.lax.pcast` |
 | Explicit-mesh shard_map typing (in_specs vs the argument's sharding, `jax.typeof(out).sharding`), jax.set_mesh, reshard | | 0.10.2 | `_explicit_typing`: a one-device probe |
 | `PartitionSpec(unreduced=, reduced=)`, pcast(to='reduced' / 'unreduced') | | 0.10.2 | `_spec_accepts_ur`, `_pcast_accepts`: probes |
+| unreduced / reduced values in an eager (un-jitted) shard_map | 0.9.2 (NotImplementedError) | 0.10.2 | `_eager_ur`: a one-device probe |
 
 `jax.lax.pshuffle(x, axis_name, perm)` has one signature in all four, `jax_num_cpu_devices`
 (missing in 0.4.35) is backed by XLA_FLAGS, and `jax.typeof` (missing in 0.4.35) only
@@ -363,6 +364,10 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
         # parallel.py: the batching rules of vary_unreduced_cast, preduced,
         # reduced_vary_cast, unreduced_psum and all_gather_reduced raise NotImplementedError
         out.append(f"{' / '.join(_UR_KINDS)} under vmap: jax {v} has no batching rule for them (NotImplementedError)")
+    if mode == "eager" and _uses_ur(p) and not _eager_ur():
+        # jax 0.9.2: "Eager shard_map with unreduced/reduced is not implemented. Please
+        # wrap your shard_map in `jax.jit`."
+        out.append(f"{' / '.join(_UR_KINDS)} in eager shard_map: jax {v} does not implement them (NotImplementedError: wrap it in jax.jit)")
     if mode == "smap" and _uses_ur(p):
         # smap leaves the other mesh axes automatic: jax 0.10.2 does not handle reduced /
         # unreduced values outside full manual ("TODO ... partial manual unreduced")
@@ -374,6 +379,29 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
     if mode == "multiprocess" and p.needs_mesh_context():
         out.append("the multiprocess mode under a mesh context: its two-process mesh is not entered with jax.set_mesh (shardfuzz)")
     return out
+
+
+@functools.cache
+def _eager_ur() -> bool:
+    """Whether an eager (un-jitted) shard_map runs a body holding pcast(to='unreduced')
+    (jax 0.9.2 raises NotImplementedError for any unreduced / reduced value there).
+    Probed on a one-device Explicit mesh; any other failure means the feature is there
+    (0.10.2 fails this exact probe with the known size-1-axis AssertionError)."""
+    import jax
+
+    if not (_pcast_accepts("unreduced") and hasattr(jax, "set_mesh") and hasattr(jax.sharding, "reshard")):
+        return False
+    lax, P = jax.lax, jax.sharding.PartitionSpec
+    mesh = make_mesh(("a",), (1,), ("explicit",))
+    try:
+        with jax.set_mesh(mesh):
+            f = jax.shard_map(lambda x: lax.psum(lax.pcast(x, "a", to="unreduced"), "a"), in_specs=P("a"), out_specs=P())
+            jax.block_until_ready(f(jax.sharding.reshard(np.zeros(1, np.float32), P("a"))))
+    except NotImplementedError:
+        return False
+    except Exception:  # noqa: BLE001 - implemented; the program will say more
+        return True
+    return True
 
 
 @functools.cache
@@ -644,3 +672,4 @@ def settle_probes() -> None:
     for to in ("unreduced", "reduced"):
         _pcast_accepts(to)
     _ur_batching()
+    _eager_ur()
