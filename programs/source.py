@@ -141,6 +141,15 @@ def _desc_for_call(node: ast.Call) -> tuple[OpDesc, list[ast.AST]]:
 
 
 def _param(a: Arg, node: ast.AST, body: _Body, params: dict[str, ParamValue], operands: list[int | None]) -> None:
+    if a.source in ("x0", "x1") and a.form == "send":  # jax.lax.psend(X, axes, perm): X is the operand
+        if not (isinstance(node, ast.Call) and _dotted(node.func) == "jax.lax.psend" and len(node.args) == 3):
+            raise SourceError(node, "precv's token must be `jax.lax.psend(x, axes, perm)` with the precv's own axes and perm")
+        operands[int(a.source[1])] = _operand(node.args[0], body)
+        return
+    if a.source in ("x0", "x1") and a.form == "like":  # jax.ShapeDtypeStruct(X.shape, X.dtype), X sent
+        if not (isinstance(node, ast.Call) and _dotted(node.func) == "jax.ShapeDtypeStruct"):
+            raise SourceError(node, "precv's out_shape must be `jax.ShapeDtypeStruct(x.shape, x.dtype)` of the value sent")
+        return
     if a.source in ("x0", "x1"):
         operands[int(a.source[1])] = _operand(node, body)
         return
