@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
+from programs.ops import COND_WRAPS, NO_CPU_LOWERING, NO_CPU_VALUES
 
 if TYPE_CHECKING:
     from programs.model import Program
@@ -313,8 +313,8 @@ def _program_features(p: Program) -> tuple[str, ...]:
         out.append(f"Mesh axis_types={p.mesh.axis_types}: jax {v} has no jax.sharding.AxisType")
     if any(op.kind == "shard_map" for op in p.body) and not has("shard_map"):
         out.append(f"nested shard_map (mesh from context): jax {v} has no jax.shard_map")
-    if p.check_vma and any(op.p("wrap") == "cond" for op in p.body) and not _cond_under_check() :
-        out.append(f"lax.cond in a check_rep shard_map: jax {v} has no replication rule for cond")
+    if p.check_vma and any(op.p("wrap") in COND_WRAPS for op in p.body) and not _cond_under_check() :
+        out.append(f"lax.cond / lax.switch in a check_rep shard_map: jax {v} has no replication rule for cond")
     if p.x64 and not has("x64"):
         out.append(f"float64 (jax_enable_x64 as a context manager): jax {v} has neither jax.enable_x64 nor jax.experimental.enable_x64")
     if any(op.kind == "pcast" for op in p.body) and not has("pcast"):
