@@ -223,6 +223,12 @@ def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
         out.append(f"the GSPMD partitioner: jax {jax_version()} has no jax_use_shardy_partitioner flag")
     out += _cpu_gaps(p, mode)
     out += _explicit_mode_gaps(p, mode)
+    if mode in ("grad", "grad_remat") and any(op.p("wrap") == "while" for op in p.body):
+        # jax defines no transpose for while_loop (ValueError "Reverse-mode
+        # differentiation does not work for lax.while_loop or lax.fori_loop with dynamic
+        # start/stop values", jax/_src/lax/control_flow/loops.py _while_transpose_error):
+        # the values are checked in the other modes
+        out.append("lax.while_loop (wrap='while'): jax has no reverse-mode derivative of it")
     if mode == "eager" and p.axis_names is not None and set(p.axis_names) != set(p.mesh.names):
         if not has("eager_partial_manual"):
             out.append(f"eager partial-manual shard_map (axis_names={sorted(p.axis_names)}): "
