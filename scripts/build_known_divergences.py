@@ -175,8 +175,10 @@ entries = [
  E(id="precv-result-typed-invariant", case="precv_vma", mode="abstract", jax_versions=SINCE_PRECV,
    errors_downstream=True,
    # the wrong type starts at the sendrecv (psend + precv) op; the checks that read it later
-   # (out_specs replication, psum's operand) then accept what they must reject
-   signatures=["vma|*|sendrecv", "missing_error|*|out_spec_replication", "missing_error|*|collective_vma"],
+   # (out_specs replication, psum's operand) then accept what they must reject, and a
+   # pbroadcast of it (a ppermute inside jax) refuses it as invariant
+   signatures=["vma|*|sendrecv", "missing_error|*|out_spec_replication", "missing_error|*|collective_vma",
+               "unexpected_error|abstract|pbroadcast->ValueError"],
    when=["sendrecv"],
    reason="jax.lax.precv types its result from out_shape alone (_precv_abstract_eval returns a ShapedArray with no varying axes), although each device receives another device's block (precv docstring: ppermute's meaning): the result is typed invariant over the axes it was received along and over every axis the sent value varied along, so out_specs that leave those axes out are accepted and later collectives see the wrong varying axes. XLA:CPU cannot lower psend/precv, so on CPU only the types are checked.",
    link="jax/_src/lax/parallel.py precv, _precv_abstract_eval; " + NONE + "'precv vma', 'psend precv shard_map'"),
