@@ -229,7 +229,7 @@ def _wrapped(node: ast.AST, body: _Body) -> Op | None:
 _HOLES = ("__INNER__", "__X__")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _wrap_template(wrap: str) -> ast.AST:
     return ast.parse(WRAP_SOURCE[wrap].format(inner=_HOLES[0], x=_HOLES[1]), mode="eval").body
 

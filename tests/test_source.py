@@ -8,10 +8,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import P, op, prog
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from helpers import P, op, prog
 
 from programs.emit import to_python
 from programs.model import Input, Mesh, Op, Program
