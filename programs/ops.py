@@ -36,7 +36,7 @@ PARAM_TYPES = {
     "spec": "a spec's entries (None or a tuple of axis names per dimension)",
     "kind": "an op kind of one operand",
     "params": "(name, value) pairs: the inner op's parameters",
-    "wrap": "'scan' or 'cond' (see WRAPS)",
+    "wrap": "a wrapper of the same meaning: one of WRAPS (scan, cond, switch, while, fori, map, vmap, checkpoint)",
 }
 
 
@@ -175,18 +175,39 @@ _TABLE = (
                 then=(Arg("x0"),))),
 )  # fmt: skip
 
-# Any op reading one or two operands may run inside a control-flow wrapper with the same
-# meaning: wrap="scan": lax.scan over a length-1 loop whose body applies the op to the
-# carry; wrap="cond": lax.cond whose two branches both apply the op. The oracle ignores
-# it; jax must give the same types and values (collectives inside scan and cond bodies,
-# through their batching, transpose and partitioning rules). Each wrapper's source, with
-# {inner} the op applied to the carry c and {x} its first operand (the lowering builds the
-# same calls):
+# Any op reading one or two operands may run inside a control-flow wrapper or a
+# transformation with the same meaning. The oracle ignores it; jax must give the same
+# types and values (collectives inside loop, branch, map, remat and vmap bodies, through
+# their batching, transpose and partitioning rules). Each wrapper's source, with {inner}
+# the op applied to c (the first operand, as the wrapper hands it in) and {x} that first
+# operand (the lowering builds the same calls, harness/run/lowering.py _wrapped):
+# - scan: lax.scan over a length-1 loop whose body applies the op to the carry;
+# - cond: lax.cond whose two branches both apply the op;
+# - switch: lax.switch (index 1 of 3) whose three branches all apply the op;
+# - while / fori: a loop that runs once, its carry (x, f(x)) (a counter first for while):
+#   the carry starts as the op applied once, so its shape, dtype and varying axes never
+#   change; f is the op as a function of c, bound once by an outer lambda;
+# - map: lax.map over a leading length-1 axis put on x (expand_dims) and taken off;
+# - vmap: jax.vmap over that same leading length-1 axis (collectives inside vmap keep
+#   their named axes: the batch axis is unnamed);
+# - checkpoint: jax.checkpoint (remat) of the op.
 WRAP_SOURCE = {
     "scan": "jax.lax.scan(lambda c, _: (c, {inner}), {x}, None, length=1)[1][0]",
     "cond": "jax.lax.cond(True, lambda c: {inner}, lambda c: {inner}, {x})",
+    "switch": "jax.lax.switch(1, [lambda c: {inner}, lambda c: {inner}, lambda c: {inner}], {x})",
+    "while": "(lambda f: jax.lax.while_loop(lambda s: s[0] < 1, lambda s: (s[0] + 1, s[1], f(s[1])), (0, {x}, f({x})))[2])(lambda c: {inner})",
+    "fori": "(lambda f: jax.lax.fori_loop(0, 1, lambda i, s: (s[0], f(s[0])), ({x}, f({x})))[1])(lambda c: {inner})",
+    "map": "jax.lax.map(lambda c: {inner}, jax.numpy.expand_dims({x}, 0))[0]",
+    "vmap": "jax.vmap(lambda c: {inner})(jax.numpy.expand_dims({x}, 0))[0]",
+    "checkpoint": "jax.checkpoint(lambda c: {inner})({x})",
 }
 WRAPS = tuple(WRAP_SOURCE)
+# how many copies of the op each wrapper's jaxpr holds (a nested shard_map emits one
+# sdy.manual_computation region per copy): one per cond / switch branch, the first
+# application and the loop body's for while and fori
+WRAP_COPIES = {"scan": 1, "cond": 2, "switch": 3, "while": 2, "fori": 2, "map": 1, "vmap": 1, "checkpoint": 1}
+# the wrappers that bind lax.cond (old check_rep shard_maps had no replication rule for it)
+COND_WRAPS = ("cond", "switch")
 _WRAP = Param("wrap", "wrap", optional=True)
 
 OP_TABLE: dict[str, OpDesc] = {

@@ -20,6 +20,7 @@ anything else, and anything unreadable, is a `SourceError` naming its line and c
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -234,8 +235,55 @@ def _wrapped(node: ast.AST, body: _Body) -> Op | None:
     return Op.make(op.kind, op.operands, **op.param_dict, wrap=wrap)
 
 
+_HOLES = ("__INNER__", "__X__")
+
+
+@functools.cache
+def _wrap_template(wrap: str) -> ast.AST:
+    return ast.parse(WRAP_SOURCE[wrap].format(inner=_HOLES[0], x=_HOLES[1]), mode="eval").body
+
+
+def _match(t: object, n: object, holes: dict[str, list[ast.AST]]) -> bool:
+    """Whether `n` has the shape of the template `t`, a hole (a Name __INNER__ or __X__)
+    matching any expression (collected in `holes`)."""
+    if isinstance(t, ast.Name) and t.id in _HOLES:
+        holes.setdefault(t.id, []).append(n)  # type: ignore[arg-type]
+        return isinstance(n, ast.expr)
+    if isinstance(t, list):
+        return isinstance(n, list) and len(t) == len(n) and all(_match(a, b, holes) for a, b in zip(t, n))
+    if isinstance(t, ast.AST):
+        return type(t) is type(n) and all(
+            _match(getattr(t, f), getattr(n, f, None), holes) for f in t._fields if f not in ("ctx", "type_comment", "kind"))
+    return t == n
+
+
+def _templated(node: ast.AST, body: _Body) -> Op | None:
+    """The wrappers written from their WRAP_SOURCE template (switch, while, fori, map,
+    vmap, checkpoint): the node has the template's shape, every copy of the op the same
+    text, reading the lambda's `c` first; x is the wrapper's operand."""
+    for wrap in WRAP_SOURCE:
+        if wrap in ("scan", "cond"):
+            continue
+        holes: dict[str, list[ast.AST]] = {}
+        if not _match(_wrap_template(wrap), node, holes):
+            continue
+        inners, xs = holes[_HOLES[0]], holes[_HOLES[1]]
+        if len({ast.unparse(i) for i in inners}) != 1 or len({ast.unparse(x) for x in xs}) != 1:
+            raise SourceError(node, f"every copy of the op and of its operand inside {wrap} must be the same: {WRAP_SOURCE[wrap]!r}")
+        x = _operand(xs[0], body)
+        inner = _Body({**body.names, "c": x}, body.n_in, body.ops)
+        op = _op(inners[0], inner)
+        if op.operands[:1] != (x,):
+            raise SourceError(inners[0], f"the op inside {wrap} must read the carry 'c' first")
+        return Op.make(op.kind, op.operands, **op.param_dict, wrap=wrap)
+    return None
+
+
 def _op(node: ast.AST, body: _Body) -> Op:
     w = _wrapped(node, body)
+    if w is not None:
+        return w
+    w = _templated(node, body)
     if w is not None:
         return w
     if isinstance(node, ast.BinOp) and type(node.op) in _SYMBOLS:

@@ -241,6 +241,21 @@ def nesting() -> list[Case]:
                  [op("psum", 0, axes=("y",), wrap="scan"), op("ppermute", 1, axes=("x",), perm=((0, 1), (1, 0)), wrap="cond")],
                  [2], [P("x")]),
             "psum inside a lax.scan body and ppermute inside both lax.cond branches: the same values as unwrapped"),
+        Case("switch_while_fori_wrapped_collectives",
+            prog(XY, [iota(4, 8, dtype="float32")], [P("x", "y")],
+                 [op("psum", 0, axes=("y",), wrap="switch"), op("ppermute", 1, axes=("x",), perm=((0, 1), (1, 0)), wrap="while"),
+                  op("all_gather", 2, axes=("y",), axis=1, tiled=True, wrap="fori"), op("sub", 2, 0, wrap="fori")],
+                 [3, 4], [P("x", "y"), P("x", "y")]),
+            "psum in all three lax.switch branches, ppermute in a lax.while_loop run once, all_gather and a sub closing "
+            "over the input in lax.fori_loop(0, 1): the same values as unwrapped"),
+        Case("map_vmap_checkpoint_wrapped_collectives",
+            prog(XY, [iota(4, 16, dtype="float32")], [P("x", "y")],
+                 [op("psum_scatter", 0, axes=("y",), scatter_dimension=1, tiled=True, wrap="map"),
+                  op("psum", 1, axes=("x",), wrap="vmap"), op("all_to_all", 0, axes=("y",), split_axis=1, concat_axis=0, tiled=True, wrap="checkpoint"),
+                  op("mul", 3, 3, wrap="vmap")],
+                 [2, 4], [P(None, "y"), P("y", "x")]),
+            "psum_scatter in lax.map over a length-1 axis, psum inside jax.vmap (the batch axis unnamed), all_to_all "
+            "under jax.checkpoint: the same values as unwrapped"),
     ]
 
 

@@ -175,7 +175,8 @@ entries = [
  E(id="precv-result-typed-invariant", case="precv_vma", mode="abstract", jax_versions=SINCE_PRECV,
    errors_downstream=True,
    # the wrong type starts at the sendrecv (psend + precv) op; the checks that read it later
-   # (out_specs replication, psum's operand) then accept what they must reject
+   # (out_specs replication, psum's operand) then accept what they must reject, and the
+   # ops that check an operand's type (pcast(to='unreduced'), pbroadcast) refuse it
    signatures=["vma|*|sendrecv", "missing_error|*|out_spec_replication", "missing_error|*|collective_vma",
                "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError"],
    when=["sendrecv"],
@@ -264,7 +265,17 @@ entries = [
    when=["any:wrap==scan"],
    reason="jax.vmap with spmd_axis_name over a shard_map whose body runs a lax.scan closing over an invariant body value: the batching rule makes the carry vary over the spmd axis but not the closed-over value, and jax raises 'Primitive add requires varying manual axes to match' (internal vma error); plain vmap, jit and eager run it. As vmap-spmd-cond-closure-vma, for scan. Found by shardfuzz (seed 0, 2000 programs).",
    link=NONE + "'vmap spmd_axis_name scan closure shard_map vma', 'requires varying manual axes to match'"),
- # jax 0.5.x: the same programs, an older symptom (shard_map's replication checking,
+ E(id="vmap-spmd-fori-closure-carry-vma", case="vmap_spmd_fori_closure", mode="vmap_spmd", jax_versions=SINCE_0_6,
+   signatures=["unexpected_error|vmap_spmd|*->ValueError"],
+   when=["any:wrap==fori"],
+   reason="jax.vmap with spmd_axis_name over a shard_map whose body runs a lax.fori_loop with static bounds (lowered as a lax.scan) whose body computes its carry from a value the loop forwards unchanged (or closes over): the scan batching rule makes the initial carry vary over the spmd axis but not the body's output, and jax raises 'Scan carry input and output got mismatched varying manual axes ... Please open an issue' (an internal check); plain vmap, jit, eager and the grad modes run it, and so does lax.while_loop of the same body. Found by shardfuzz (wrap='fori', issue 15).",
+   link=NONE + "'Scan carry input and output got mismatched varying manual axes vmap spmd_axis_name fori_loop'"),
+E(id="vmap-spmd-inner-vmap-closure-vma", case="vmap_spmd_inner_vmap_closure", mode="vmap_spmd", jax_versions=SINCE_0_6,
+   signatures=["unexpected_error|vmap_spmd|*->ValueError"],
+   when=["any:wrap==vmap"],
+   reason="jax.vmap with spmd_axis_name over a shard_map whose body applies jax.vmap to a binary op that closes over a body value of other varying axes (add(c, x) with c invariant over x, x varying): the implicit pvary misses the spmd axis and jax raises 'Primitive add requires varying manual axes to match ... Please open an issue' (an internal check); plain vmap, jit, eager and the grad modes run it. Found by shardfuzz (wrap='vmap', issue 15).",
+   link=NONE + "'vmap spmd_axis_name nested vmap shard_map requires varying manual axes to match'"),
+# jax 0.5.x: the same programs, an older symptom (shard_map's replication checking,
  # check_rep, before vma): measured on 0.5.3 only, not on 0.6.0
  E(id="ragged-all-to-all-no-replication-rule-0-5", case="ragged_no_rule_0_5", mode="abstract", jax_versions=ONLY_0_5,
    # (an invalid program holding one raises it first, instead of its own error: wrong_error, scoped to the op raising)

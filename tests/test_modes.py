@@ -1,5 +1,6 @@
 """The transformation modes and program features only they reach: vmap with
-spmd_axis_name, the same program written with jax.smap, ops inside lax.scan / lax.cond.
+spmd_axis_name, the same program written with jax.smap, ops inside lax.scan / lax.cond and
+the other wrappers (switch, while_loop, fori_loop, map, jax.vmap, jax.checkpoint).
 Each runs clean on real jax and catches an injected fault the plain path also shows."""
 
 from __future__ import annotations
@@ -37,6 +38,22 @@ SMAP = prog(X4, [iota(8, 3), Input((3,), "float32", "small", 5)], [P("x"), P()],
             [3, 5], [P(None, "x"), P()])
 SCAN = prog(XY, [Input((4, 8), "float32", "small", 3)], [P("x", "y")], [op("psum", 0, axes=("y",), wrap="scan"), op("neg", 1, wrap="cond")], [2], [P("x")])
 
+# every wrapper beyond scan and cond around a collective or a local op; y is free, so the
+# vmap_spmd mode splits its batch over it
+WRAPPED = prog(XY, [Input((4, 6), "float32", "small", 2)], [P("x")],
+               [op("psum", 0, axes=("x",), wrap="switch"), op("ppermute", 0, axes=("x",), perm=((0, 1), (1, 0)), wrap="fori"),
+                op("all_gather", 2, axes=("x",), axis=0, tiled=True, wrap="checkpoint"),
+                op("psum_scatter", 0, axes=("x",), scatter_dimension=0, tiled=True, wrap="map"),
+                op("psum", 2, axes=("x",), wrap="vmap"), op("add", 1, 5, wrap="checkpoint")],
+               [6, 4, 3], [P(), P("x"), P("x")])
+# lax.while_loop has no reverse-mode derivative (the grad modes list it as a gap); with
+# the wrappers other than fori (vmap-spmd-fori-closure-carry-vma) under vmap_spmd too
+WHILE = prog(XY, [Input((4, 6), "float32", "small", 2)], [P("x")],
+             [op("psum", 0, axes=("x",), wrap="while"), op("mul", 1, 0, wrap="while"),
+              op("psum_scatter", 2, axes=("x",), scatter_dimension=0, tiled=True, wrap="map"),
+              op("all_gather", 3, axes=("x",), axis=1, tiled=False, wrap="switch"), op("neg", 4, wrap="vmap"),
+              op("pmax", 5, axes=("x",), wrap="checkpoint")],
+             [2, 6], [P("x"), P()])
 
 def _nested(inner: str, in_spec: tuple, out_spec: tuple, **params) -> Program:  # type: ignore[no-untyped-def, type-arg]
     from dataclasses import replace
@@ -71,6 +88,8 @@ def test_spmd_axis_and_smap_form() -> None:
         (SPMD, ("vmap_spmd", "vmap")),
         (SMAP, ("smap", "jit")),
         (SCAN, ("jit", "eager", "vmap", "grad")),
+        (WRAPPED, ("abstract", "jit", "eager", "vmap", "grad", "grad_remat", "lowering")),
+        (WHILE, ("abstract", "jit", "eager", "vmap", "vmap_spmd", "lowering")),
         (NESTED, ("abstract", "jit", "eager", "vmap", "grad", "lowering")),
         (NESTED_BAD, ("abstract", "jit")),  # the error jax raises is the one predicted
         (NESTED_UNCHECKED, ("jit", "gspmd")),
@@ -85,6 +104,9 @@ def test_mode_runs_clean(p: Program, modes: tuple[str, ...]) -> None:
         (SPMD, "vmap_spmd", "all_gather_batching_doubles"),  # the batching rule, split over y
         (SMAP, "smap", "psum_counts_device0_twice"),
         (SCAN, "jit", "psum_counts_device0_twice"),  # psum inside a scan body
+        (WRAPPED, "jit", "psum_counts_device0_twice"),  # psum inside switch branches and a vmap
+        (WRAPPED, "grad", "psum_transpose_doubles"),  # through the fori / map / vmap / remat rules
+        (WHILE, "vmap_spmd", "psum_counts_device0_twice"),  # psum in a while_loop body
         (NESTED, "jit", "psum_counts_device0_twice"),  # psum inside a nested shard_map
         (NESTED, "grad", "psum_transpose_doubles"),
         (NESTED_UNCHECKED, "jit", "psum_counts_device0_twice"),  # caught by the tile check
@@ -110,3 +132,13 @@ def test_lowering_error_is_not_put_on_an_unrelated_eager_error() -> None:
                               value_types={i: ((), "float32", None) for i in range(len(p.inputs) + 1)})
     wheres = {d.mode: d.where for d in evaluate(p, [eager_at_op, lowering]).divergences}
     assert wheres["lowering"] == wheres["eager"] == "neg->ValueError"  # the second op, neg, never recorded
+
+
+def test_the_grad_modes_list_a_while_loop_as_a_gap() -> None:
+    """jax has no reverse-mode derivative of lax.while_loop: the grad modes do not run a
+    program with wrap='while' (a gap with its reason; the other modes check it)."""
+    from harness.run.compat import unsupported_features
+
+    assert any("while_loop" in f for f in unsupported_features(WHILE, "grad"))
+    assert any("while_loop" in f for f in unsupported_features(WHILE, "grad_remat"))
+    assert not unsupported_features(WHILE, "jit") and not unsupported_features(WRAPPED, "grad")

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from oracles import ErrorKind, predict
 from oracles.devices import assemble_global, split_global
 from programs.model import Mesh
+from programs.ops import WRAPS
 
 X4 = Mesh(("i",), (4,))
 XY = Mesh(("x", "y"), (2, 4))
@@ -345,3 +346,19 @@ def test_pbroadcast_makes_an_invariant_operand_vary() -> None:
     p = prog(XY, [iota(2, 8)], [P("x")], [op("pbroadcast", 0, axes=("y",), source=1)], [1], [P("x", "y")])
     (o,) = run1(p)
     assert o.vma == frozenset({"x", "y"}) and o.global_value.tolist() == np.tile(np.arange(16).reshape(2, 8), (1, 4)).tolist()
+
+
+@pytest.mark.parametrize("wrap", WRAPS)
+def test_a_wrapped_op_means_the_op(wrap: str) -> None:
+    # every wrapper (programs/ops.py WRAPS) runs the op once on the same operands: blocks
+    # [0 1 2 3] [4 5 6 7] [8 9 10 11] [12 13 14 15]; psum over i is [24 28 32 36] on every
+    # device (invariant), and psum - block (the block closed over as the second operand)
+    # is [24 27 30 33] [20 23 26 29] [16 19 22 25] [12 15 18 21] (varying over i)
+    p = prog(X4, [iota(16)], [P("i")], [op("psum", 0, axes=("i",), wrap=wrap), op("sub", 1, 0, wrap=wrap)], [1, 2], [P(), P("i")])
+    pr = predict(p)
+    assert pr.error is None, pr.error
+    out, diff = pr.outputs
+    assert out.global_value is not None and out.global_value.tolist() == [24, 28, 32, 36]
+    assert diff.global_value is not None
+    assert diff.global_value.tolist() == [24, 27, 30, 33, 20, 23, 26, 29, 16, 19, 22, 25, 12, 15, 18, 21]
+    assert pr.value_types[1].vma == frozenset() and pr.value_types[2].vma == frozenset({"i"})

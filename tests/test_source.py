@@ -8,11 +8,13 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import P, op, prog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from programs.emit import to_python
 from programs.model import Input, Mesh, Op, Program
+from programs.ops import WRAP_SOURCE, WRAPS
 from programs.source import SourceError, canonical, from_source
 from strategies import programs
 
@@ -26,6 +28,25 @@ def test_an_emitted_program_parses_back_to_the_same_program(p: Program) -> None:
 @given(programs(), st.sampled_from(["jit", "eager", "vmap", "grad", "lowering"]))
 def test_every_reproducer_mode_parses_back(p: Program, mode: str) -> None:
     assert canonical(from_source(to_python(p, mode=mode))) == canonical(p)
+
+
+@pytest.mark.parametrize("wrap", WRAPS)
+def test_every_wrapper_parses_back_with_its_operands(wrap: str) -> None:
+    """Each wrapper's WRAP_SOURCE form reads back as the op with wrap=...: a collective of
+    the carry, and a binary op whose second operand the wrapper closes over."""
+    p = prog(Mesh(("x", "y"), (2, 2)), [Input((4, 2), "float32", "small", 1)], [P("x")],
+             [op("psum", 0, axes=("y",), wrap=wrap), op("add", 1, 0, wrap=wrap)], [2], [P("x")])
+    text = to_python(p)
+    assert WRAP_SOURCE[wrap].split("(")[0] in text
+    assert from_source(text).body == p.body
+
+
+def test_a_wrapper_whose_copies_differ_is_unreadable() -> None:
+    text = ("mesh = jax.make_mesh((2,), ('x',))\na0 = jax.ShapeDtypeStruct((4,), jnp.float32)\nin_specs = (P('x'),)\n"
+            "out_specs = (P('x'),)\ndef body(a0):\n"
+            "  v0 = jax.lax.switch(1, [lambda c: -c, lambda c: -c, lambda c: jax.lax.psum(c, 'x')], a0)\n  return v0,\n")
+    with pytest.raises(SourceError, match="every copy of the op"):
+        from_source(text)
 
 
 USER = """\

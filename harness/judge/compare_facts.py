@@ -11,7 +11,7 @@ from harness.judge.divergence import Divergence, DivergenceKind, producer
 from harness.run.observation import Observation
 from oracles.prediction import Prediction
 from programs.model import Program, Spec
-from programs.ops import COLLECTIVES
+from programs.ops import COLLECTIVES, WRAP_COPIES
 
 
 def compare_types(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
@@ -104,7 +104,7 @@ def compare_lowering(p: Program, pred: Prediction, obs: Observation) -> list[Div
         axes = op.p("inner_axes") if op.kind == "shard_map" else ()
         inner = sorted(str(a) for a in axes) if isinstance(axes, tuple) else []
         if inner and any(p.mesh.axis_size(a) > 1 for a in inner):
-            for _ in range(2 if op.p("wrap") == "cond" else 1):  # (one per lax.cond branch)
+            for _ in range(WRAP_COPIES[str(op.p("wrap"))] if op.p("wrap") else 1):  # (one per copy: cond branches, loop init)
                 if inner not in regions:
                     return [div("nested_region", "sdy.manual_computation regions (manual axes)", f.get("region_manual_axes"), f"one over {inner} (a nested shard_map)")]
                 regions.remove(inner)

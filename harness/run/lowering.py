@@ -83,22 +83,36 @@ def lower_op(op: Op, xs: list[Any]) -> Any:
 
 
 def _wrapped(op: Op, xs: list[Any]) -> Any:
-    """The op inside lax.scan (a length-1 loop applying it to the carry) or lax.cond
-    (both branches apply it): the same meaning, through control flow (programs/ops.py
-    WRAP_SOURCE, the reproducer's form of the same calls)."""
+    """The op inside a wrapper of the same meaning (lax.scan, cond, switch, while_loop,
+    fori_loop, map, jax.vmap, jax.checkpoint): programs/ops.py WRAP_SOURCE, the
+    reproducer's form of the same calls."""
     wrap = op.p("wrap")
     if wrap is None:
         return lower_op(op, xs)
     import jax
+    import jax.numpy as jnp
 
     def fn(c: Any) -> Any:
         return lower_op(op, [c, *xs[1:]])
 
+    x = xs[0]
     if wrap == "scan":
-        _, ys = jax.lax.scan(lambda c, _: (c, fn(c)), xs[0], None, length=1)
+        _, ys = jax.lax.scan(lambda c, _: (c, fn(c)), x, None, length=1)
         return ys[0]
     if wrap == "cond":
-        return jax.lax.cond(True, fn, fn, xs[0])
+        return jax.lax.cond(True, fn, fn, x)
+    if wrap == "switch":
+        return jax.lax.switch(1, [fn, fn, fn], x)
+    if wrap == "while":
+        return jax.lax.while_loop(lambda s: s[0] < 1, lambda s: (s[0] + 1, s[1], fn(s[1])), (0, x, fn(x)))[2]
+    if wrap == "fori":
+        return jax.lax.fori_loop(0, 1, lambda i, s: (s[0], fn(s[0])), (x, fn(x)))[1]
+    if wrap == "map":
+        return jax.lax.map(fn, jnp.expand_dims(x, 0))[0]
+    if wrap == "vmap":
+        return jax.vmap(fn)(jnp.expand_dims(x, 0))[0]
+    if wrap == "checkpoint":
+        return jax.checkpoint(fn)(x)
     raise ValueError(f"unknown wrap {wrap!r}")
 
 

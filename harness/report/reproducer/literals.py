@@ -14,6 +14,7 @@ from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_
 from oracles import predict
 from oracles.prediction import Prediction
 from programs.model import Program, is_float
+from programs.ops import WRAP_COPIES
 
 
 def _num(v: float | int) -> str:
@@ -107,7 +108,7 @@ def lowering_literal(p: Program, pred: Prediction) -> list[str]:
         axes = op.p("inner_axes") if op.kind == "shard_map" else ()
         inner = sorted(str(a) for a in axes) if isinstance(axes, tuple) else []
         if inner and any(p.mesh.axis_size(a) > 1 for a in inner):
-            nested += [inner] * (2 if op.p("wrap") == "cond" else 1)  # one region per lax.cond branch
+            nested += [inner] * (WRAP_COPIES[str(op.p("wrap"))] if op.p("wrap") else 1)  # one region per copy (cond branches, loop init)
     n_in = len(p.inputs)
     want_in = expected_shardings(p.in_specs, [len(pred.value_types[i].shape) for i in range(n_in)], manual)
     want_out = expected_shardings(p.out_specs, [len(o.local_shape) for o in pred.outputs], manual)
