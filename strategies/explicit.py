@@ -31,7 +31,7 @@ from strategies.explicit_defects import strict_explicit
 from strategies.invalid import ValueView
 
 AXIS_TYPE_MODES = ("auto", "explicit", "mixed")
-MIXED = False  # draw mixed Explicit / Auto meshes (see axis_types)
+MIXED = True  # draw mixed Explicit / Auto meshes (see axis_types)
 
 
 def axis_types(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...]) -> Mesh:
@@ -47,6 +47,8 @@ def axis_types(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...]) -> Mesh:
         types = ("explicit",) * len(mesh.names)
     else:
         types = tuple(draw(st.sampled_from(("auto", "explicit")), label="axis_type") for _ in mesh.names)
+        if len(set(types)) == 1 and len(types) > 1:  # a mix: the last axis takes the other type
+            types = types[:-1] + ("auto" if types[-1] == "explicit" else "explicit",)
     kinds = set(types)
     event(f"mesh axis types: {'mixed' if len(kinds) > 1 else kinds.pop()}")
     return Mesh(mesh.names, mesh.sizes, types)
