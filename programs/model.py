@@ -82,6 +82,10 @@ class Mesh:
     def axis_size(self, name: str) -> int:
         return self.shape[name]
 
+    def axis_type(self, name: str) -> str:
+        """'auto' or 'explicit' (an axis not in the mesh: 'auto', as jax never types by it)."""
+        return dict(zip(self.names, self.axis_types)).get(name, "auto")
+
     def group_size(self, axes: tuple[str, ...]) -> int:
         return math.prod(self.shape[a] for a in axes)
 

@@ -47,6 +47,8 @@ def unreduced_spec_auto_axis(draw: st.DrawFn, p: Program, vals: list[ValueView])
         return None
     a = draw(st.sampled_from(named), label="defect_axis")
     types = tuple("auto" if n == a else t for n, t in zip(p.mesh.names, p.mesh.axis_types))
+    if "explicit" not in types and p.reshard:
+        return None  # (no Explicit axis left, so no mesh context: reshard would fail too, a second defect)
     return replace(p, mesh=Mesh(p.mesh.names, p.mesh.sizes, types))
 
 

@@ -112,10 +112,11 @@ def fixed_dims(p: Program, k: int, rank: int) -> tuple[int, ...]:
     return tuple(d for d in range(rank) if entries[d] and all(a in explicit for a in entries[d]))  # type: ignore[union-attr]
 
 
-def _window(p: Program, k: int, g: np.ndarray, c: tuple[int, ...], dims: tuple[int, ...]) -> np.ndarray:
-    """The part of the global value `g` device `c` must hold a tile of: along each fixed
-    dimension the slice the out_spec gives it (major axis first), elsewhere all of it."""
-    index: list[slice] = [slice(None)] * g.ndim
+def window_index(p: Program, k: int, shape: tuple[int, ...], c: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """(start, stop) per dimension of the part of output `k`'s global value device `c`
+    must hold a tile of: along each fixed dimension the slice the out_spec gives it
+    (major axis first), elsewhere all of it."""
+    index = [(0, n) for n in shape]
     for d in dims:
         axes = p.out_specs[k].entries[d] or ()
         n, i = 1, 0
@@ -123,9 +124,13 @@ def _window(p: Program, k: int, g: np.ndarray, c: tuple[int, ...], dims: tuple[i
             size = p.mesh.axis_size(a)
             i = i * size + c[p.mesh.names.index(a)]
             n *= size
-        m = g.shape[d] // n
-        index[d] = slice(i * m, (i + 1) * m)
-    return g[tuple(index)]
+        m = shape[d] // n
+        index[d] = (i * m, (i + 1) * m)
+    return tuple(index)
+
+
+def _window(p: Program, k: int, g: np.ndarray, c: tuple[int, ...], dims: tuple[int, ...]) -> np.ndarray:
+    return g[tuple(slice(a, b) for a, b in window_index(p, k, g.shape, c, dims))]
 
 
 def _compare_compiler_layout(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str, where: str) -> list[Divergence]:
@@ -150,7 +155,7 @@ def _compare_compiler_layout(p: Program, k: int, o: ObservedOutput, e: OutputPre
                                f"{None if got is None else got.shape}, which does not tile {w.shape}, its part of the global value "
                                f"{o.global_shape} along dimensions {list(dims)} (out_spec {p.out_specs[k]!r}, mixed mesh)",
                                "device_block", output=k, bad_devices=(c,))]
-        if not any(_same(got, t, e) for t in _tiles(w, got.shape)):
+        if got.size and not any(_same(got, t, e) for t in _tiles(w, got.shape)):  # (an empty block: nothing to compare)
             bad.append(c)
     if not bad:
         return []

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from harness.judge.compare_outputs import compiler_layout
+
 from collections.abc import Callable
 
 from harness.report.reproducer.mode_choice import NoReproducer, auto_axes, batch_size
@@ -42,6 +44,7 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         *context_src(p),
         f"MESH_SHAPE = {p.mesh.sizes!r}",
         f"AUTO_AXES = {auto_axes(p)!r}  # mesh axes left automatic (partial manual): jax may lay outputs out along them",
+        f"MIXED = {compiler_layout(p)!r}  # Explicit and Auto axes: jit lays outputs out along the Auto ones as it chooses",
         "",
         "",
         *inputs_fn_src(p),
@@ -83,9 +86,16 @@ _VALUES = [
 ]
 # an unreduced output has no global value jax assembles (its blocks are the parts of the
 # sum): None, as the harness observes it
+# (and each output's jax.typeof(o).sharding.spec, in SHARDINGS, for check_shardings)
 GLOBAL_FN = [
+    "SHARDINGS = []  # per output: jax.typeof(out).sharding.spec as (dims, unreduced, reduced), None where jax does not say",
+    "",
+    "",
     "def _global(o):",
     "  spec = getattr(getattr(jax.typeof(o), 'sharding', None), 'spec', None) if hasattr(jax, 'typeof') else None",
+    "  SHARDINGS.append(None if spec is None else (",
+    "      [[] if e is None else [e] if isinstance(e, str) else list(e) for e in tuple(spec)[:o.ndim]] + [[]] * (o.ndim - len(tuple(spec)[:o.ndim])),",
+    "      sorted(getattr(spec, 'unreduced', ()) or ()), sorted(getattr(spec, 'reduced', ()) or ())))",
     "  return None if getattr(spec, 'unreduced', None) else np.asarray(o)",
 ]
 # ... or only their shapes and dtypes, with the mode's facts
