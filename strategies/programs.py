@@ -28,7 +28,7 @@ from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec
 from programs.ops import COLLECTIVES
 from strategies.body import _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
-from strategies.explicit_defects import EXPLICIT_DEFECTS, strict_explicit
+from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.invalid import DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
@@ -285,7 +285,9 @@ def _maybe_invalid(draw: st.DrawFn, program: Program, body: _Body, invalid: floa
     # true for 86% of programs at invalid=0.25); the drawn program's hash is uniform and
     # still a function of what was drawn. Bits above those apply_defect uses.
     roll = int(hashlib.sha256(repr(program).encode()).hexdigest(), 16) >> 128
-    if (strict_explicit(program) or any(s.unreduced or s.reduced for s in program.out_specs)
+    if program.wrap is not None:
+        defects = tuple(d for d in defects if d in WRAP_DEFECTS)
+    elif (strict_explicit(program) or any(s.unreduced or s.reduced for s in program.out_specs)
             or any(v.unreduced or v.reduced for v in body.vals)):
         # an argument resharded or an unreduced out_spec fails in its own way first
         # (reshard, _check_unreduced) under most other defects: only these apply

@@ -42,6 +42,7 @@ EXPECTED = {
     "bad_groups": ErrorKind.COLLECTIVE_PARAM,
     # explicit meshes, reduced / unreduced (strategies/explicit_defects.py)
     "missing_reshard": ErrorKind.IN_SPEC_ARG_SHARDING,
+    "explicit_axes_in_sharding": ErrorKind.IN_SPEC_ARG_SHARDING,
     "out_spec_drops_reduced": ErrorKind.OUT_SPEC_REPLICATION,
     "unreduced_spec_auto_axis": ErrorKind.UNREDUCED_TYPE,
 }

@@ -10,7 +10,7 @@ import numpy as np
 from harness.judge.divergence import Divergence, DivergenceKind, producer, short
 from harness.run.observation import Observation, ObservedOutput
 from oracles.prediction import OutputPrediction, Prediction
-from programs.model import Program
+from programs.model import Mesh, Program, Spec
 
 
 def compare_output(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str) -> list[Divergence]:
@@ -99,17 +99,35 @@ def compiler_layout(p: Program) -> bool:
     it out along the Auto ones (jax 0.10.2 `_unshard_shaped_array`, core
     `modify_spec_for_auto_manual`: 'PartitionSpec can only mention mesh axes that are
     Explicit'; measured: a P(('pipe', 'data')) output, 'data' Explicit, came back split
-    over 'data' alone, whole along 'pipe'; eagerly it keeps the whole out_spec)."""
-    return bool(p.explicit_axes) and any(t == "auto" and n > 1 for t, n in zip(p.mesh.axis_types, p.mesh.sizes))
+    over 'data' alone, whole along 'pipe'; eagerly it keeps the whole out_spec).
+    With auto_axes / explicit_axes around the call the wrapper reshards each result
+    (`layout_of`), and the same holds for the spec it reshards to."""
+    return p.wrap is not None or (bool(p.explicit_axes) and any(t == "auto" and n > 1 for t, n in zip(p.mesh.axis_types, p.mesh.sizes)))
+
+
+def layout_of(p: Program, k: int, rank: int) -> tuple[Spec, Mesh]:
+    """The spec output `k` is laid out by and the mesh it lives on: its out_spec on the
+    mesh; with auto_axes around the call its out_sharding on the mesh outside
+    (`reshard(out, out_sharding)`); with explicit_axes its sharding type's axes that stay
+    Explicit outside (jax 0.10.2 pjit.py `_explicit_axes`: reshard to
+    `modify_spec_for_auto_manual(typeof(o).sharding.spec, outer mesh)`)."""
+    if p.wrap == "auto_axes":
+        return p.wrap_specs[k], p.outer_mesh()
+    if p.wrap == "explicit_axes":
+        from oracles.explicit import out_sharding
+
+        dims = out_sharding(p, k, rank)[0]
+        return Spec(tuple(d or None for d in dims)), p.outer_mesh()
+    return p.out_specs[k], p.mesh
 
 
 def fixed_dims(p: Program, k: int, rank: int) -> tuple[int, ...]:
-    """The dimensions of output `k` whose layout its out_spec and sharding type fix: those
-    its out_spec splits over Explicit axes only (an Auto axis there, or no axis, leaves the
-    compiler free to split it or not)."""
-    explicit = set(p.explicit_axes)
-    entries = tuple(p.out_specs[k].entries) + (None,) * rank
-    return tuple(d for d in range(rank) if entries[d] and all(a in explicit for a in entries[d]))  # type: ignore[union-attr]
+    """The dimensions of output `k` whose layout its spec (`layout_of`) and sharding type
+    fix: those the spec splits over Explicit axes only (an Auto axis there, or no axis,
+    leaves the compiler free to split it or not)."""
+    spec, mesh = layout_of(p, k, rank)
+    entries = tuple(spec.entries) + (None,) * rank
+    return tuple(d for d in range(rank) if entries[d] and all(mesh.axis_type(a) == "explicit" for a in entries[d]))  # type: ignore[union-attr]
 
 
 def window_index(p: Program, k: int, shape: tuple[int, ...], c: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
@@ -117,8 +135,9 @@ def window_index(p: Program, k: int, shape: tuple[int, ...], c: tuple[int, ...],
     must hold a tile of: along each fixed dimension the slice the out_spec gives it
     (major axis first), elsewhere all of it."""
     index = [(0, n) for n in shape]
+    spec = layout_of(p, k, len(shape))[0]
     for d in dims:
-        axes = p.out_specs[k].entries[d] or ()
+        axes = spec.entries[d] or ()
         n, i = 1, 0
         for a in axes:
             size = p.mesh.axis_size(a)

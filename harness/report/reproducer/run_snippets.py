@@ -14,11 +14,10 @@ from programs.emit import (
     REPRO_MODES,
     args_src,
     body_source,
+    call_src,
     context_src,
     inputs_fn_src,
     mesh_src,
-    reshard_src,
-    shard_map_kwargs_src,
     specs_src,
 )
 from programs.model import Program, is_float
@@ -53,8 +52,7 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         body_source(p, record="record"),
         "",
         "",
-        f"f = shard_map({body}, {shard_map_kwargs_src(p)})",
-        *reshard_src(p),
+        *call_src(p, body),
         "",
         "",
         *GLOBAL_FN,
