@@ -157,6 +157,9 @@ _DEFECT_HOSTS = {
     "missing_reshard": prog(XYE, [Op.make("neg", (0,))], [1], [Spec((("x",),))], shape=(8, 4)),
     "out_spec_drops_reduced": prog(X2E, [Op.make("psum", (0,), axes=("x",)), pcast(1, "reduced")], [2], [RED]),
     "unreduced_spec_auto_axis": prog(X2E, [pcast(0, "unreduced")], [1], [UR]),
+    # explicit_axes making both axes of an all-Auto mesh Explicit, in_sharding = the in_spec
+    "explicit_axes_in_sharding": replace(prog(XYE, [Op.make("neg", (0,))], [1], [Spec((("x",),))], shape=(8, 4), reshard=False),
+                                         mesh_context=True, wrap="explicit_axes", wrap_axes=("x", "y"), wrap_specs=(Spec((("x",),)),)),
 }
 
 

@@ -72,6 +72,7 @@ PROGRAM_FEATURES = {
     # every mesh axis manual and Explicit (strategies/explicit_defects.py strict_explicit)
     "unreduced_out_spec": lambda p: any(s.unreduced for s in p.out_specs),
     "explicit_full_manual==False": lambda p: not (set(p.manual_axes) == set(p.mesh.names) and len(p.explicit_axes) == len(p.mesh.names)),
+    "unreduced_or_reduced_out_spec": lambda p: any(s.unreduced or s.reduced for s in p.out_specs),
     # Explicit and Auto axes on one mesh (strategies/explicit.py axis_types)
     "mixed_mesh": lambda p: set(p.mesh.axis_types) == {"auto", "explicit"},
     # an out_spec naming an Explicit axis of size 1 and an Auto axis of size > 1: jit lays
