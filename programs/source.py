@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry, _freeze
 from programs.ops import OP_TABLE, WRAP_SOURCE, Arg, OpDesc
@@ -372,7 +372,7 @@ def _wrap_of(w: ast.Call, fns: dict[str, ast.FunctionDef], outer: Mesh) -> tuple
     """`f = jax.sharding.auto_axes(call, axes=..., out_sharding=...)` (or explicit_axes
     with in_sharding=): the mesh inside (the wrapped axes retyped), the shard_map call
     and reshard read from `def call`, the wrapper, its axes and specs."""
-    kind = _dotted(w.func).rsplit(".", 1)[1]
+    kind = str(_dotted(w.func)).rsplit(".", 1)[1]
     if not (w.args and isinstance(w.args[0], ast.Name) and w.args[0].id in fns):
         raise SourceError(w, f"jax.sharding.{kind} wraps a `def call(...)` that makes the shard_map")
     kws = {k.arg: k.value for k in w.keywords}
@@ -474,9 +474,10 @@ def from_source(text: str, filename: str = "<source>") -> Program:
         if any(a not in mesh_axes for s in specs for a in s.axes()):
             defect = sorted(EXPLAINED_BY[which])[0]
     context = call is not None and all(k.arg != "mesh" for k in call.keywords)
-    wrap_fields = {} if wrapped is None else {"wrap": wrapped[3], "wrap_axes": wrapped[4], "wrap_specs": wrapped[5]}
     p = Program(mesh, inputs, in_specs, tuple(ops), outputs, out_specs, axis_names, check_vma, defect,
-                mesh_context=context, reshard=reshard, **wrap_fields)
+                mesh_context=context, reshard=reshard)
+    if wrapped is not None:
+        p = replace(p, wrap=wrapped[3], wrap_axes=wrapped[4], wrap_specs=wrapped[5])
     if math.prod(mesh.sizes) < 1:
         raise SourceError(None, "the mesh needs at least one device")
     validate(p)

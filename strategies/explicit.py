@@ -8,7 +8,8 @@ values: the draws and the defects for them (jax 0.10.2; the rules are the oracle
   sharding types the oracle does not model.
 - `call_form`: the mesh from `jax.set_mesh` (no mesh= argument) or mesh=; `reshard` each
   argument to its in_spec's Explicit axes (required when every axis is manual and
-  Explicit and an in_spec splits: a NumPy argument is unsharded).
+  Explicit and an in_spec splits: a NumPy argument is unsharded); under jax.set_mesh,
+  sometimes `jax.sharding.auto_axes` / `explicit_axes` around the call (`wrap_call`).
 - `draw_reduced`: after the body, sometimes a chain through the reduced / unreduced
   types: pcast(to='unreduced') of a varying value, then psum of it or the sum of two such
   values; pcast(to='reduced') of an invariant one and back with pcast(to='varying');
@@ -35,11 +36,13 @@ MIXED = True  # draw mixed Explicit / Auto meshes (see axis_types)
 
 
 def axis_types(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...]) -> Mesh:
-    """`mesh` with drawn axis types: Auto (two programs in three, as before) or every
-    axis Explicit. Mixed meshes are not drawn: under jax.set_mesh, jit lays an output out
-    along its Auto axes as the compiler chooses (measured on 0.10.2: a P(('pipe', 'data'))
-    output came back whole on every device, a size-1 Explicit axis left its type), which
-    the judge does not compare that way yet; `MIXED` keeps the draw for when it does."""
+    """`mesh` with drawn axis types: Auto (half the programs), every axis Explicit, or a
+    mix (each axis drawn, the last one flipped if they all came out alike). On a mixed
+    mesh jit lays an output out along its Auto axes as the compiler chooses (measured on
+    0.10.2: a P(('pipe', 'data')) output came back whole along Auto 'pipe'): the judge
+    compares the global value and the layout along Explicit axes only
+    (harness/judge/compare_outputs.py `compiler_layout`); a size-1 Explicit axis beside
+    an Auto one loses its type under jit (the known entry mixed-mesh-size-1-explicit-type)."""
     mode = draw(st.sampled_from(("auto", "auto", "explicit") + (("mixed",) if MIXED else ())), label="axis_types")
     if mode == "auto":
         types = ("auto",) * len(mesh.names)

@@ -11,7 +11,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.judge.compare_outputs import compare_output, compiler_layout, fixed_dims, layout_of, window_index
+from harness.judge.compare_outputs import (
+    compare_output,
+    compiler_layout,
+    fixed_dims,
+    layout_of,
+    window_index,
+)
 from harness.judge.divergence import DivergenceKind
 from harness.judge.known_features import PROGRAM_FEATURES
 from harness.run.observation import ObservedOutput

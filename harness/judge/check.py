@@ -72,9 +72,8 @@ def probe_mode(res: CheckResult) -> str | None:
     the way that mode does), else the jit probe (a transformed mode's wrong value: the
     untransformed body may still show the op; on a mixed mesh the eager probe); None
     without a value divergence."""
-    from harness.run.modes import PROBE_FOR
-
     from harness.judge.compare_outputs import compiler_layout
+    from harness.run.modes import PROBE_FOR
 
     wrong = {d.mode for d in res.divergences if d.kind == DivergenceKind.VALUE}
     if not wrong:

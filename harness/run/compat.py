@@ -21,6 +21,7 @@ observed missing / present (`shardfuzz qualify` on 0.4.35, 0.6.2, 0.8.1, 0.10.2)
 | jax.smap, jax.set_mesh | 0.4.35, 0.6.2 | 0.8.1 | `jax.smap` |
 | psum / pmean / psum_scatter of an operand varying over only some named axes is an error | 0.4.35, 0.6.2, 0.8.1 (implicit pvary) | 0.10.2 | `jax.lax.pcast` |
 | Explicit-mesh shard_map typing (in_specs vs the argument's sharding, `jax.typeof(out).sharding`), jax.set_mesh, reshard | | 0.10.2 | `_explicit_typing`: a one-device probe |
+| `jax.sharding.auto_axes` / `explicit_axes` around the call (`Program.wrap`) | | 0.10.2 | `hasattr(jax.sharding, ...)` |
 | `PartitionSpec(unreduced=, reduced=)`, pcast(to='reduced' / 'unreduced') | | 0.10.2 | `_spec_accepts_ur`, `_pcast_accepts`: probes |
 
 `jax.lax.pshuffle(x, axis_name, perm)` has one signature in all four, `jax_num_cpu_devices`

@@ -5,10 +5,9 @@
 
 from __future__ import annotations
 
-from harness.judge.compare_outputs import compiler_layout
-
 from collections.abc import Callable
 
+from harness.judge.compare_outputs import compiler_layout
 from harness.report.reproducer.mode_choice import NoReproducer, auto_axes, batch_size
 from programs.emit import (
     REPRO_MODES,
