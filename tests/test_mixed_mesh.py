@@ -166,3 +166,14 @@ def test_known_features_of_the_mixed_entries() -> None:
     alone = replace(size_1, out_specs=(Spec((("model",),)),))
     assert not PROGRAM_FEATURES["out_spec_size_1_explicit_with_auto"](alone)  # keeps its type (measured)
     assert not PROGRAM_FEATURES["mixed_mesh"](prog(Mesh(("data", "pipe"), (2, 4)), BOTH))
+
+
+def test_psum_over_no_axes_is_its_operand() -> None:
+    """jax 0.10.2 `_psum_is_async`: `if not axes: return x` (a bool stays bool; psum over
+    an axis sums a bool as int32)."""
+    m = Mesh(("x",), (2,))
+    p = Program(m, (Input((2,), "bool", "iota"),), (Spec((("x",),)),), (Op.make("psum", (0,), axes=()),), (1,), (Spec((("x",),)),))
+    out = predict(p).outputs[0]
+    assert out.dtype == "bool" and out.global_value is not None and out.global_value.tolist() == [False, True]
+    q = replace(p, body=(Op.make("psum", (0,), axes=("x",)),), out_specs=(Spec(()),))
+    assert predict(q).outputs[0].dtype == "int32" and predict(q).outputs[0].global_value.tolist() == [1]
