@@ -90,8 +90,9 @@ GLOBAL_FN = [
     "",
     "def _global(o):",
     "  spec = getattr(getattr(jax.typeof(o), 'sharding', None), 'spec', None) if hasattr(jax, 'typeof') else None",
+    "  parts = None if spec is None else tuple(getattr(spec, 'partitions', spec))[:o.ndim]  # (iterating a P with unreduced raises)",
     "  SHARDINGS.append(None if spec is None else (",
-    "      [[] if e is None else [e] if isinstance(e, str) else list(e) for e in tuple(spec)[:o.ndim]] + [[]] * (o.ndim - len(tuple(spec)[:o.ndim])),",
+    "      [[] if e is None else [e] if isinstance(e, str) else list(e) for e in parts] + [[]] * (o.ndim - len(parts)),",
     "      sorted(getattr(spec, 'unreduced', ()) or ()), sorted(getattr(spec, 'reduced', ()) or ())))",
     "  return None if getattr(spec, 'unreduced', None) else np.asarray(o)",
 ]
