@@ -46,8 +46,12 @@ def check_unreduced_specs(p: Program, specs: tuple[Spec, ...], which: str) -> No
 
 def argument_sharding(p: Program, i: int) -> Spec:
     """The sharding argument `i` reaches the shard_map with: its reshard spec, or
-    unsharded (a NumPy array)."""
-    return p.reshard_spec(i) if p.reshard else Spec(())
+    unsharded (a NumPy array), or its explicit_axes in_sharding."""
+    if p.reshard:
+        return p.reshard_spec(i)
+    # explicit_axes(f, in_sharding=) reshards each argument to its spec inside (auto_axes:
+    # to its own sharding's axes still Explicit inside: a NumPy argument's P())
+    return p.wrap_specs[i] if p.wrap == "explicit_axes" else Spec(())
 
 
 def _padded(s: Spec, rank: int) -> tuple[tuple[str, ...] | None, ...]:
@@ -103,4 +107,15 @@ def out_sharding(p: Program, k: int, rank: int) -> ShardingType:
     s = p.out_specs[k]
     explicit = set(p.explicit_axes)
     dims = tuple(tuple(a for a in e if a in explicit) if e else () for e in _padded(s, rank))
-    return dims, s.unreduced, s.reduced
+    if p.wrap is None:
+        return dims, s.unreduced, s.reduced
+    outer = {a for a, t in zip(p.mesh.names, p.outer_mesh().axis_types) if t == "explicit"}
+    if p.wrap == "auto_axes":
+        # jax 0.10.2 pjit.py `_auto_axes`: the result is `reshard(out, out_sharding)` on
+        # the mesh outside, so it is typed by out_sharding (its Explicit axes there)
+        w = p.wrap_specs[k]
+        return tuple(tuple(a for a in e if a in outer) if e else () for e in _padded(w, rank)), (), ()
+    # `_explicit_axes`: reshard(out, modify_spec_for_auto_manual(typeof(out).sharding.spec,
+    # outer mesh)): the axes made Explicit only inside leave the type
+    keep = lambda axes: tuple(a for a in axes if a in outer)  # noqa: E731
+    return tuple(keep(d) for d in dims), keep(s.unreduced), keep(s.reduced)

@@ -148,9 +148,11 @@ def args_src(p: Program) -> str:
 
 
 def mesh_src(p: Program) -> list[str]:
-    """The mesh over devices 0..n-1 in row-major order, as the harness builds it."""
-    types = ", ".join(f"AxisType.{t.capitalize()}" for t in p.mesh.axis_types)
-    comma = "," if len(p.mesh.axis_types) == 1 else ""
+    """The mesh over devices 0..n-1 in row-major order, as the harness builds it (with
+    auto_axes / explicit_axes around the call: the mesh outside them)."""
+    m = p.outer_mesh()
+    types = ", ".join(f"AxisType.{t.capitalize()}" for t in m.axis_types)
+    comma = "," if len(m.axis_types) == 1 else ""
     return [
         f"devices = np.array(jax.devices()[:{p.mesh.size}]).reshape({p.mesh.sizes!r})",
         f"mesh = jax.sharding.Mesh(devices, {p.mesh.names!r}, axis_types=({types}{comma}))",
@@ -172,6 +174,27 @@ def reshard_src(p: Program, f: str = "f") -> list[str]:
     args = args_src(p)
     call = ", ".join(f"jax.sharding.reshard(a{i}, {p.reshard_spec(i)!r})" for i in range(len(p.inputs)))
     return [f"_{f}_shard_map = {f}", f"def {f}({args}):", f"  return _{f}_shard_map({call})"]
+
+
+def call_src(p: Program, body: str = "body") -> list[str]:
+    """`f`, the call: the shard_map (its arguments resharded: `reshard_src`); with
+    `Program.wrap`, made inside `def call` under jax.sharding.auto_axes / explicit_axes
+    (a shard_map made outside keeps the mesh it saw then)."""
+    lines = [f"f = shard_map({body}, {shard_map_kwargs_src(p)})", *reshard_src(p)]
+    if p.wrap is None:
+        return lines
+    args = args_src(p)
+    retyped = "Auto" if p.wrap == "auto_axes" else "Explicit"
+    kw = "out_sharding" if p.wrap == "auto_axes" else "in_sharding"
+    axes = p.wrap_axes[0] if len(p.wrap_axes) == 1 else p.wrap_axes
+    return [
+        f"def call({args}):  # the shard_map is made here, inside {p.wrap} (its mesh has {literal(p.wrap_axes)} {retyped})",
+        *("  " + line for line in lines),
+        f"  return f({args})",
+        "",
+        "",
+        f"f = jax.sharding.{p.wrap}(call, axes={axes!r}, {kw}={specs_src(p.wrap_specs)})",
+    ]
 
 
 FORCE_DEVICES = [
@@ -326,8 +349,7 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         "",
         body_source(p),
         "",
-        f"f = shard_map({body}, {shard_map_kwargs_src(p)})",
-        *reshard_src(p),
+        *call_src(p, body),
         "try:",
         *_call_lines(p, mode, args),
         "except Exception as e:",

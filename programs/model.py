@@ -52,6 +52,7 @@ def round_to(a: np.ndarray, dtype: str) -> np.ndarray:
     exactly the numbers a value of that dtype can hold."""
     return np.asarray(a).astype(_STORAGE[dtype]).astype(np.float64)
 AXIS_TYPES = ("auto", "explicit")
+CALL_WRAPS = ("auto_axes", "explicit_axes")  # Program.wrap: jax.sharding.auto_axes / explicit_axes around the call
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,10 @@ class Mesh:
 
     def axis_size(self, name: str) -> int:
         return self.shape[name]
+
+    def axis_type(self, name: str) -> str:
+        """'auto' or 'explicit' (an axis not in the mesh: 'auto', as jax never types by it)."""
+        return dict(zip(self.names, self.axis_types)).get(name, "auto")
 
     def group_size(self, axes: tuple[str, ...]) -> int:
         return math.prod(self.shape[a] for a in axes)
@@ -226,7 +231,24 @@ class Program:
     # the call (under an Explicit mesh shard_map wants the argument's sharding to be the
     # in_spec when every axis is manual and Explicit)
     reshard: bool = False
+    # the call inside `jax.sharding.auto_axes(f, axes=wrap_axes, out_sharding=wrap_specs)`
+    # (one spec per output) or `jax.sharding.explicit_axes(f, axes=wrap_axes,
+    # in_sharding=wrap_specs)` (one per argument), under jax.set_mesh. `mesh` is the mesh
+    # the shard_map sees, inside the wrapper: the wrapped axes Auto (auto_axes) or
+    # Explicit (explicit_axes); outside (`outer_mesh`) they have the other type.
+    wrap: str | None = None
+    wrap_axes: tuple[str, ...] = ()
+    wrap_specs: tuple[Spec, ...] = ()
     notes: tuple[tuple[str, ParamValue], ...] = field(default=(), compare=True)
+
+    def outer_mesh(self) -> Mesh:
+        """The mesh of the mesh context (`jax.set_mesh`): `mesh` with the wrapped axes of
+        the other type (`wrap`), or `mesh` itself."""
+        if self.wrap is None:
+            return self.mesh
+        outer = "explicit" if self.wrap == "auto_axes" else "auto"
+        types = tuple(outer if a in self.wrap_axes else t for a, t in zip(self.mesh.names, self.mesh.axis_types))
+        return Mesh(self.mesh.names, self.mesh.sizes, types)
 
     @property
     def manual_axes(self) -> tuple[str, ...]:
@@ -293,7 +315,7 @@ class Program:
     def needs_mesh_context(self) -> bool:
         """Whether the call runs under `jax.set_mesh(mesh)`: the mesh comes from it, or
         an Explicit axis makes `reshard` and the sharding types need it."""
-        return self.mesh_context or bool(self.explicit_axes)
+        return self.mesh_context or bool(self.explicit_axes) or self.wrap is not None
 
     def reshard_spec(self, i: int) -> Spec:
         """The spec argument `i` is resharded to (`reshard`): its in_spec's Explicit axes

@@ -14,7 +14,7 @@ import hashlib
 import json
 from typing import Any
 
-from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec
+from programs.model import CALL_WRAPS, DTYPES, Input, Mesh, Op, ParamValue, Program, Spec
 from programs.ops import SYNTAX, WRAPS
 from programs.validate import ProgramFormatError, validate
 
@@ -68,6 +68,7 @@ def program_to_dict(p: Program) -> dict[str, Any]:
         # only when set (explicit-mesh programs), so older programs keep their ids
         **({"mesh_context": True} if p.mesh_context else {}),
         **({"reshard": True} if p.reshard else {}),
+        **({"wrap": {"kind": p.wrap, "axes": list(p.wrap_axes), "specs": [_spec_to_json(s) for s in p.wrap_specs]}} if p.wrap else {}),
     }
 
 
@@ -149,10 +150,25 @@ def program_from_dict(d: Any, check: bool = True) -> Program:
         notes=notes,
         mesh_context=_flag(d, "mesh_context"),
         reshard=_flag(d, "reshard"),
+        **_wrap_from_json(d.get("wrap")),
     )
     if check:
         validate(p)
     return p
+
+
+def _wrap_from_json(w: Any) -> dict[str, Any]:
+    """The optional "wrap" object (absent in cases written before it: no wrapper)."""
+    if w is None:
+        return {}
+    if not isinstance(w, dict):
+        raise ProgramFormatError(f"program.wrap must be an object {{kind, axes, specs}}, got {type(w).__name__}")
+    kind = _req(w, "kind", "program.wrap", str)
+    if kind not in CALL_WRAPS:
+        raise ProgramFormatError(f"program.wrap.kind={kind!r} must be one of {list(CALL_WRAPS)}")
+    axes = _strs(_req(w, "axes", "program.wrap", list), "program.wrap.axes")
+    specs = tuple(_spec_from_json(s, f"program.wrap.specs[{i}]") for i, s in enumerate(_req(w, "specs", "program.wrap", list)))
+    return {"wrap": kind, "wrap_axes": axes, "wrap_specs": specs}
 
 
 def _mesh_from_json(m: dict[str, Any]) -> Mesh:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry, _freeze
 from programs.ops import OP_TABLE, WRAP_SOURCE, Arg, OpDesc
@@ -425,6 +425,32 @@ def _body_fn(fn: ast.FunctionDef, values: dict[str, Input]) -> tuple[list[str], 
     return args, body.ops, outputs
 
 
+def _wrap_of(w: ast.Call, fns: dict[str, ast.FunctionDef], outer: Mesh) -> tuple[Mesh, ast.Call | None, bool, str, tuple[str, ...], tuple[Spec, ...]]:
+    """`f = jax.sharding.auto_axes(call, axes=..., out_sharding=...)` (or explicit_axes
+    with in_sharding=): the mesh inside (the wrapped axes retyped), the shard_map call
+    and reshard read from `def call`, the wrapper, its axes and specs."""
+    kind = str(_dotted(w.func)).rsplit(".", 1)[1]
+    if not (w.args and isinstance(w.args[0], ast.Name) and w.args[0].id in fns):
+        raise SourceError(w, f"jax.sharding.{kind} wraps a `def call(...)` that makes the shard_map")
+    kws = {k.arg: k.value for k in w.keywords}
+    spec_kw = "out_sharding" if kind == "auto_axes" else "in_sharding"
+    if "axes" not in kws or spec_kw not in kws:
+        raise SourceError(w, f"jax.sharding.{kind} needs axes= and {spec_kw}= (a tuple of PartitionSpecs)")
+    axes = _literal(kws["axes"], "axes")
+    axes = (axes,) if isinstance(axes, str) else tuple(axes)  # type: ignore[arg-type]
+    inner = "auto" if kind == "auto_axes" else "explicit"
+    mesh = Mesh(outer.names, outer.sizes, tuple(inner if a in axes else t for a, t in zip(outer.names, outer.axis_types)))
+    call, reshard = None, False
+    for st in fns[w.args[0].id].body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            v = st.value
+            if isinstance(v, ast.Call) and _dotted(v.func) in ("jax.shard_map", "shard_map"):
+                call = v
+            elif isinstance(v, ast.Name) and st.targets[0].id == f"_{v.id}_shard_map":
+                reshard = True
+    return mesh, call, reshard, kind, axes, specs_of(kws[spec_kw])
+
+
 def from_source(text: str, filename: str = "<source>") -> Program:
     """The program a Python file in the emit form describes (validated like a case file)."""
     try:
@@ -437,6 +463,7 @@ def from_source(text: str, filename: str = "<source>") -> Program:
     fns: dict[str, ast.FunctionDef] = {}
     settings: dict[str, ast.AST] = {}
     call: ast.Call | None = None
+    wrap: ast.Call | None = None
     reshard = False
     for i, st in enumerate(tree.body):
         if _skipped(st, i):
@@ -456,12 +483,17 @@ def from_source(text: str, filename: str = "<source>") -> Program:
             settings[name] = v
         elif isinstance(v, ast.Call) and _dotted(v.func) in ("jax.shard_map", "shard_map"):
             call = v
+        elif isinstance(v, ast.Call) and _dotted(v.func) in ("jax.sharding.auto_axes", "jax.sharding.explicit_axes"):
+            wrap = v  # programs.emit.call_src: the call inside auto_axes / explicit_axes (def call)
         elif isinstance(v, ast.Name) and name == f"_{v.id}_shard_map":
             reshard = True  # programs.emit.reshard_src: the call's arguments resharded to their in_specs
         else:
             values[name] = _input(v)
     if mesh is None:
         raise SourceError(None, "line 1, column 1: no mesh: write mesh = jax.make_mesh((2,), ('x',))")
+    wrapped = _wrap_of(wrap, fns, mesh) if wrap is not None else None
+    if wrapped is not None:
+        mesh, call, reshard = wrapped[0], wrapped[1], wrapped[2]
     fn_name = "body"
     if call is not None:
         if call.args and isinstance(call.args[0], ast.Name):
@@ -501,6 +533,8 @@ def from_source(text: str, filename: str = "<source>") -> Program:
     context = call is not None and all(k.arg != "mesh" for k in call.keywords)
     p = Program(mesh, inputs, in_specs, tuple(ops), outputs, out_specs, axis_names, check_vma, defect,
                 mesh_context=context, reshard=reshard)
+    if wrapped is not None:
+        p = replace(p, wrap=wrapped[3], wrap_axes=wrapped[4], wrap_specs=wrapped[5])
     if math.prod(mesh.sizes) < 1:
         raise SourceError(None, "the mesh needs at least one device")
     validate(p)

@@ -134,6 +134,30 @@ def validate(p: Program) -> None:
                 )
     if p.defect is not None and not isinstance(p.defect, str):
         raise _fail(f"program.defect: expected a defect name or null, got {p.defect!r}")
+    if p.wrap is not None:
+        _check_wrap(p)
+
+
+def _check_wrap(p: Program) -> None:
+    """auto_axes / explicit_axes around the call: mesh axes of the inner type, the mesh
+    from jax.set_mesh, one spec per output (auto_axes) or argument (explicit_axes) naming
+    only axes Explicit where the wrapper reshards (outside for auto_axes, inside for
+    explicit_axes)."""
+    inner = "auto" if p.wrap == "auto_axes" else "explicit"
+    if not p.wrap_axes or any(a not in p.mesh.names or p.mesh.axis_type(a) != inner for a in p.wrap_axes):
+        raise _fail(f"program.wrap.axes={list(p.wrap_axes)}: {p.wrap} needs mesh axes that are {inner.capitalize()} in program.mesh "
+                    "(the mesh inside the wrapper); name one or more of them")
+    if not p.mesh_context:
+        raise _fail(f"program.wrap: {p.wrap} around the call needs the mesh from jax.set_mesh; set mesh_context to true")
+    n = len(p.out_specs) if p.wrap == "auto_axes" else len(p.inputs)
+    if len(p.wrap_specs) != n or any(s.kind != "P" or s.unreduced or s.reduced for s in p.wrap_specs):
+        raise _fail(f"program.wrap.specs: {p.wrap} needs {n} plain PartitionSpecs (one per "
+                    f"{'output' if p.wrap == 'auto_axes' else 'argument'}), got {len(p.wrap_specs)}")
+    mesh = p.outer_mesh() if p.wrap == "auto_axes" else p.mesh
+    for i, s in enumerate(p.wrap_specs):
+        bad = [a for a in s.axes() if a not in mesh.names or mesh.axis_type(a) != "explicit"]
+        if bad:
+            raise _fail(f"program.wrap.specs[{i}]={s!r}: names {bad}, not Explicit where {p.wrap} reshards; name only Explicit axes")
 
 
 def check_fits(p: Program, n_devices: int, reproducer: bool = False) -> None:

@@ -407,6 +407,28 @@ def explicit_and_reduced() -> list[Case]:
                  defect="unreduced_spec_auto_axis"),
             "out_specs unreduced over an Auto axis: jax allows unreduced / reduced only over Explicit axes",
             ErrorKind.UNREDUCED_TYPE),
+        Case("mixed_mesh_compiler_layout",
+            replace(prog(Mesh(("x", "y"), (2, 4), ("explicit", "auto")), [iota(8)], [P(("y", "x"))], [op("neg", 0)], [1], [P(("y", "x"))]),
+                    mesh_context=True),
+            "a mixed mesh, out_specs P(('y', 'x')) with x Explicit: the type is int32[8@x]; under jit the compiler lays the output "
+            "out along Auto y as it chooses (measured: whole along y), so the global value and x's layout are what is compared"),
+        Case("auto_axes_around_the_call",
+            replace(prog(Mesh(("x", "y"), (2, 4), ("auto", "explicit")), [iota(8, 4)], [P("x")], [op("psum", 0, axes=("y",))], [1], [P("x")]),
+                    mesh_context=True, wrap="auto_axes", wrap_axes=("x",), wrap_specs=(P(None, "y"),)),
+            "jax.sharding.auto_axes(f, axes='x', out_sharding=P(None, 'y')) around the call on an all-Explicit mesh: inside, x is "
+            "Auto; the result is resharded to P(None, 'y'), typed int32[8,4@y]"),
+        Case("explicit_axes_around_the_call",
+            replace(prog(Mesh(("x", "y"), (2, 4), ("explicit", "auto")), [iota(8, 4)], [P("x")], [op("neg", 0)], [1], [P("x")]),
+                    mesh_context=True, wrap="explicit_axes", wrap_axes=("x",), wrap_specs=(P("x"),)),
+            "jax.sharding.explicit_axes(f, axes='x', in_sharding=P('x')) around the call on an all-Auto mesh: inside, x is "
+            "Explicit (int32[4@x,4] per call); outside the result's type has no Explicit axis (int32[8,4])"),
+        Case("explicit_axes_in_sharding_unsharded",
+            replace(prog(Mesh(("x", "y"), (2, 4), ("explicit", "explicit")), [iota(8, 4)], [P("x")], [op("neg", 0)], [1], [P("x")],
+                         defect="explicit_axes_in_sharding"),
+                    mesh_context=True, wrap="explicit_axes", wrap_axes=("x", "y"), wrap_specs=(P(),)),
+            "explicit_axes making every axis Explicit with in_sharding=P() for an in_spec P('x'): the argument's sharding is not "
+            "its in_spec, so jax refuses the in_spec",
+            ErrorKind.IN_SPEC_ARG_SHARDING),
         Case("pcast_unsupported_transition",
             prog(X2, [iota(4)], [P()], [op("pcast", 0, axes=("x",), to="unreduced")], [1], [P("x")]),
             "pcast(to='unreduced') of an invariant value: only a varying value becomes unreduced",

@@ -41,6 +41,7 @@ ONLY_0_5 = "==0.5.*"  # shows on 0.5.3; not on 0.6.0 or later
 UNTIL_0_6 = ">=0.5,<0.7"  # shows on 0.5.3 and 0.6.0; not on 0.8.1 or later
 UNTIL_0_8 = ">=0.5,<0.9"  # shows on 0.5.3, 0.6.0 and 0.8.1; not on 0.9.2 or later
 SINCE_PRECV = ">=0.9,<0.13"  # shows on 0.9.2 and 0.12.0; 0.6.0 has no psend/precv (0.7, 0.8 not measured)
+SINCE_0_10 = ">=0.10,<0.13"  # shows on 0.10.2 and 0.12.0; not on 0.9.2
 NONE = "none found: searched jax-ml/jax issues for "
 # the wrong and missing errors a wrongly shaped value causes: shape and axis checks of later ops
 SHAPE_ERRORS = [p for e in ("collective_param", "collective_shape", "local_shape", "out_spec_rank")
@@ -49,6 +50,21 @@ RANGE_EAGER_SIZE_1 = ">=0.10.2,<0.13"  # AssertionError on 0.10.2, 0.11.2, 0.12.
 
 E = dict
 entries = [
+ E(id="mixed-mesh-size-1-explicit-type", case="mixed_size1_explicit_type", mode="jit", jax_versions=SINCE_0_9,
+   signatures=["sharding|jit,gspmd|*"],
+   when=["out_spec_size_1_explicit_with_auto"],
+   reason="On a mixed mesh (here 'data' Auto of size 3, 'model' Explicit of size 1) under jax.set_mesh, a jit output whose out_spec names the size-1 Explicit axis and an Auto axis comes back laid out along the Auto axis alone (P('data')), and jax.typeof(out) then loses the Explicit axis: float32[3,1] where tracing (and eager) type it float32[3@model,1], as the out_spec's Explicit axes say (_unshard_shaped_array). A size-1 Explicit axis alone in the out_spec keeps its type on 0.10.2. Only the sharding type is excused; values and blocks are checked.",
+   link=NONE + "'size 1 explicit axis typeof jit', 'mixed mesh auto explicit out sharding type'"),
+ E(id="mixed-mesh-zero-size-output-type", case="mixed_zero_size_type", mode="jit", jax_versions=SINCE_0_9,
+   signatures=["sharding|jit,gspmd,smap|*"],
+   when=["mixed_mesh", "value:zero_size"],
+   reason="On a mixed mesh under jax.set_mesh, a zero-size jit output split over an Explicit axis ('data' of size 2, out_spec P('data')) comes back with sharding P() and jax.typeof(out) float32[4,0] instead of float32[4@data,0] (what tracing and eager give, and what an all-Explicit mesh keeps). Only the zero-size output's sharding type is excused.",
+   link=NONE + "'zero size explicit sharding type jit', 'empty array mixed mesh sharding'"),
+ E(id="mixed-mesh-unreduced-out-spec", case="mixed_unreduced_out_spec", mode="jit", jax_versions=SINCE_0_10,
+   signatures=["unexpected_error|jit,gspmd,lowering|*->ValueError"],
+   when=["mixed_mesh", "unreduced_or_reduced_out_spec"],
+   reason="A full-manual shard_map on a mixed mesh (an Auto axis beside the Explicit ones, of any size) with an out_spec unreduced (or reduced) over an Explicit axis, which _check_unreduced allows, fails under jit with jax's internal guard 'Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set. Please use *spec.partitions' (0.10.2, 0.12.0; 0.9.2 runs it); on an all-Explicit mesh it runs. Eager fails too, as eager-unreduced-intermediate says.",
+   link=NONE + "'Using *pspec is dangerous', 'unreduced out_specs mixed mesh auto'"),
  E(id="negative-scatter-dimension", case="neg_scatter", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,
    # jax raises at the psum_scatter (or while lowering, naming no op); a wrong error's `where`

@@ -47,10 +47,30 @@ def unreduced_spec_auto_axis(draw: st.DrawFn, p: Program, vals: list[ValueView])
         return None
     a = draw(st.sampled_from(named), label="defect_axis")
     types = tuple("auto" if n == a else t for n, t in zip(p.mesh.names, p.mesh.axis_types))
+    if "explicit" not in types and p.reshard:
+        return None  # (no Explicit axis left, so no mesh context: reshard would fail too, a second defect)
     return replace(p, mesh=Mesh(p.mesh.names, p.mesh.sizes, types))
 
 
+def explicit_axes_in_sharding(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
+    """explicit_axes around the call making every axis Explicit (every axis manual), an
+    argument its in_sharding leaves unsharded where its in_spec splits it: shard_map
+    must reject the in_spec (not the argument's sharding, as `missing_reshard`)."""
+    if p.wrap != "explicit_axes" or p.reshard or not strict_explicit(p):
+        return None
+    ks = [i for i, s in enumerate(p.in_specs) if s.kind == "P" and s.axes()]
+    if not ks:
+        return None
+    i = draw(st.sampled_from(ks), label="defect_input")
+    return replace(p, wrap_specs=p.wrap_specs[:i] + (Spec(()),) + p.wrap_specs[i + 1 :])
+
+
+# the defects a program with auto_axes / explicit_axes around its call may take (others
+# change the outputs or arguments the wrapper's specs are for)
+WRAP_DEFECTS = ("explicit_axes_in_sharding",)
+
 EXPLICIT_DEFECTS = {
+    "explicit_axes_in_sharding": explicit_axes_in_sharding,
     "missing_reshard": missing_reshard,
     "out_spec_drops_reduced": out_spec_drops_reduced,
     "unreduced_spec_auto_axis": unreduced_spec_auto_axis,

@@ -28,7 +28,7 @@ from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec
 from programs.ops import COLLECTIVES
 from strategies.body import _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
-from strategies.explicit_defects import EXPLICIT_DEFECTS, strict_explicit
+from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.invalid import DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
@@ -303,6 +303,20 @@ def _maybe_invalid(draw: st.DrawFn, program: Program, body: _Body, invalid: floa
     # true for 86% of programs at invalid=0.25); the drawn program's hash is uniform and
     # still a function of what was drawn. Bits above those apply_defect uses.
     roll = int(hashlib.sha256(repr(program).encode()).hexdigest(), 16) >> 128
+    chosen = invalid > 0 and roll % 10000 < invalid * 10000
+    if program.wrap is not None:
+        # a wrapper's specs are per output / argument: its own defect, else the defect goes
+        # on the program as drawn, without the wrapper (the mesh outside it)
+        ours = tuple(d for d in defects if d in WRAP_DEFECTS)
+        bad = apply_defect(draw, program, body.vals, ours) if chosen and ours else None
+        if bad is not None:
+            event(f"defect: {bad.defect}")
+            return bad
+        if not chosen:
+            return program
+        outer = replace(program, mesh=program.outer_mesh(), wrap=None, wrap_axes=(), wrap_specs=())
+        needs = strict_explicit(outer) and any(s.kind == "P" and s.axes() for s in outer.in_specs)
+        program = replace(outer, reshard=program.reshard or needs)
     if (strict_explicit(program) or any(s.unreduced or s.reduced for s in program.out_specs)
             or any(v.unreduced or v.reduced for v in body.vals)):
         # an argument resharded or an unreduced out_spec fails in its own way first
@@ -310,7 +324,7 @@ def _maybe_invalid(draw: st.DrawFn, program: Program, body: _Body, invalid: floa
         defects = tuple(d for d in defects if d in EXPLICIT_DEFECTS)
     else:
         defects = tuple(d for d in defects if d not in EXPLICIT_DEFECTS) or defects
-    if invalid > 0 and defects and roll % 10000 < invalid * 10000:
+    if chosen and defects:
         bad = apply_defect(draw, program, body.vals, defects)
         if bad is None:
             event("defect: none applicable")

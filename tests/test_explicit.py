@@ -17,7 +17,7 @@ from programs.emit import to_python
 from programs.model import Input, Mesh, Op, Program, Spec
 from programs.serialize import from_json, to_json
 from strategies import programs
-from strategies.explicit_defects import EXPLICIT_DEFECTS
+from strategies.explicit_defects import EXPLICIT_DEFECTS, strict_explicit
 from tests.test_invalid import EXPECTED
 
 X2E = Mesh(("x",), (2,), ("explicit",))
@@ -156,7 +156,11 @@ def test_round_trip_and_emit() -> None:
 _DEFECT_HOSTS = {
     "missing_reshard": prog(XYE, [Op.make("neg", (0,))], [1], [Spec((("x",),))], shape=(8, 4)),
     "out_spec_drops_reduced": prog(X2E, [Op.make("psum", (0,), axes=("x",)), pcast(1, "reduced")], [2], [RED]),
-    "unreduced_spec_auto_axis": prog(X2E, [pcast(0, "unreduced")], [1], [UR]),
+    # (a second Explicit axis: with none left there is no mesh context, and reshard would fail first)
+    "unreduced_spec_auto_axis": prog(Mesh(("x", "y"), (2, 1), ("explicit", "explicit")), [pcast(0, "unreduced")], [1], [UR]),
+    # explicit_axes making both axes of an all-Auto mesh Explicit, in_sharding = the in_spec
+    "explicit_axes_in_sharding": replace(prog(XYE, [Op.make("neg", (0,))], [1], [Spec((("x",),))], shape=(8, 4), reshard=False),
+                                         mesh_context=True, wrap="explicit_axes", wrap_axes=("x", "y"), wrap_specs=(Spec((("x",),)),)),
 }
 
 
@@ -178,8 +182,10 @@ def test_drawn_explicit_programs_are_valid(p: Program) -> None:
     """Construction: every drawn program the oracle calls valid, Explicit ones included."""
     err = predict(p, values=False).error
     assert err is None, (p, err)
-    if p.explicit_axes and set(p.manual_axes) == set(p.mesh.names) and any(s.axes() for s in p.in_specs):
-        assert p.reshard
+    if strict_explicit(p) and any(s.axes() for s in p.in_specs):
+        # every axis manual and Explicit: each splitting in_spec needs its argument resharded
+        # (by reshard, or by explicit_axes' in_sharding)
+        assert p.reshard or p.wrap == "explicit_axes"
     for k, s in enumerate(p.out_specs):
         t = predict(p, values=False).value_types[p.outputs[k]]
         assert (set(s.unreduced), set(s.reduced)) == (set(t.unreduced), set(t.reduced))

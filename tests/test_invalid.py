@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from oracles import ErrorKind, predict
@@ -42,6 +42,7 @@ EXPECTED = {
     "bad_groups": ErrorKind.COLLECTIVE_PARAM,
     # explicit meshes, reduced / unreduced (strategies/explicit_defects.py)
     "missing_reshard": ErrorKind.IN_SPEC_ARG_SHARDING,
+    "explicit_axes_in_sharding": ErrorKind.IN_SPEC_ARG_SHARDING,
     "out_spec_drops_reduced": ErrorKind.OUT_SPEC_REPLICATION,
     "unreduced_spec_auto_axis": ErrorKind.UNREDUCED_TYPE,
 }
@@ -55,7 +56,9 @@ def test_every_defect_has_an_expectation() -> None:
 # all-Explicit mesh, a reduced output): tests/test_explicit.py applies each to programs
 # it holds, and checks the same prediction
 @pytest.mark.parametrize("defect", sorted(set(DEFECTS) - set(EXPLICIT_DEFECTS)))
-@settings(max_examples=15, database=None)
+# (filter_too_much: with mixed meshes drawn, fewer programs are all-Auto, where most of
+# these defects apply; the assume below still fails the test if none takes its defect)
+@settings(max_examples=15, database=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_defect_is_predicted(defect: str, data: st.DataObject) -> None:
     p = data.draw(programs(invalid=1.0, defects=(defect,)))

@@ -30,7 +30,8 @@ def faulty_pool() -> Iterator[Pool]:
 
 
 def run(pool: Pool, report: Path, shard: Shard | None, n: int = 40) -> RunSummary:
-    cfg = RunConfig(seed=3, max_examples=n, modes=MODES, report_dir=report, minimize_budget_s=0.0, workers=1,
+    # (seed 1 reaches the psum fault in its first 40 programs: see tests/test_database.py)
+    cfg = RunConfig(seed=1, max_examples=n, modes=MODES, report_dir=report, minimize_budget_s=0.0, workers=1,
                     suppressions=load_known(None), shard=shard, progress=open("/dev/null", "w"))  # noqa: SIM115
     return fuzz(cfg, pool=pool)
 

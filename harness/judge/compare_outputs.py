@@ -10,7 +10,7 @@ import numpy as np
 from harness.judge.divergence import Divergence, DivergenceKind, producer, short
 from harness.run.observation import Observation, ObservedOutput
 from oracles.prediction import OutputPrediction, Prediction
-from programs.model import Program
+from programs.model import Mesh, Program, Spec
 
 
 def compare_output(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str) -> list[Divergence]:
@@ -51,6 +51,8 @@ def compare_output(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, m
     if o.device_values is None:
         return []
     assert e.device_values is not None  # a value mode's prediction has the blocks
+    if compiler_layout(p):
+        return _compare_compiler_layout(p, k, o, e, mode, where)
     if _auto_layout(p, o.device_values, e.device_values):
         return _compare_auto_layout(p, k, o, e, mode, where)
     return _compare_blocks(p, k, o, e, mode, where)
@@ -88,6 +90,100 @@ def _compare_auto_layout(p: Program, k: int, o: ObservedOutput, e: OutputPredict
         return []
     return [Divergence(DivergenceKind.VALUE, mode, f"out[{k}] (mode={mode}): at devices {bad[:4]} the block {short(blocks[bad[0]])} "
                        f"is no tile of the predicted block {short(want[bad[0]])}", where, output=k, bad_devices=tuple(bad))]
+
+
+def compiler_layout(p: Program) -> bool:
+    """Whether jax promises an output's layout only along its Explicit axes: a mesh with
+    Explicit axes and an Auto axis of size > 1 (a mixed mesh, always under jax.set_mesh).
+    There jit types each output by its out_spec's Explicit axes and lets the compiler lay
+    it out along the Auto ones (jax 0.10.2 `_unshard_shaped_array`, core
+    `modify_spec_for_auto_manual`: 'PartitionSpec can only mention mesh axes that are
+    Explicit'; measured: a P(('pipe', 'data')) output, 'data' Explicit, came back split
+    over 'data' alone, whole along 'pipe'; eagerly it keeps the whole out_spec).
+    With auto_axes / explicit_axes around the call the wrapper reshards each result
+    (`layout_of`), and the same holds for the spec it reshards to."""
+    return p.wrap is not None or (bool(p.explicit_axes) and any(t == "auto" and n > 1 for t, n in zip(p.mesh.axis_types, p.mesh.sizes)))
+
+
+def layout_of(p: Program, k: int, rank: int) -> tuple[Spec, Mesh]:
+    """The spec output `k` is laid out by and the mesh it lives on: its out_spec on the
+    mesh; with auto_axes around the call its out_sharding on the mesh outside
+    (`reshard(out, out_sharding)`); with explicit_axes its sharding type's axes that stay
+    Explicit outside (jax 0.10.2 pjit.py `_explicit_axes`: reshard to
+    `modify_spec_for_auto_manual(typeof(o).sharding.spec, outer mesh)`)."""
+    if p.wrap == "auto_axes":
+        return p.wrap_specs[k], p.outer_mesh()
+    if p.wrap == "explicit_axes":
+        from oracles.explicit import out_sharding
+
+        dims = out_sharding(p, k, rank)[0]
+        return Spec(tuple(d or None for d in dims)), p.outer_mesh()
+    return p.out_specs[k], p.mesh
+
+
+def fixed_dims(p: Program, k: int, rank: int) -> tuple[int, ...]:
+    """The dimensions of output `k` whose layout its spec (`layout_of`) and sharding type
+    fix: those the spec splits over Explicit axes only (an Auto axis there, or no axis,
+    leaves the compiler free to split it or not)."""
+    spec, mesh = layout_of(p, k, rank)
+    entries = tuple(spec.entries) + (None,) * rank
+    return tuple(d for d in range(rank) if entries[d] and all(mesh.axis_type(a) == "explicit" for a in entries[d]))  # type: ignore[union-attr]
+
+
+def window_index(p: Program, k: int, shape: tuple[int, ...], c: tuple[int, ...], dims: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """(start, stop) per dimension of the part of output `k`'s global value device `c`
+    must hold a tile of: along each fixed dimension the slice the out_spec gives it
+    (major axis first), elsewhere all of it."""
+    index = [(0, n) for n in shape]
+    spec = layout_of(p, k, len(shape))[0]
+    for d in dims:
+        axes = spec.entries[d] or ()
+        n, i = 1, 0
+        for a in axes:
+            size = p.mesh.axis_size(a)
+            i = i * size + c[p.mesh.names.index(a)]
+            n *= size
+        m = shape[d] // n
+        index[d] = (i * m, (i + 1) * m)
+    return tuple(index)
+
+
+def _window(p: Program, k: int, g: np.ndarray, c: tuple[int, ...], dims: tuple[int, ...]) -> np.ndarray:
+    return g[tuple(slice(a, b) for a, b in window_index(p, k, g.shape, c, dims))]
+
+
+def _compare_compiler_layout(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str, where: str) -> list[Divergence]:
+    """A mixed mesh (`compiler_layout`): what jax promises is the global value, and each
+    device's block being an aligned tile of its slice along the fixed dimensions
+    (`fixed_dims`) and of the whole elsewhere. Without a global value (unreduced, or
+    check_vma=False blocks that differ), each block must be a tile of its predicted one."""
+    blocks = o.device_values
+    assert blocks is not None and e.device_values is not None
+    if o.global_value is None or e.global_value is None:
+        return _compare_auto_layout(p, k, o, e, mode, where) if _auto_layout(p, blocks, e.device_values) else _compare_blocks(p, k, o, e, mode, where)
+    if not _same(o.global_value, e.global_value, e):
+        g64, w64 = o.global_value.astype(np.float64), e.global_value.astype(np.float64)
+        return [Divergence(DivergenceKind.VALUE, mode, f"out[{k}] (mode={mode}): global value {short(g64)}, but oracle predicts {short(w64)}",
+                           where, output=k, max_abs_diff=float(np.max(np.abs(g64 - w64), initial=0)))]
+    dims = fixed_dims(p, k, e.global_value.ndim)
+    bad = []
+    for c in p.mesh.coords():
+        got, w = blocks.get(c), _window(p, k, e.global_value, c, dims)
+        if got is None or got.ndim != w.ndim or any(m > n or (m and n % m) for m, n in zip(got.shape, w.shape)):
+            return [Divergence(DivergenceKind.SHAPE, mode, f"out[{k}] (mode={mode}): device {c} holds a block of shape "
+                               f"{None if got is None else got.shape}, which does not tile {w.shape}, its part of the global value "
+                               f"{o.global_shape} along dimensions {list(dims)} (out_spec {p.out_specs[k]!r}, mixed mesh)",
+                               "device_block", output=k, bad_devices=(c,))]
+        if got.size and not any(_same(got, t, e) for t in _tiles(w, got.shape)):  # (an empty block: nothing to compare)
+            bad.append(c)
+    if not bad:
+        return []
+    c = bad[0]
+    got = blocks.get(c)
+    return [Divergence(DivergenceKind.VALUE, mode, f"out[{k}] (mode={mode}): at devices {bad[:4]} the block "
+                       f"{None if got is None else short(got)} is no aligned tile of the part of the global value "
+                       f"out_spec {p.out_specs[k]!r} gives them along dimensions {list(dims)} (mixed mesh)",
+                       where, output=k, bad_devices=tuple(bad))]
 
 
 def _compare_blocks(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str, where: str) -> list[Divergence]:

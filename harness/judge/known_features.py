@@ -76,6 +76,15 @@ PROGRAM_FEATURES = {
     "bf16_input_unsplit_over_manual": lambda p: any(
         i.dtype == "bfloat16" and set(p.manual_axes) - set(s.axes()) for i, s in zip(p.inputs, p.in_specs)),
     "explicit_full_manual==False": lambda p: not (set(p.manual_axes) == set(p.mesh.names) and len(p.explicit_axes) == len(p.mesh.names)),
+    "unreduced_or_reduced_out_spec": lambda p: any(s.unreduced or s.reduced for s in p.out_specs),
+    # Explicit and Auto axes on one mesh (strategies/explicit.py axis_types)
+    "mixed_mesh": lambda p: set(p.mesh.axis_types) == {"auto", "explicit"},
+    # an out_spec naming an Explicit axis of size 1 and an Auto axis of size > 1: jit lays
+    # the output out along the Auto one and its type loses the size-1 axis
+    "out_spec_size_1_explicit_with_auto": lambda p: any(
+        any(p.mesh.axis_type(a) == "explicit" and p.mesh.axis_size(a) == 1 for a in s.axes())
+        and any(p.mesh.axis_type(a) == "auto" and p.mesh.axis_size(a) > 1 for a in s.axes())
+        for s in p.out_specs if s.kind == "P"),
 }
 VALUE_FEATURES = {"value:zero_size"}
 _ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")

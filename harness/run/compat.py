@@ -21,6 +21,7 @@ observed missing / present (`shardfuzz qualify` on 0.4.35, 0.6.2, 0.8.1, 0.10.2)
 | jax.smap, jax.set_mesh | 0.4.35, 0.6.2 | 0.8.1 | `jax.smap` |
 | psum / pmean / psum_scatter of an operand varying over only some named axes is an error | 0.4.35, 0.6.2, 0.8.1 (implicit pvary) | 0.10.2 | `jax.lax.pcast` |
 | Explicit-mesh shard_map typing (in_specs vs the argument's sharding, `jax.typeof(out).sharding`), jax.set_mesh, reshard | | 0.10.2 | `_explicit_typing`: a one-device probe |
+| `jax.sharding.auto_axes` / `explicit_axes` around the call (`Program.wrap`) | | 0.10.2 | `hasattr(jax.sharding, ...)` |
 | `PartitionSpec(unreduced=, reduced=)`, pcast(to='reduced' / 'unreduced') | | 0.10.2 | `_spec_accepts_ur`, `_pcast_accepts`: probes |
 | unreduced / reduced values in an eager (un-jitted) shard_map | 0.9.2 (NotImplementedError) | 0.10.2 | `_eager_ur`: a one-device probe |
 
@@ -382,6 +383,8 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
         # harness gap: the grad modes make cotangents as unsharded arrays and flatten
         # outputs with reshape, which an Explicit output's sharding type refuses
         out.append("the grad modes under a mesh context: their cotangents carry no sharding types yet (shardfuzz)")
+    if p.wrap is not None and mode in ("vmap", "vmap_spmd", "smap"):
+        out.append(f"{p.wrap} around the call under {mode}: the mode does not wrap its call that way (shardfuzz)")
     if mode == "multiprocess" and p.needs_mesh_context():
         out.append("the multiprocess mode under a mesh context: its two-process mesh is not entered with jax.set_mesh (shardfuzz)")
     return out
@@ -432,6 +435,8 @@ def _explicit_features(p: Program, v: str) -> list[str]:
         out.append(f"jax.set_mesh (the mesh context): jax {v} does not have it")
     if p.reshard and not hasattr(jax.sharding, "reshard"):
         out.append(f"jax.sharding.reshard: jax {v} does not have it")
+    if p.wrap is not None and not hasattr(jax.sharding, p.wrap):
+        out.append(f"jax.sharding.{p.wrap}: jax {v} does not have it")
     if p.explicit_axes and has("axis_types") and not _explicit_typing():
         out.append(f"shard_map on an Explicit mesh: jax {v} does not type it as jax 0.10.2 does (in_specs vs the argument's sharding, jax.typeof(out).sharding)")
     if any(s.unreduced or s.reduced for s in p.in_specs + p.out_specs) and not _spec_accepts_ur():
@@ -539,7 +544,27 @@ def mesh_scope(p: Program) -> Any:
         return contextlib.nullcontext()
     import jax
 
-    return jax.set_mesh(make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types))
+    m = p.outer_mesh()  # (with auto_axes / explicit_axes around the call: the mesh outside them)
+    return jax.set_mesh(make_mesh(m.names, m.sizes, m.axis_types))
+
+
+def with_wrap(p: Program, make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+    """The call inside `jax.sharding.auto_axes(f, axes=, out_sharding=)` or
+    `explicit_axes(f, axes=, in_sharding=)` (`Program.wrap`); `make()` builds the
+    shard_map inside the wrapper (made outside, jax.shard_map would keep the outer mesh:
+    'The context mesh ... should match the mesh passed to shard_map', measured on 0.10.2)."""
+    import jax
+
+    from harness.run.lowering import to_pspec
+
+    specs = tuple(to_pspec(s) for s in p.wrap_specs)
+
+    def call(*args: Any) -> Any:
+        return make()(*args)
+
+    if p.wrap == "auto_axes":
+        return jax.sharding.auto_axes(call, axes=p.wrap_axes, out_sharding=specs)
+    return jax.sharding.explicit_axes(call, axes=p.wrap_axes, in_sharding=specs)
 
 
 def with_reshard(p: Program, f: Callable[..., Any]) -> Callable[..., Any]:

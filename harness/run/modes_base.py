@@ -50,19 +50,24 @@ class Mode:
     remat: bool = False  # wrap the body in jax.checkpoint
 
     def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
-        mesh = compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types)
-        in_specs = tuple(to_pspec(s) for s in p.in_specs)
-        out_specs = tuple(to_pspec(s) for s in p.out_specs)
-        body = self.body(p, record)
-        f = compat.shard_map(
-            body,
-            None if p.mesh_context else mesh,  # None: the mesh from jax.set_mesh (mesh_scope)
-            in_specs,
-            out_specs,
-            None if p.axis_names is None else frozenset(p.axis_names),
-            p.check_vma,
-        )
-        return compat.with_reshard(p, f)
+        def make() -> Callable[..., Any]:
+            mesh = compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types)
+            in_specs = tuple(to_pspec(s) for s in p.in_specs)
+            out_specs = tuple(to_pspec(s) for s in p.out_specs)
+            body = self.body(p, record)
+            f = compat.shard_map(
+                body,
+                None if p.mesh_context else mesh,  # None: the mesh from jax.set_mesh (mesh_scope)
+                in_specs,
+                out_specs,
+                None if p.axis_names is None else frozenset(p.axis_names),
+                p.check_vma,
+            )
+            return compat.with_reshard(p, f)
+
+        # auto_axes / explicit_axes around the call: the shard_map is made inside the
+        # wrapper, where the context mesh has the wrapped axes retyped
+        return make() if p.wrap is None else compat.with_wrap(p, make)
 
     def body(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
         """The shard_map body this mode runs (under jax.checkpoint for `remat`)."""

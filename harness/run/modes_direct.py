@@ -123,7 +123,10 @@ def probe_program(p: Program) -> Program:
     vals = tuple(range(len(p.inputs), p.n_values))
     axes = p.manual_axes
     spec = Spec((axes,) if axes else ())
-    return _replace(p, outputs=vals, out_specs=(spec,) * len(vals), check_vma=False)
+    # (without auto_axes / explicit_axes around the call: the body runs under the mesh
+    # the wrapper gives it, `p.mesh`, its values are the same, and auto_axes' out_sharding
+    # is one spec per output)
+    return _replace(p, outputs=vals, out_specs=(spec,) * len(vals), check_vma=False, wrap=None, wrap_axes=(), wrap_specs=())
 
 
 class Smap(Mode):

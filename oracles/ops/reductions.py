@@ -87,10 +87,14 @@ class Psum(Reduction):
     kind, reducer = "psum", "sum"
 
     def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
-        # psum of bool sums it as int32 (parallel.py psum: "bool -> int32"; measured)
-        return "int32" if ins[0].dtype == "bool" else ins[0].dtype
+        # psum of bool sums it as int32 (parallel.py psum: "bool -> int32"; measured);
+        # over no axes psum returns its operand as it is (`_psum_is_async`: `if not axes:
+        # return x`), a bool one included
+        return "int32" if ins[0].dtype == "bool" and (self.kind != "psum" or self.axes(ctx)) else ins[0].dtype
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
+        if self.kind == "psum" and not self.axes(ctx):
+            return xs[0]  # (no axes: the operand itself, as dtype says)
         x = xs[0].astype(np.int32) if ins[0].dtype == "bool" else xs[0]
         return super().value([x], ins, ctx)
 

@@ -84,12 +84,21 @@ def outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
                         f"exact={exact}, rtol={e.rtol!r}, atol={_tol(atol)}),")
         head = f"# each output: the batch of {n} (the oracle run once per batch member, stacked on axis 0)"
     elif mode in VALUE_MODES:
-        auto = bool(auto_axes(p))
+        from harness.judge.compare_outputs import compiler_layout, fixed_dims, window_index
+
+        mixed = compiler_layout(p)
+        auto = bool(auto_axes(p)) or mixed
         for e in pred.outputs:
             exact = e.exact
             glob = array_literal(e.global_value) if auto and e.global_value is not None else "None"
+            sharding = None if e.sharding is None else ([list(d) for d in e.sharding[0]], sorted(e.sharding[1]), sorted(e.sharding[2]))
+            windows = "None"
+            if mixed and e.global_value is not None:  # each device's part of the global value along the fixed dimensions
+                dims = fixed_dims(p, e.index, len(e.global_shape))
+                windows = repr({c: window_index(p, e.index, e.global_shape, c, dims) for c in p.mesh.coords()})
             rows.append(f"  dict(shape={e.global_shape!r}, dtype={e.dtype!r}, blocks={array_literal(e.device_values)}, "  # type: ignore[arg-type]
-                        f"value={glob}, exact={exact}, rtol={e.rtol!r}, atol={_tol(e.atol)}, spec={p.out_specs[e.index]!r}),")
+                        f"value={glob}, exact={exact}, rtol={e.rtol!r}, atol={_tol(e.atol)}, spec={p.out_specs[e.index]!r}, "
+                        f"sharding={sharding!r}, windows={windows}),")
         head = "# each output: global shape, dtype, blocks[mesh coordinate] = that device's block"
     else:
         for e in pred.outputs:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.judge.compare_outputs import compiler_layout
 from harness.report.reproducer.mode_choice import NoReproducer, auto_axes, batch_size
 from programs.emit import (
     REPRO_MODES,
     args_src,
     body_source,
+    call_src,
     context_src,
     inputs_fn_src,
     mesh_src,
-    reshard_src,
-    shard_map_kwargs_src,
     specs_src,
 )
 from programs.model import Program, is_float
@@ -42,6 +42,7 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         *context_src(p),
         f"MESH_SHAPE = {p.mesh.sizes!r}",
         f"AUTO_AXES = {auto_axes(p)!r}  # mesh axes left automatic (partial manual): jax may lay outputs out along them",
+        f"MIXED = {compiler_layout(p)!r}  # Explicit and Auto axes: jit lays outputs out along the Auto ones as it chooses",
         "",
         "",
         *inputs_fn_src(p),
@@ -50,8 +51,7 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         body_source(p, record="record"),
         "",
         "",
-        f"f = shard_map({body}, {shard_map_kwargs_src(p)})",
-        *reshard_src(p),
+        *call_src(p, body),
         "",
         "",
         *GLOBAL_FN,
@@ -83,9 +83,17 @@ _VALUES = [
 ]
 # an unreduced output has no global value jax assembles (its blocks are the parts of the
 # sum): None, as the harness observes it
+# (and each output's jax.typeof(o).sharding.spec, in SHARDINGS, for check_shardings)
 GLOBAL_FN = [
+    "SHARDINGS = []  # per output: jax.typeof(out).sharding.spec as (dims, unreduced, reduced), None where jax does not say",
+    "",
+    "",
     "def _global(o):",
     "  spec = getattr(getattr(jax.typeof(o), 'sharding', None), 'spec', None) if hasattr(jax, 'typeof') else None",
+    "  parts = None if spec is None else tuple(getattr(spec, 'partitions', spec))[:o.ndim]  # (iterating a P with unreduced raises)",
+    "  SHARDINGS.append(None if spec is None else (",
+    "      [[] if e is None else [e] if isinstance(e, str) else list(e) for e in parts] + [[]] * (o.ndim - len(parts)),",
+    "      sorted(getattr(spec, 'unreduced', ()) or ()), sorted(getattr(spec, 'reduced', ()) or ())))",
     "  return None if getattr(spec, 'unreduced', None) else np.asarray(o)",
 ]
 # ... or only their shapes and dtypes, with the mode's facts

@@ -98,6 +98,8 @@ def _checks(pred: Prediction, mode: str) -> tuple[list[str], list[str]]:
     if pred.error is None and mode in VALUE_MODES + ("vmap", "vmap_spmd"):
         helpers.append(CHECK_VALUES if mode in VALUE_MODES else CHECK_BATCHED)
         calls.append("        check_values(outs, problems)")
+        if mode in VALUE_MODES:
+            calls.append("        check_shardings(problems)")
     else:
         calls.append("        pass")
     if mode == "lowering":

@@ -74,6 +74,14 @@ def same(got, want, e):
 
 def tolerance(e):
   return "exactly" if e["exact"] else f"within rtol={e['rtol']:g}, atol={e['atol']:g}"
+
+
+def check_shardings(problems):
+  """jax.typeof(out).sharding.spec of each output (where jax says and the oracle predicts one)."""
+  for k, (got, e) in enumerate(zip(globals().get("SHARDINGS", []), EXPECTED_OUTPUTS)):
+    want = e.get("sharding")
+    if got is not None and want is not None and [list(got[0]), list(got[1]), list(got[2])] != [want[0], want[1], want[2]]:
+      problems.append(f"out[{k}]: jax.typeof(out).sharding.spec={got}, but it must be {tuple(want)} (the out_spec's Explicit axes)")
 '''
 
 CHECK_VALUES = '''
@@ -89,6 +97,23 @@ def check_values(outs, problems):
     coords = list(np.ndindex(*MESH_SHAPE))
     if globals().get("LOCAL_ONLY"):  # one process of several: the blocks it holds
       coords = [c for c in coords if c in blocks]
+    if globals().get("MIXED") and e["value"] is not None and value is not None:
+      # a mixed mesh: the global value, and each block an aligned tile of its part of it
+      # along the dimensions split over Explicit axes only (the compiler lays out the rest)
+      if not same(value, e["value"], e):
+        problems.append(f"out[{k}] is {short(value)}, but it must be {short(e['value'])} ({tolerance(e)})")
+        continue
+      for c in coords:
+        w = e["value"][tuple(slice(a, b) for a, b in e["windows"][c])]
+        got = blocks.get(c)
+        if got is None or got.ndim != w.ndim or any(m > n or (m and n % m) for m, n in zip(got.shape, w.shape)):
+          problems.append(f"out[{k}]: device {c} holds a block of shape {None if got is None else got.shape}, which does not tile {w.shape}, "
+                          f"its part of the global value under out_specs={e['spec']}")
+          break
+        if got.size and not any(same(got, t, e) for t in tiles(w, got.shape)):
+          problems.append(f"out[{k}]: device {c} holds {short(got)}, no aligned tile of its part {short(w)} of the global value")
+          break
+      continue
     if AUTO_AXES and all(blocks.get(c) is not None and blocks[c].ndim == want[c].ndim for c in coords) and all(
         w % max(g, 1) == 0 for c in coords for g, w in zip(blocks[c].shape, want[c].shape)) and any(
         blocks[c].shape != want[c].shape for c in coords):
