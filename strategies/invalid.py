@@ -178,7 +178,7 @@ def collective_unknown_axis(draw: st.DrawFn, p: Program, vals: list[ValueView]) 
 def collective_not_manual(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
     """axis_names leaves out one mesh axis the program never uses; a collective names it."""
     used = {a for s in p.in_specs + p.out_specs for a in s.axes()}
-    used |= {a for op in p.body for a in (op.p("axes") or ())}  # type: ignore[union-attr]
+    used |= {a for op in p.body for k in ("axes", "inner_axes") for a in (op.p(k) or ())}  # type: ignore[union-attr]
     free = [a for a in p.mesh.names if a not in used]
     if free and len(p.mesh.names) >= 2:
         a = draw(st.sampled_from(free), label="auto_axis")
@@ -188,7 +188,12 @@ def collective_not_manual(draw: st.DrawFn, p: Program, vals: list[ValueView]) ->
         size = 2 if p.mesh.size * 2 <= 8 and draw(st.booleans(), label="extra_size") else 1
         mesh = Mesh(p.mesh.names + (a,), p.mesh.sizes + (size,), p.mesh.axis_types + ("auto",))
         p = replace(p, mesh=mesh)
-    q = replace(p, axis_names=tuple(n for n in p.mesh.names if n != a))
+    # (the axes the program left automatic stay so: a nested shard_map over one of them
+    # would otherwise become a second error)
+    manual = tuple(n for n in p.mesh.names if n != a and (p.axis_names is None or n in p.axis_names))
+    if not manual:
+        return None
+    q = replace(p, axis_names=manual)
     return _append(q, [_collective_over(draw, p, vals, a)])
 
 

@@ -34,6 +34,7 @@ from packaging.version import InvalidVersion, Version
 
 from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known_features import (
+    OUTPUT_FEATURES,
     PROGRAM_FEATURES,
     OpFeature,
     Pattern,
@@ -205,8 +206,11 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
     bad: frozenset[int] = frozenset()
     for e in used:
         bad |= e.feature_ops(p, pred.value_types)
-    if bad:
-        keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad))
+    # outputs whose own out_spec gives an entry its program feature (an unreduced out_spec)
+    spec_bad = {k for e in used for f in e.program_features if f in OUTPUT_FEATURES
+                for k in range(len(p.outputs)) if OUTPUT_FEATURES[f](p, k)}
+    if bad or spec_bad:
+        keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad) and k not in spec_bad)
         if not keep:
             return None
         if len(keep) < len(p.outputs):

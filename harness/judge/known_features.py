@@ -86,6 +86,12 @@ PROGRAM_FEATURES = {
         and any(p.mesh.axis_type(a) == "auto" and p.mesh.axis_size(a) > 1 for a in s.axes())
         for s in p.out_specs if s.kind == "P"),
 }
+# Program features that hold because of particular outputs' out_specs: the outputs each
+# depends on (derived_program checks the program without them)
+OUTPUT_FEATURES = {
+    "unreduced_or_reduced_out_spec": lambda p, k: bool(p.out_specs[k].unreduced or p.out_specs[k].reduced),
+    "unreduced_out_spec": lambda p, k: bool(p.out_specs[k].unreduced),
+}
 VALUE_FEATURES = {"value:zero_size"}
 _ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")
 _OP = re.compile(r"^(?P<kind>[a-z_]+|any)(?::(?P<param>[a-z_]+)(?:(?P<op><|>|==)(?P<value>-?\w+))?)?$")
