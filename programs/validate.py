@@ -140,8 +140,8 @@ def validate(p: Program) -> None:
 
 def _check_wrap(p: Program) -> None:
     """auto_axes / explicit_axes around the call: mesh axes of the inner type, the mesh
-    from jax.set_mesh, one spec per output (auto_axes) or argument (explicit_axes) naming
-    only axes Explicit where the wrapper reshards (outside for auto_axes, inside for
+    taken from jax.set_mesh, one spec per output (auto_axes) or argument (explicit_axes)
+    naming only axes Explicit where the wrapper reshards (outside for auto_axes, inside for
     explicit_axes)."""
     inner = "auto" if p.wrap == "auto_axes" else "explicit"
     if not p.wrap_axes or any(a not in p.mesh.names or p.mesh.axis_type(a) != inner for a in p.wrap_axes):
