@@ -65,7 +65,11 @@ def free_explicit(mesh: Mesh, manual: tuple[str, ...]) -> bool:
 def call_form(draw: st.DrawFn, p: Program) -> Program:
     """The mesh from `jax.set_mesh` or not, auto_axes / explicit_axes around the call
     (`wrap_call`), and reshard where it applies."""
-    context = draw(st.booleans(), label="mesh_context")
+    # Half the programs on a mesh with an Explicit axis take their mesh from jax.set_mesh,
+    # a quarter on an all-Auto mesh: the context form needs jax 0.7+, and with it half of
+    # every program an older jax could run was unsupported there (qualify, issue 18)
+    explicit = any(t == "explicit" for t in p.mesh.axis_types)
+    context = draw(st.integers(0, 1 if explicit else 3), label="mesh_context") == 0
     if context:
         event("mesh from jax.set_mesh (no mesh= argument)")
         p = wrap_call(draw, p)
