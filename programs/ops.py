@@ -206,8 +206,6 @@ WRAPS = tuple(WRAP_SOURCE)
 # sdy.manual_computation region per copy): one per cond / switch branch, the first
 # application and the loop body's for while and fori
 WRAP_COPIES = {"scan": 1, "cond": 2, "switch": 3, "while": 2, "fori": 2, "map": 1, "vmap": 1, "checkpoint": 1}
-# the wrappers that bind lax.cond (old check_rep shard_maps had no replication rule for it)
-COND_WRAPS = ("cond", "switch")
 _WRAP = Param("wrap", "wrap", optional=True)
 
 OP_TABLE: dict[str, OpDesc] = {

@@ -262,7 +262,8 @@ def test_bisect_gaps_narrow_as_columns_are_added() -> None:
 
 def test_feature_probes_ask_the_installed_jax_for_the_exact_form() -> None:
     """Probes per parameter value, never by version: this jax accepts both all_gather `to=`
-    values the strategy draws and a psum inside lax.cond under a checked shard_map; an
+    values the strategy draws and a psum inside every wrapper (lax.cond, while_loop, ...)
+    under a checked shard_map; an
     op kind whose function this jax lacks is named as unsupported."""
     from dataclasses import replace
 
@@ -270,7 +271,9 @@ def test_feature_probes_ask_the_installed_jax_for_the_exact_form() -> None:
 
     assert compat._all_gather_accepts("varying") and compat._all_gather_accepts("invarying")
     assert not compat._all_gather_accepts("sideways")
-    assert compat._cond_under_check()
+    from programs.ops import WRAPS
+
+    assert all(compat._wrap_under_check(w) for w in WRAPS)
     assert all(compat.has_call(k) for k in ("psum", "axis_size", "pcast"))
     from programs.serialize import from_json
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from programs.ops import COND_WRAPS, NO_CPU_LOWERING, NO_CPU_VALUES
+from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES, WRAPS
 
 if TYPE_CHECKING:
     from programs.model import Program
@@ -277,12 +277,15 @@ def _all_gather_accepts(to: str) -> bool:
 
 
 @functools.cache
-def _cond_under_check() -> bool:
-    """Whether a lax.cond holding a psum traces inside a checked (check_rep / check_vma)
-    shard_map: probed, since some releases without jax.shard_map run it."""
-    import jax
+def _wrap_under_check(wrap: str) -> bool:
+    """Whether a psum inside this wrapper (lax.cond, switch, while_loop, fori_loop, ...,
+    exactly as the lowering builds it) traces inside a checked (check_rep / check_vma)
+    shard_map: probed, never by version (jax 0.5.3 runs a cond there but has no
+    replication rule for while: 'No replication rule for while')."""
+    from harness.run.lowering import _wrapped
+    from programs.model import Op
 
-    e = _probe(lambda x: jax.lax.cond(True, lambda c: jax.lax.psum(c, "a"), lambda c: jax.lax.psum(c, "a"), x))
+    e = _probe(lambda x: _wrapped(Op("psum", (0,), (("axes", ("a",)), ("wrap", wrap))), [x]))
     return not isinstance(e, NotImplementedError)
 
 
@@ -320,8 +323,9 @@ def _program_features(p: Program) -> tuple[str, ...]:
         out.append(f"Mesh axis_types={p.mesh.axis_types}: jax {v} has no jax.sharding.AxisType")
     if any(op.kind == "shard_map" for op in p.body) and not has("shard_map"):
         out.append(f"nested shard_map (mesh from context): jax {v} has no jax.shard_map")
-    if p.check_vma and any(op.p("wrap") in COND_WRAPS for op in p.body) and not _cond_under_check() :
-        out.append(f"lax.cond / lax.switch in a check_rep shard_map: jax {v} has no replication rule for cond")
+    for wrap in sorted({str(op.p("wrap")) for op in p.all_ops() if op.p("wrap") is not None} if p.check_vma else ()):
+        if not _wrap_under_check(wrap):
+            out.append(f"{wrap} around a collective in a check_rep shard_map: jax {v} has no replication rule for it")
     if p.x64 and not has("x64"):
         out.append(f"float64 (jax_enable_x64 as a context manager): jax {v} has neither jax.enable_x64 nor jax.experimental.enable_x64")
     if any(op.kind == "pcast" for op in p.body) and not has("pcast"):
@@ -693,7 +697,8 @@ def settle_probes() -> None:
     must not turn pcast(to='unreduced') into "unsupported" and hide the programs the
     fault should be caught in."""
     _eager_partial_manual()
-    _cond_under_check()
+    for wrap in WRAPS:
+        _wrap_under_check(wrap)
     _shardy_default()
     _spec_accepts_ur()
     _explicit_typing()
