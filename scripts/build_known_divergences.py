@@ -65,6 +65,11 @@ entries = [
    when=["mixed_mesh", "unreduced_or_reduced_out_spec"],
    reason="A full-manual shard_map on a mixed mesh (an Auto axis beside the Explicit ones, of any size) with an out_spec unreduced (or reduced) over an Explicit axis, which _check_unreduced allows, fails under jit with jax's internal guard 'Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set. Please use *spec.partitions' (0.10.2, 0.12.0; 0.9.2 runs it); on an all-Explicit mesh it runs. Eager fails too, as eager-unreduced-intermediate says.",
    link=NONE + "'Using *pspec is dangerous', 'unreduced out_specs mixed mesh auto'"),
+ E(id="mixed-mesh-unreduced-out-spec-0-9", case="mixed_unreduced_out_spec_0_9", mode="jit", jax_versions="==0.9.*",
+   signatures=["sharding|jit,gspmd|*", "unexpected_error|gspmd|*->NotImplementedError", "unexpected_error|gspmd|*->AssertionError"],
+   when=["mixed_mesh", "unreduced_or_reduced_out_spec"],
+   reason="jax 0.9.2, the same program as mixed-mesh-unreduced-out-spec (a full-manual shard_map on a mixed mesh, out_spec unreduced over an Explicit axis): jit runs it but jax.typeof(out) loses the unreduced set (P(None) where tracing, eval_shape and the lowering say P(None, unreduced={'pipe'})), and with GSPMD it fails with NotImplementedError \"device_indices_map doesn't work with unreduced. Please file a bug\" (or AssertionError 'Unexpected XLA sharding override'); on an all-Explicit mesh 0.9.2 runs it with the unreduced type. 0.10.2 raises instead (mixed-mesh-unreduced-out-spec).",
+   link=NONE + "'device_indices_map doesn't work with unreduced', 'Unexpected XLA sharding override unreduced'"),
  E(id="negative-scatter-dimension", case="neg_scatter", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,
    # jax raises at the psum_scatter (or while lowering, naming no op); a wrong error's `where`
