@@ -49,8 +49,11 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
     ErrorKind.LOCAL_SHAPE: ErrorSignature(("ValueError", "TypeError"), ("shapes", "axis", "perm")),
     # lax's dtype rules (jax/_src/lax/lax.py `naryop_dtype_rule`): "add does not accept dtype bool ..."
     ErrorKind.DTYPE: ErrorSignature(("TypeError",), ("does not accept dtype",)),
+    # (an out_spec leaving out its output's reduced axes: jax 0.10.2's replication check
+    # comes first; jax 0.9.2 checks the reduced set first, "out_specs passed to shard_map
+    # should be equal to the reduced present on the out_aval", naming the same axis)
     ErrorKind.OUT_SPEC_REPLICATION: ErrorSignature(
-        ("ValueError",), ("require replication which can't be statically inferred",)
+        ("ValueError",), ("require replication which can't be statically inferred", "should be equal to the reduced present")
     ),
     # Explicit meshes (shard_map.py `_shard_map`): an in_spec that is not the argument's sharding
     ErrorKind.IN_SPEC_ARG_SHARDING: ErrorSignature(("ValueError",), ("does not match the specs of the input",)),
