@@ -178,8 +178,10 @@ def with_unrelated_psum(p: Program) -> Program:
     outputs = tuple(v + shift if v >= k else v for v in p.outputs)
     base = len(p.inputs) + 1 + len(body)
     extra = (op("const", shape=(1,), dtype="int32", value=1), op("add", k, base), op("psum", base + 1, axes=manual))
+    # (around jax.sharding.auto_axes, the added output is replicated outside too: out_sharding P())
+    wrap_specs = p.wrap_specs + (P(),) if p.wrap == "auto_axes" else p.wrap_specs
     return replace(p, inputs=p.inputs + (Input((n,), "int32", "iota"),), in_specs=p.in_specs + (P(manual),),
-                   body=body + extra, outputs=outputs + (base + 2,), out_specs=p.out_specs + (P(),))
+                   body=body + extra, outputs=outputs + (base + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)
 
 
 RUNNING = [e for e in ENTRIES if predict(from_json(case_path(e).read_text()), values=False).error is None]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from harness.judge.compare import Divergence, DivergenceKind
 from oracles.prediction import ValueType
-from programs.model import Op, Program
+from programs.model import Op, Program, Spec
 
 _KINDS = {k.value for k in DivergenceKind}
 
@@ -56,6 +56,11 @@ def _zero_size(shape: tuple[int, ...]) -> bool:
     return 0 in shape
 
 
+def _size_1_explicit(p: Program, s: Spec) -> bool:
+    """An out_spec naming an Explicit axis of size 1."""
+    return s.kind == "P" and any(p.mesh.axis_type(a) == "explicit" and p.mesh.axis_size(a) == 1 for a in s.axes())
+
+
 PROGRAM_FEATURES = {
     "in_spec_none": lambda p: any(s.kind == "none" for s in p.in_specs),
     "in_spec_duplicate_axis": lambda p: any(len(s.axes()) != len(set(s.axes())) for s in p.in_specs),
@@ -85,12 +90,16 @@ PROGRAM_FEATURES = {
         any(p.mesh.axis_type(a) == "explicit" and p.mesh.axis_size(a) == 1 for a in s.axes())
         and any(p.mesh.axis_type(a) == "auto" and p.mesh.axis_size(a) > 1 for a in s.axes())
         for s in p.out_specs if s.kind == "P"),
+    "out_spec_size_1_explicit": lambda p: any(_size_1_explicit(p, s) for s in p.out_specs),
+    # the call inside jax.sharding.auto_axes (strategies/explicit.py wrap_call)
+    "auto_axes_call": lambda p: p.wrap == "auto_axes",
 }
 # Program features that hold because of particular outputs' out_specs: the outputs each
 # depends on (derived_program checks the program without them)
 OUTPUT_FEATURES = {
     "unreduced_or_reduced_out_spec": lambda p, k: bool(p.out_specs[k].unreduced or p.out_specs[k].reduced),
     "unreduced_out_spec": lambda p, k: bool(p.out_specs[k].unreduced),
+    "out_spec_size_1_explicit": lambda p, k: _size_1_explicit(p, p.out_specs[k]),
 }
 VALUE_FEATURES = {"value:zero_size"}
 _ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")
