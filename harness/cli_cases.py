@@ -103,13 +103,12 @@ def cmd_minimize(a: argparse.Namespace) -> int:
         check_modes = DEFAULT_MODES
         print(f"minimizing {a.case} for {sig}: start {size(p)} (ops, args+outputs, mesh, elements, spec axes)")
         best, n = minimize_case(pool, p, sig, check_modes, a.budget, log=print)
+        jv = str(pool.info.get("jax_version") or "?")  # (the jax it was minimized on: --python's)
     finally:
         pool.close()
     base = Path(a.case).with_suffix("")
     out_json, out_py = Path(f"{base}.min.json"), Path(f"{base}.min.py")
-    from harness.run.compat import jax_version
-
-    atomic_write(out_json, case_document(best, (), jax_version(), {"minimized_from": a.case, "signature": sig}))
+    atomic_write(out_json, case_document(best, (), jv, {"minimized_from": a.case, "signature": sig}))
     atomic_write(out_py, minimized_reproducer(best, sig, title=f"shardfuzz reproducer for {sig} (minimized from {a.case})"))
     print(f"done after {n} checks: {size(p)} -> {size(best)}\n  {out_json}\n  {out_py}\n\n{best!r}")
     return 0
