@@ -177,3 +177,29 @@ def test_psum_over_no_axes_is_its_operand() -> None:
     assert out.dtype == "bool" and out.global_value is not None and out.global_value.tolist() == [False, True]
     q = replace(p, body=(Op.make("psum", (0,), axes=("x",)),), out_specs=(Spec(()),))
     assert predict(q).outputs[0].dtype == "int32" and predict(q).outputs[0].global_value.tolist() == [1]
+
+
+def test_check_vma_false_blocks_resharded_by_auto_axes_may_each_keep_their_own() -> None:
+    """qualify seed 3, s3-1850: check_vma=False, an output varying over 'data' that its
+    out_spec P(None, 'model') leaves out, inside auto_axes(axes='data', out_sharding=P()).
+    The global value is unspecified along 'data' (any device's block there), and the
+    reshard to P() leaves each device with the whole value as it saw it: every device
+    may hold a different one, each made of the blocks predicted at its grid positions.
+    A block that is no such value is still a divergence."""
+    mesh = Mesh(("data", "model"), (2, 2), ("auto", "explicit"))  # (inside auto_axes: 'data' Explicit outside)
+    p = Program(mesh, (Input((2, 2), "int32", "iota"),), (Spec((("data",), ("model",))),), (Op.make("neg", (0,)),), (1,),
+                (Spec((None, ("model",))),), check_vma=False, mesh_context=True, wrap="auto_axes", wrap_axes=("data",),
+                wrap_specs=(Spec(()),))
+    e = predict(p).outputs[0]
+    assert e.global_value is None  # the blocks differ along 'data'
+    rows = {d: np.concatenate([e.device_values[(d, m)] for m in range(2)], axis=1) for d in range(2)}
+    assert not np.array_equal(rows[0], rows[1])
+    own = {c: rows[c[0]] for c in mesh.coords()}  # each device the whole value, its own row along 'data'
+    assert compare_output(p, 0, observed(p, own, rows[0]), e, "jit") == []
+    bad = dict(own)
+    bad[(1, 1)] = rows[1] + 1
+    (d,) = compare_output(p, 0, observed(p, bad, rows[0]), e, "jit")
+    assert d.kind == DivergenceKind.VALUE and (1, 1) in d.bad_devices
+    mixed = dict(own)
+    mixed[(1, 1)] = np.concatenate([rows[1][:, :1], rows[0][:, :1]], axis=1)  # column 1 from neither device at model=1
+    assert compare_output(p, 0, observed(p, mixed, rows[0]), e, "jit") != []
