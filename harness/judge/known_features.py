@@ -84,6 +84,9 @@ PROGRAM_FEATURES = {
     "unreduced_or_reduced_out_spec": lambda p: any(s.unreduced or s.reduced for s in p.out_specs),
     # Explicit and Auto axes on one mesh (strategies/explicit.py axis_types)
     "mixed_mesh": lambda p: set(p.mesh.axis_types) == {"auto", "explicit"},
+    # the mesh jax.set_mesh sets is mixed: the mesh itself, or the one outside
+    # auto_axes / explicit_axes (whose axes the wrapper retypes)
+    "mixed_mesh_in_context": lambda p: p.mesh_context and {"auto", "explicit"} in (set(p.mesh.axis_types), set(p.outer_mesh().axis_types)),
     # an out_spec naming an Explicit axis of size 1 and an Auto axis of size > 1: jit lays
     # the output out along the Auto one and its type loses the size-1 axis
     "out_spec_size_1_explicit_with_auto": lambda p: any(
@@ -93,6 +96,7 @@ PROGRAM_FEATURES = {
     "out_spec_size_1_explicit": lambda p: any(_size_1_explicit(p, s) for s in p.out_specs),
     # the call inside jax.sharding.auto_axes (strategies/explicit.py wrap_call)
     "auto_axes_call": lambda p: p.wrap == "auto_axes",
+    "explicit_axes_call": lambda p: p.wrap == "explicit_axes",
 }
 # Program features that hold because of particular outputs' out_specs: the outputs each
 # depends on (derived_program checks the program without them)
