@@ -179,7 +179,10 @@ def with_unrelated_psum(p: Program) -> Program:
     base = len(p.inputs) + 1 + len(body)
     extra = (op("const", shape=(1,), dtype="int32", value=1), op("add", k, base), op("psum", base + 1, axes=manual))
     # (around jax.sharding.auto_axes, the added output is replicated outside too: out_sharding P())
-    wrap_specs = p.wrap_specs + (P(),) if p.wrap == "auto_axes" else p.wrap_specs
+    # (explicit_axes: its in_sharding for the added argument, the in_spec's Explicit axes inside)
+    wrap_specs = {"auto_axes": p.wrap_specs + (P(),),
+                  "explicit_axes": p.wrap_specs + (P(tuple(a for a in manual if p.mesh.axis_type(a) == "explicit") or None),)}.get(
+                      str(p.wrap), p.wrap_specs)
     return replace(p, inputs=p.inputs + (Input((n,), "int32", "iota"),), in_specs=p.in_specs + (P(manual),),
                    body=body + extra, outputs=outputs + (base + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)
 
