@@ -38,7 +38,7 @@ ALL_KINDS = (
     "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast", "const",
     "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
     "ppermute", "pshuffle", "pswapaxes", "axis_index", "pcast", "ragged_all_to_all", "shard_map",
-    "axis_size", "pbroadcast", "sendrecv",
+    "axis_size", "pbroadcast", "sendrecv", "transform",
 )  # fmt: skip
 # every op kind the strategy draws, with why for those it never draws (none today)
 NOT_DRAWN: dict[str, str] = {}
