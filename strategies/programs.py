@@ -427,6 +427,8 @@ def programs(
         draw_reduced(draw, body)  # a chain through the reduced / unreduced types
     if manual != mesh.names and "shard_map" in enabled and not free_explicit(mesh, manual) and draw(st.integers(0, 2), label="nested") != 0:
         body.try_op(draw, "shard_map")  # partial manual: about half get a nested shard_map
+    if "transform" in enabled and draw(st.integers(0, 3), label="transform_more") == 0:
+        body.try_op(draw, "transform")  # a derivative transform in about an eighth of the programs more
     if "wrap" in features:
         _wrap_some(draw, body)
     outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs)
