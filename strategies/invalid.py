@@ -332,15 +332,6 @@ def transform_integer_operand(draw: st.DrawFn, p: Program, vals: list[ValueView]
     return _append(p, [Op.make("transform", (j,), transform=t, custom="none", steps=(("neg", (0,), ()),))])
 
 
-def transform_jvp_of_custom_vjp(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
-    """jax.jvp of a custom_vjp function (forward mode is not defined for one)."""
-    floats = [j for j, v in enumerate(vals) if v.dtype in FLOAT_DTYPES and not v.unreduced and not v.reduced]
-    j = _pick(draw, floats, "operand")
-    if j is None:
-        return None
-    return _append(p, [Op.make("transform", (j,), transform="jvp", custom="custom_vjp", steps=(("neg", (0,), ()),))])
-
-
 DEFECTS: dict[str, Defect] = {
     "in_spec_str": _spec_kind("in", "str"),
     "in_spec_tuple": _spec_kind("in", "tuple"),
@@ -370,7 +361,6 @@ DEFECTS: dict[str, Defect] = {
     "bad_permutation": bad_permutation,
     "bad_groups": bad_groups,
     "transform_integer_operand": transform_integer_operand,
-    "transform_jvp_of_custom_vjp": transform_jvp_of_custom_vjp,
     **EXPLICIT_DEFECTS,  # explicit meshes, reduced / unreduced (strategies/explicit_defects.py)
 }
 

@@ -83,7 +83,7 @@ def draw_transform(body: _Body, draw: st.DrawFn, idx: int) -> bool:
     """A transform of a float operand whose blocks over every device hold at most
     MAX_ELEMENTS elements: 1..MAX_STEPS steps, each typed by the oracle's rules for its
     kind (a step they reject is left out), then jvp / vjp / grad, plain or custom (never
-    jvp of a custom_vjp: jax refuses it; the defect transform_jvp_of_custom_vjp makes one)."""
+    jvp of a custom_vjp: jax refuses it, see oracles/ops/transform.py)."""
     ok = [i for i in range(len(body.vals)) if _suitable(body, i)]
     if not ok:
         return False

@@ -27,9 +27,15 @@ pvary, pvary to psum; with check_vma=False psum transposes to psum):
 Types: the jvp result has y's shape, dtype and varying axes; vjp and grad results have
 x's. Errors (jax 0.10.2 jax/_src/api.py): grad of an integer operand ("grad requires
 real- or complex-valued inputs"), jvp of one (its float tangent: "primal and tangent
-arguments to jax.jvp do not match"), jvp of a custom_vjp function ("can't apply
-forward-mode autodiff (jvp) to a custom_vjp function"; custom_derivatives.py): all
-TypeErrors, ErrorKind.TRANSFORM.
+arguments to jax.jvp do not match"): TypeErrors, ErrorKind.TRANSFORM, raised while
+tracing, in every mode (the defect transform_integer_operand). jvp of a custom_vjp
+function is predicted as the same kind (custom_vjp's documentation: forward mode "will
+raise an error"), but jax raises it late: jvp binds custom_lin, whose abstract eval
+passes (jax.eval_shape runs it) and whose impl raises the TypeError when the program
+runs, so a result nothing uses never raises, jax.grad over it raises NotImplementedError
+("Differentiation rule for 'custom_lin' not implemented") and eager shard_map garbles it
+(TypeError "unhashable type: 'list'"; measured on jax 0.5.3 .. 0.12.0). The strategy
+never draws it and no defect makes it.
 """
 
 from __future__ import annotations
