@@ -11,7 +11,16 @@ jax returned, comparing nothing.
 from __future__ import annotations
 
 from programs.model import Op, ParamValue, Program, Spec, is_float
-from programs.ops import MODULE_SOURCE, OP_TABLE, WRAP_SOURCE, Arg, Call, present_args, python_value, transform_template
+from programs.ops import (
+    MODULE_SOURCE,
+    OP_TABLE,
+    WRAP_SOURCE,
+    Arg,
+    Call,
+    present_args,
+    python_value,
+    transform_template,
+)
 
 
 def literal(v: object) -> str:

@@ -106,7 +106,7 @@ def draw_transform(body: _Body, draw: st.DrawFn, idx: int) -> bool:
         made = _step_params(body, draw, kind, types[k], k)
         if made is None:
             continue
-        step = Op.make(kind, *made[:1], **made[1])
+        step = Op.make(kind, made[0], **made[1])
         ctx = Ctx(body.mesh, body.manual, body.check_vma, len(body.ops), step, x64=body.x64)
         d, ins = OPS[kind], [types[j] for j in step.operands]
         try:

@@ -26,7 +26,15 @@ from __future__ import annotations
 from oracles.ops.base import Collective, Ctx, OpDef
 from oracles.ops.device import AxisIndex, AxisSize, NestedShardMap, Pcast, RaggedAllToAll
 from oracles.ops.local import Add, Cast, Const, Max, Min, Mul, Neg, ReduceSum, Sub, Transpose
-from oracles.ops.movement import AllGather, AllToAll, Pbroadcast, Ppermute, Pshuffle, Pswapaxes, Sendrecv
+from oracles.ops.movement import (
+    AllGather,
+    AllToAll,
+    Pbroadcast,
+    Ppermute,
+    Pshuffle,
+    Pswapaxes,
+    Sendrecv,
+)
 from oracles.ops.reductions import Pmax, Pmean, Pmin, Psum, PsumScatter
 from oracles.ops.transform import Transform
 
