@@ -31,6 +31,7 @@ class ErrorKind(str, Enum):
     UNSUPPORTED = "unsupported"  # jax raises NotImplementedError for this combination
     LOCAL_SHAPE = "local_shape"  # a local op's shape rule is violated
     DTYPE = "dtype"  # an op that does not accept its operand's dtype (sub, neg, psum_scatter of bool)
+    TRANSFORM = "transform"  # a derivative transform jax refuses: grad / jvp of an integer, jvp of a custom_vjp
     # checks made after the body is traced
     OUT_SPEC_RANK = "out_spec_rank"  # out_spec longer than the output's rank
     OUT_SPEC_REPLICATION = "out_spec_replication"  # output varies along an unmentioned axis

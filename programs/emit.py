@@ -11,7 +11,16 @@ jax returned, comparing nothing.
 from __future__ import annotations
 
 from programs.model import Op, ParamValue, Program, Spec, is_float
-from programs.ops import MODULE_SOURCE, OP_TABLE, WRAP_SOURCE, Arg, Call, present_args, python_value
+from programs.ops import (
+    MODULE_SOURCE,
+    OP_TABLE,
+    WRAP_SOURCE,
+    Arg,
+    Call,
+    present_args,
+    python_value,
+    transform_template,
+)
 
 
 def literal(v: object) -> str:
@@ -74,8 +83,23 @@ def op_source(op: Op, names: list[str]) -> str:
     if op.kind not in OP_TABLE:
         raise ValueError(f"no source form for op kind {op.kind!r}")
     call = OP_TABLE[op.kind].call
+    if call.module == "template":
+        return transform_template(op).format(body=steps_source(op), x=names[op.operands[0]])
     src = _call_src(call, names, op)
     return f"{src}({', '.join(_args_src(call.then, names, op))})" if call.then else src
+
+
+def steps_source(op: Op) -> str:
+    """A transform's sub-body as a lambda of c: one step, `lambda c: -c`; several, each
+    named by an assignment expression and the last returned:
+    `lambda c: (s1 := -c, s2 := jax.lax.psum(s1, 'x'), s2 * c)[-1]`."""
+    steps = op.steps()
+    names = ["c"] + [f"s{i + 1}" for i in range(len(steps))]
+    parts = [op_source(st, names) for st in steps]
+    if len(parts) == 1:
+        return f"lambda c: {parts[0]}"
+    named = [f"{names[i + 1]} := {src}" for i, src in enumerate(parts[:-1])]
+    return "lambda c: (" + ", ".join([*named, parts[-1]]) + ")[-1]"
 
 
 def value_names(p: Program) -> list[str]:

@@ -197,6 +197,11 @@ class Op:
         """The one op inside a nested shard_map (kind "shard_map"), reading value 0."""
         return Op(str(self.p("inner")), (0,), tuple(tuple(kv) for kv in self.p("inner_params")))  # type: ignore[union-attr, misc]
 
+    def steps(self) -> tuple[Op, ...]:
+        """A transform's sub-body (kind "transform"): value 0 is its operand, step i
+        defines value i + 1."""
+        return tuple(Op(str(k), tuple(o), tuple(tuple(kv) for kv in ps)) for k, o, ps in self.p("steps"))  # type: ignore[union-attr, misc, arg-type]
+
     def spec_param(self, key: str) -> Spec:
         """A nested shard_map's "in_spec" or "out_spec" as a Spec."""
         return Spec(tuple(None if e is None else tuple(e) for e in self.p(key)))  # type: ignore[union-attr]
@@ -334,12 +339,15 @@ class Program:
         return any(x.dtype == X64_DTYPE for x in self.inputs) or any(op.p("dtype") == X64_DTYPE for op in self.all_ops())
 
     def all_ops(self) -> tuple[Op, ...]:
-        """The body's ops and, after each nested shard_map, the one op inside it."""
+        """The body's ops and, after each nested shard_map, the one op inside it (after
+        each transform, its sub-body's steps)."""
         out: list[Op] = []
         for op in self.body:
             out.append(op)
             if op.kind == "shard_map":
                 out.append(op.inner_op())
+            if op.kind == "transform":
+                out.extend(op.steps())
         return tuple(out)
 
     def permutes_out_of_mesh_order(self) -> bool:

@@ -37,6 +37,9 @@ PARAM_TYPES = {
     "kind": "an op kind of one operand",
     "params": "(name, value) pairs: the inner op's parameters",
     "wrap": "a wrapper of the same meaning: one of WRAPS (scan, cond, switch, while, fori, map, vmap, checkpoint)",
+    "transform": "a derivative transform: one of TRANSFORMS (jvp, vjp, grad)",
+    "custom": "how the sub-body is differentiated: one of CUSTOMS (none, custom_jvp, custom_vjp)",
+    "steps": "a sub-body of one operand: (kind, operands, params) per op; value 0 is the operand, step i defines value i + 1 and reads value i first (mul: then value i or 0); the last step's value is the result",
 }
 
 
@@ -50,7 +53,7 @@ class Param:
 # How a value becomes one argument of the call (`Arg.form`). The plain forms are Python
 # values (`python_value`), written with repr(); "dtype" and "spec" need jax objects, which
 # only the lowering makes (the emitter writes their source: jnp.float32, P('x', None)).
-ARG_FORMS = ("value", "bool", "axes", "tuple", "list", "lists", "pairs", "set", "dtype", "spec", "fn", "send", "like")
+ARG_FORMS = ("value", "bool", "axes", "tuple", "list", "lists", "pairs", "set", "dtype", "spec", "fn", "send", "like", "steps")
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,9 @@ class Call:
     """The call template. `module` is "jax", "jax.lax" or "jax.numpy" (`function` is an
     attribute of it); "operator" (`function` is the `operator` module's name for `symbol`,
     written infix for two arguments, prefix for one); or "method" (`function` is a method
-    of the first argument, called with the rest). `then`: arguments the result is called
+    of the first argument, called with the rest); or "template" (the derivative transform:
+    its source is `transform_template(op)`, with {body} the sub-body `lambda c: ...` written
+    from the "steps" argument and {x} the operand). `then`: arguments the result is called
     with (jax.shard_map(f, ...)(x))."""
 
     module: str
@@ -173,6 +178,12 @@ _TABLE = (
            Call("jax", "shard_map", (Arg("fn", form="fn"), Arg("in_spec", "in_specs", "spec"), Arg("out_spec", "out_specs", "spec"),
                                      Arg("inner_axes", "axis_names", "set"), Arg("check_vma", "check_vma", "bool")),
                 then=(Arg("x0"),))),
+    # a derivative transform of a sub-body of one operand (`steps`: local ops and linear
+    # collectives in sequence): jax.jvp / jax.vjp / jax.grad of f, f plain or wrapped as a
+    # custom_jvp / custom_vjp with a known rule; the source is TRANSFORM_SOURCE[transform]
+    # with f = CUSTOM_SOURCE[custom] (`transform_template`)
+    OpDesc("transform", 1, (Param("transform", "transform"), Param("custom", "custom"), Param("steps", "steps")),
+           Call("template", "transform", (Arg("x0"), Arg("steps", form="steps")))),
 )  # fmt: skip
 
 # Any op reading one or two operands may run inside a control-flow wrapper or a
@@ -202,6 +213,41 @@ WRAP_SOURCE = {
     "checkpoint": "jax.checkpoint(lambda c: {inner})({x})",
 }
 WRAPS = tuple(WRAP_SOURCE)
+
+# The derivative transforms (op kind "transform"), as the user writes them, with {f} the
+# sub-body as a function of c and {x} the operand (the lowering evaluates this same text,
+# harness/run/lowering.py _transform, with f the lowered sub-body; emit writes it):
+# - jvp: the tangent output for the tangent x * 0.5 + 1 (x's type; not proportional to x,
+#   so a jvp that returned the primal would not pass);
+# - vjp: the pullback of the primal output y itself (the cotangent has y's type);
+# - grad: the gradient of the sum of f's output.
+TRANSFORM_SOURCE = {
+    "jvp": "jax.jvp({f}, ({x},), ({x} * 0.5 + 1,))[1]",
+    "vjp": "(lambda y, pb: pb(y)[0])(*jax.vjp({f}, {x}))",
+    "grad": "jax.grad(lambda c: ({f})(c).sum())({x})",
+}
+TRANSFORMS = tuple(TRANSFORM_SOURCE)
+# f itself ({body}: `lambda c: <steps>`), plain or with a custom rule whose derivative is
+# KNOWN: three times the true one (custom_jvp: the tangent out is 3 * jvp(f); custom_vjp:
+# fwd saves the primal input, bwd returns 3 * vjp(f, c)(ct), with the primal input's
+# type, as check_vma wants)
+CUSTOM_SOURCE = {
+    "none": "{body}",
+    "custom_jvp": "(lambda f: (lambda g: (g.defjvp(lambda p, t: (f(*p), 3 * jax.jvp(f, p, t)[1])), g)[1])(jax.custom_jvp(f)))({body})",
+    "custom_vjp": "(lambda f: (lambda g: (g.defvjp(lambda c: (f(c), c), lambda c, ct: (3 * jax.vjp(f, c)[1](ct)[0],)), g)[1])(jax.custom_vjp(f)))({body})",
+}
+CUSTOMS = tuple(CUSTOM_SOURCE)
+CUSTOM_FACTOR = 3  # the custom rules' derivative, in units of the true one
+# the step kinds a transform's sub-body may hold: local ops (mul: the one nonlinearity)
+# and the linear collectives (no pmax / pmin, no axis_index)
+TRANSFORM_STEP_KINDS = ("neg", "reduce_sum", "transpose", "mul", "psum", "pmean", "all_gather", "psum_scatter",
+                        "all_to_all", "ppermute", "pshuffle", "pswapaxes", "pcast")
+
+
+def transform_template(op: Op) -> str:
+    """The transform op's source with holes {body} (the sub-body, `lambda c: ...`) and {x}
+    (the operand)."""
+    return TRANSFORM_SOURCE[str(op.p("transform"))].format(f=CUSTOM_SOURCE[str(op.p("custom"))], x="{x}")
 # how many copies of the op each wrapper's jaxpr holds (a nested shard_map emits one
 # sdy.manual_computation region per copy): one per cond / switch branch, the first
 # application and the loop body's for while and fori

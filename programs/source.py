@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry, _freeze
-from programs.ops import OP_TABLE, WRAP_SOURCE, Arg, OpDesc
+from programs.ops import CUSTOMS, OP_TABLE, TRANSFORMS, WRAP_SOURCE, Arg, OpDesc, transform_template
 from programs.validate import EXPLAINED_BY, ProgramFormatError, validate
 
 _MODULES = {"jax": "jax", "jax.lax": "jax.lax", "lax": "jax.lax", "jnp": "jax.numpy", "jax.numpy": "jax.numpy"}
@@ -246,7 +246,7 @@ def _wrap_template(wrap: str) -> ast.AST:
 def _match(t: object, n: object, holes: dict[str, list[ast.AST]]) -> bool:
     """Whether `n` has the shape of the template `t`, a hole (a Name __INNER__ or __X__)
     matching any expression (collected in `holes`)."""
-    if isinstance(t, ast.Name) and t.id in _HOLES:
+    if isinstance(t, ast.Name) and (t.id in _HOLES or t.id == _BODY_HOLE):
         holes.setdefault(t.id, []).append(n)  # type: ignore[arg-type]
         return isinstance(n, ast.expr)
     if isinstance(t, list):
@@ -279,7 +279,58 @@ def _templated(node: ast.AST, body: _Body) -> Op | None:
     return None
 
 
+_BODY_HOLE = "__BODY__"
+
+
+@functools.cache
+def _transform_template(transform: str, custom: str) -> ast.AST:
+    op = Op.make("transform", (0,), transform=transform, custom=custom, steps=())
+    return ast.parse(transform_template(op).format(body=_BODY_HOLE, x=_HOLES[1]), mode="eval").body
+
+
+def _steps(lam: ast.AST) -> tuple[ParamValue, ...]:
+    """A transform's sub-body, `lambda c: <op of c>` or `lambda c: (s1 := <op of c>, ...,
+    <op>)[-1]` (programs.emit.steps_source), as its steps: each op read like a body line,
+    value 0 the lambda's argument."""
+    if not (isinstance(lam, ast.Lambda) and len(lam.args.args) == 1):
+        raise SourceError(lam, "a transform's function must be `lambda c: <ops of c>`")
+    sub = _Body({lam.args.args[0].arg: 0}, 1)
+    node = lam.body
+    if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Tuple)
+            and isinstance(node.slice, ast.UnaryOp) and ast.unparse(node.slice) == "-1"):
+        elts = node.value.elts
+    else:
+        elts = [node]
+    for i, e in enumerate(elts):
+        named = isinstance(e, ast.NamedExpr)
+        if named != (i < len(elts) - 1):
+            raise SourceError(e, "a transform's steps are `(s1 := <op>, ..., <last op>)[-1]`: every step but the last named")
+        v = sub.push(_op(e.value if isinstance(e, ast.NamedExpr) else e, sub))
+        if isinstance(e, ast.NamedExpr):
+            sub.names[e.target.id] = v
+    return tuple((o.kind, o.operands, o.params) for o in sub.ops)  # type: ignore[misc]
+
+
+def _transformed(node: ast.AST, body: _Body) -> Op | None:
+    """jax.jvp / jax.vjp / jax.grad of a sub-body, plain or custom, written from the op
+    table's template (programs/ops.py TRANSFORM_SOURCE, CUSTOM_SOURCE)."""
+    for transform in TRANSFORMS:
+        for custom in CUSTOMS:
+            holes: dict[str, list[ast.AST]] = {}
+            if not _match(_transform_template(transform, custom), node, holes) or not isinstance(holes[_BODY_HOLE][0], ast.Lambda):
+                continue  # (the plain form's f matches a custom rule's whole text: not a lambda)
+            xs = holes[_HOLES[1]]
+            if len({ast.unparse(x) for x in xs}) != 1:
+                raise SourceError(node, f"every copy of the operand of jax.{transform} must be the same")
+            x = _operand(xs[0], body)
+            return Op.make("transform", (x,), transform=transform, custom=custom, steps=_steps(holes[_BODY_HOLE][0]))
+    return None
+
+
 def _op(node: ast.AST, body: _Body) -> Op:
+    w = _transformed(node, body)
+    if w is not None:
+        return w
     w = _wrapped(node, body)
     if w is not None:
         return w

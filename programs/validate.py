@@ -20,7 +20,7 @@ has); the harness calls it before running a program. No jax here.
 from __future__ import annotations
 
 from programs.model import AXIS_TYPES, DTYPES, Op, Program, Spec
-from programs.ops import SYNTAX
+from programs.ops import CUSTOMS, SYNTAX, TRANSFORM_STEP_KINDS, TRANSFORMS
 
 
 class ProgramFormatError(ValueError):
@@ -109,6 +109,40 @@ def _check_op(p: Program, op: Op, where: str) -> None:
         if not isinstance(pairs, tuple) or not all(isinstance(kv, tuple) and len(kv) == 2 and isinstance(kv[0], str) for kv in pairs):
             raise _fail(f"{where}.params.inner_params: expected a list of [name, value] pairs, got {pairs!r}")
         _check_op(p, op.inner_op(), f"{where} (inner {inner})")
+    if op.kind == "transform":
+        _check_transform(p, op, where)
+
+
+def _check_transform(p: Program, op: Op, where: str) -> None:
+    """A transform's transform and custom names, and its steps: a chain of one-operand
+    ops of TRANSFORM_STEP_KINDS (mul: of the running value by itself or by the operand),
+    each with exactly its syntax's parameters."""
+    if op.p("transform") not in TRANSFORMS:
+        raise _fail(f"{where}.params.transform: {op.p('transform')!r} is not one of {TRANSFORMS}")
+    if op.p("custom") not in CUSTOMS:
+        raise _fail(f"{where}.params.custom: {op.p('custom')!r} is not one of {CUSTOMS}")
+    raw = op.p("steps")
+    ok = isinstance(raw, tuple) and len(raw) >= 1 and all(
+        isinstance(t, tuple) and len(t) == 3 and isinstance(t[0], str) and isinstance(t[1], tuple)
+        and all(isinstance(o, int) and not isinstance(o, bool) for o in t[1]) and isinstance(t[2], tuple)
+        and all(isinstance(kv, tuple) and len(kv) == 2 and isinstance(kv[0], str) for kv in t[2])
+        for t in raw)
+    if not ok:
+        raise _fail(f"{where}.params.steps: expected a non-empty list of [kind, [operands], [[name, value], ...]], got {raw!r}")
+    for i, st in enumerate(op.steps()):
+        w = f"{where}.params.steps[{i}]"
+        if st.kind not in TRANSFORM_STEP_KINDS:
+            raise _fail(f"{w}: {st.kind!r} is not a step kind; use one of {TRANSFORM_STEP_KINDS}")
+        want = (i, i) if st.kind == "mul" else (i,)
+        if st.operands[:1] != (i,) or len(st.operands) != len(want) or (st.kind == "mul" and st.operands[1] not in (0, i)):
+            raise _fail(f"{w}.operands={list(st.operands)}: step {i} reads value {i} (the previous step's, 0 the operand)"
+                        + (f", then value {i} or 0" if st.kind == "mul" else ""))
+        syn = SYNTAX[st.kind]
+        names = {k for k, _ in st.params}
+        missing, unknown = set(syn.params) - names, names - set(syn.params) - (set(syn.optional) - {"wrap"})
+        if missing or unknown:
+            raise _fail(f"{w}: {st.kind} params missing {sorted(missing)}, unknown {sorted(unknown)}")
+        _check_op(p, st, w)
 
 
 def validate(p: Program) -> None:

@@ -259,6 +259,41 @@ def nesting() -> list[Case]:
     ]
 
 
+def _steps(*ops: Op) -> tuple[tuple[object, ...], ...]:
+    return tuple((o.kind, o.operands, o.params) for o in ops)
+
+
+def transforms() -> list[Case]:
+    """jax.jvp / jax.vjp / jax.grad of sub-bodies with collectives, plain and custom, and their errors."""
+    return [
+        Case("transform_vjp_psum",
+            prog(XY, [iota(4, 8, dtype="float32")], [P("x", "y")],
+                 [op("transform", 0, transform="vjp", custom="none", steps=_steps(op("mul", 0, 0), op("psum", 1, axes=("y",))))],
+                 [1], [P("x", "y")]),
+            "jax.vjp of c * c summed over y, pulled back with its own output: psum of a varying value transposes to "
+            "pvary, so each device gets 2 c * psum(c * c)"),
+        Case("transform_jvp_custom_jvp_all_gather",
+            prog(XY, [iota(4, 8, dtype="float32")], [P("x", "y")],
+                 [op("transform", 0, transform="jvp", custom="custom_jvp",
+                     steps=_steps(op("neg", 0), op("all_gather", 1, axes=("x",), axis=0, tiled=True), op("mul", 2, 2)))],
+                 [1], [P("x", "y")]),
+            "jax.jvp of a custom_jvp whose rule is 3x the derivative of (-c) gathered over x, squared: tangent x * 0.5 + 1"),
+        Case("transform_grad_custom_vjp_invariant",
+            prog(XY, [iota(4, dtype="float32")], [P()],
+                 [op("transform", 0, transform="grad", custom="custom_vjp",
+                     steps=_steps(op("pcast", 0, axes=("x",), to="varying"), op("mul", 1, 0), op("pmean", 2, axes=("y",))))],
+                 [1], [P()]),
+            "jax.grad of a custom_vjp (bwd 3x the true pullback) of an invariant value: the copies' terms add up, "
+            "the result is invariant again"),
+        Case("transform_grad_psum_unchecked",
+            prog(X4, [iota(8, dtype="float32")], [P("x")],
+                 [op("transform", 0, transform="grad", custom="none", steps=_steps(op("psum", 0, axes=("x",))))],
+                 [1], [P("x")], check_vma=False),
+            "jax.grad of psum with check_vma=False: every device's copy is its own variable, psum transposes to psum "
+            "(4 on each device, not 1)"),
+    ]
+
+
 def axis_index_and_meshes() -> list[Case]:
     """axis_index, and the meshes that matter: size-1 axes, three axes, partial-manual axis_names, check_vma=False."""
     return [
@@ -348,6 +383,10 @@ def body_errors() -> list[Case]:
         Case("err_local_shape",
             prog(X2, [iota(4), iota(3)], [P(), P()], [op("add", 0, 1)], [2], [P()]),
             "add of blocks of shapes (4,) and (3,), which do not broadcast", ErrorKind.LOCAL_SHAPE),
+        Case("err_transform_integer",
+            prog(X2, [iota(4)], [P("x")], [op("transform", 0, transform="grad", custom="none", steps=_steps(op("neg", 0)))],
+                 [1], [P("x")], defect="transform_integer_operand"),
+            "jax.grad of an int32 block: grad requires real- or complex-valued inputs (a TypeError)", ErrorKind.TRANSFORM),
     ]
 
 
@@ -436,7 +475,7 @@ def explicit_and_reduced() -> list[Case]:
     ]
 
 
-GROUPS = (local_ops, reductions, gathers_and_scatters, movement, nesting, axis_index_and_meshes,
+GROUPS = (local_ops, reductions, gathers_and_scatters, movement, nesting, transforms, axis_index_and_meshes,
           spec_errors, body_errors, out_spec_errors, explicit_and_reduced)
 
 

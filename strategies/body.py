@@ -1,7 +1,7 @@
 """Building a body: one draw per op kind, each asking the oracle for the op's type.
 
 `_Body.try_op(draw, kind)` draws one op (`strategies/local_ops.py`,
-`strategies/collectives.py`, `strategies/nested.py`) of `kind` (its operand and parameters) where the
+`strategies/collectives.py`, `strategies/nested.py`, `strategies/transform.py`) of `kind` (its operand and parameters) where the
 current values allow it, and appends it. The draws choose only what the op is; what it
 makes (per-device shape, dtype, varying axes) comes from the oracle's own rules
 (`oracles.ops.OPS[kind]`: check, shape, dtype, vma), so construction and prediction
@@ -120,6 +120,12 @@ class _Body:
 
         if kind in LOCAL_DRAWS:
             return LOCAL_DRAWS[kind](self, draw, idx)
+        if kind == "transform":
+            from strategies.transform import draw_transform
+
+            if any(t == "explicit" and a not in self.manual for a, t in zip(self.mesh.names, self.mesh.axis_types)):
+                return False  # (as a nested shard_map: values sharded in types the oracle does not model)
+            return draw_transform(self, draw, idx)
         if kind == "shard_map":
             if any(t == "explicit" and a not in self.manual for a, t in zip(self.mesh.names, self.mesh.axis_types)):
                 return False  # over an Explicit axis it would shard body values in types the oracle does not model

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
-from programs.model import Input, Mesh, Op, Program, Spec
+from programs.model import FLOAT_DTYPES, Input, Mesh, Op, Program, Spec
 from strategies.explicit_defects import EXPLICIT_DEFECTS
 
 UNKNOWN_AXIS = "absent"
@@ -321,6 +321,17 @@ def bad_groups(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | 
     return _append(p, [Op.make(kind, (j,), axes=(a,), groups=groups)])
 
 
+def transform_integer_operand(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
+    """jax.grad or jax.jvp of an integer argument (the strategy differentiates floats only):
+    grad refuses a non-float input, jvp a float tangent (x * 0.5 + 1) for an integer primal."""
+    ints = [j for j, x in enumerate(p.inputs) if x.dtype not in ("bool", *FLOAT_DTYPES) and not vals[j].unreduced and not vals[j].reduced]
+    j = _pick(draw, ints, "operand")
+    if j is None:
+        return None
+    t = draw(st.sampled_from(["grad", "jvp"]), label="transform")
+    return _append(p, [Op.make("transform", (j,), transform=t, custom="none", steps=(("neg", (0,), ()),))])
+
+
 DEFECTS: dict[str, Defect] = {
     "in_spec_str": _spec_kind("in", "str"),
     "in_spec_tuple": _spec_kind("in", "tuple"),
@@ -349,6 +360,7 @@ DEFECTS: dict[str, Defect] = {
     "axis_out_of_range": axis_out_of_range,
     "bad_permutation": bad_permutation,
     "bad_groups": bad_groups,
+    "transform_integer_operand": transform_integer_operand,
     **EXPLICIT_DEFECTS,  # explicit meshes, reduced / unreduced (strategies/explicit_defects.py)
 }
 

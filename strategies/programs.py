@@ -38,7 +38,7 @@ ALL_KINDS = (
     "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast", "const",
     "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
     "ppermute", "pshuffle", "pswapaxes", "axis_index", "pcast", "ragged_all_to_all", "shard_map",
-    "axis_size", "pbroadcast", "sendrecv",
+    "axis_size", "pbroadcast", "sendrecv", "transform",
 )  # fmt: skip
 # every op kind the strategy draws, with why for those it never draws (none today)
 NOT_DRAWN: dict[str, str] = {}
@@ -427,6 +427,8 @@ def programs(
         draw_reduced(draw, body)  # a chain through the reduced / unreduced types
     if manual != mesh.names and "shard_map" in enabled and not free_explicit(mesh, manual) and draw(st.integers(0, 2), label="nested") != 0:
         body.try_op(draw, "shard_map")  # partial manual: about half get a nested shard_map
+    if "transform" in enabled and draw(st.integers(0, 3), label="transform_more") == 0:
+        body.try_op(draw, "transform")  # a derivative transform in about an eighth of the programs more
     if "wrap" in features:
         _wrap_some(draw, body)
     outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs)

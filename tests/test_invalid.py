@@ -40,6 +40,7 @@ EXPECTED = {
     "axis_out_of_range": ErrorKind.COLLECTIVE_PARAM,
     "bad_permutation": ErrorKind.COLLECTIVE_PARAM,
     "bad_groups": ErrorKind.COLLECTIVE_PARAM,
+    "transform_integer_operand": ErrorKind.TRANSFORM,
     # explicit meshes, reduced / unreduced (strategies/explicit_defects.py)
     "missing_reshard": ErrorKind.IN_SPEC_ARG_SHARDING,
     "explicit_axes_in_sharding": ErrorKind.IN_SPEC_ARG_SHARDING,

@@ -19,6 +19,7 @@ KINDS = sorted(OP_TABLE)
 _EXAMPLE: dict[str, ParamValue] = {
     "axes": ("x",), "int": 0, "bool": True, "dtype": "float32", "shape": (2,), "scalar": 1, "ints": (1, 0),
     "pairs": ((0, 1), (1, 0)), "groups": ((0, 1),), "vary": "varying", "spec": ((("x",)),), "kind": "neg", "params": (),
+    "transform": "grad", "custom": "none", "steps": (("neg", (0,), ()),),
 }  # fmt: skip
 
 
@@ -55,6 +56,14 @@ def test_lowering_covers_the_table_and_resolves_on_this_jax() -> None:
         c = d.call
         if c.module == "method":
             assert hasattr(jnp.zeros(1), c.function), d.kind
+        elif c.module == "template":  # the transform's source text: every jax function it names
+            import re
+
+            from programs.ops import CUSTOM_SOURCE, TRANSFORM_SOURCE
+
+            names = set(re.findall(r"jax\.(\w+)", " ".join([*TRANSFORM_SOURCE.values(), *CUSTOM_SOURCE.values()])))
+            assert names == {"jvp", "vjp", "grad", "custom_jvp", "custom_vjp"}
+            assert all(callable(getattr(jax, n)) for n in names), d.kind
         else:
             assert callable(getattr(modules[c.module], c.function)), d.kind
 
@@ -78,10 +87,10 @@ def test_the_strategy_draws_every_kind() -> None:
     from strategies.programs import ALL_KINDS, NOT_DRAWN
 
     assert set(ALL_KINDS) | set(NOT_DRAWN) == set(OP_TABLE) and not set(ALL_KINDS) & set(NOT_DRAWN)
-    assert set(LOCAL_DRAWS) | set(COLLECTIVE_DRAWS) | {"shard_map"} == set(ALL_KINDS)
+    assert set(LOCAL_DRAWS) | set(COLLECTIVE_DRAWS) | {"shard_map", "transform"} == set(ALL_KINDS)
 
 
-@pytest.mark.parametrize("kind", ["axis_size", "pbroadcast", "ragged_all_to_all", "shard_map", "psum"])
+@pytest.mark.parametrize("kind", ["axis_size", "pbroadcast", "ragged_all_to_all", "shard_map", "psum", "transform"])
 def test_a_program_of_the_kind_is_drawn(kind: str) -> None:
     from strategies import programs
 

@@ -58,7 +58,9 @@ def test_kill_9_loses_no_found_program(tmp_path: Path) -> None:
 
 def test_corpus_replay_reports_fixed(tmp_path: Path) -> None:
     rep1, rep2, corpus = tmp_path / "a", tmp_path / "b", tmp_path / "corpus"
-    r = sf("fuzz", "--seed", "21", "--max-examples", "100", "--invalid", "0", "--report", str(rep1), "--corpus", str(corpus), *FAST,
+    # (seed 3: its first 100 programs show the psum fault and nothing else since the
+    # transform op came into the stream; seed 21's met a real jax bug too)
+    r = sf("fuzz", "--seed", "3", "--max-examples", "100", "--invalid", "0", "--report", str(rep1), "--corpus", str(corpus), *FAST,
            env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
     assert r.returncode == 1, r.stdout[-1500:] + r.stderr[-1500:]
     assert list(corpus.glob("*.json"))
@@ -96,7 +98,9 @@ def test_unknown_profile_is_exit_2(tmp_path: Path) -> None:
 
 def test_minimize_total_budget_goes_to_the_most_frequent_bucket_first(tmp_path: Path) -> None:
     rep = tmp_path / "rep"
-    r = sf("fuzz", "--seed", "5", "--max-examples", "60", "--report", str(rep), "--modes", "jit,eager,vmap", "--workers", "1",
+    # (seed 3: its first 60 programs make six new buckets from the psum fault since the
+    # transform op came into the stream; seed 5's no longer reach it)
+    r = sf("fuzz", "--seed", "3", "--max-examples", "60", "--report", str(rep), "--modes", "jit,eager,vmap", "--workers", "1",
            "--value-share", "1", "--invalid", "0", "--minimize-budget", "5", "--minimize-total", "1",
            env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
     assert r.returncode == 1, r.stderr[-1500:]

@@ -49,6 +49,13 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
     ErrorKind.LOCAL_SHAPE: ErrorSignature(("ValueError", "TypeError"), ("shapes", "axis", "perm")),
     # lax's dtype rules (jax/_src/lax/lax.py `naryop_dtype_rule`): "add does not accept dtype bool ..."
     ErrorKind.DTYPE: ErrorSignature(("TypeError",), ("does not accept dtype",)),
+    # jax/_src/api.py `_check_input_dtype_revderiv`, `_jvp` (primal/tangent dtypes);
+    # custom_derivatives.py custom_vjp under jvp
+    ErrorKind.TRANSFORM: ErrorSignature(
+        ("TypeError",),
+        ("grad requires real- or complex-valued inputs", "primal and tangent arguments to jax.jvp do not match",
+         "can't apply forward-mode autodiff (jvp) to a custom_vjp function"),
+    ),
     # (an out_spec leaving out its output's reduced axes: jax 0.10.2's replication check
     # comes first; jax 0.9.2 checks the reduced set first, "out_specs passed to shard_map
     # should be equal to the reduced present on the out_aval", naming the same axis)

@@ -99,7 +99,10 @@ def _holds_on(f: OpFeature, p: Program, i: int, types: Sequence[ValueType]) -> b
     ts = _op_types(p, i, types)
     if f.holds(p, op, ts):
         return True
-    # the one op inside a nested shard_map counts as the nested op
+    # the one op inside a nested shard_map counts as the nested op, a transform's steps as
+    # the transform (its derivative runs their jvp and transpose rules)
+    if op.kind == "transform":
+        return any(f.holds(p, st, ts) for st in op.steps())
     return op.kind == "shard_map" and f.holds(p, op.inner_op(), ts)
 
 

@@ -89,6 +89,12 @@ MEANINGS: dict[ErrorKind, str] = {
         "A `jax.lax` op accepts only some dtypes: `lax.sub` and `lax.neg` of bool, and `psum_scatter` of bool "
         "(an `add` underneath), raise TypeError 'does not accept dtype bool'. Nothing about specs or varying "
         "axes: the same op fails outside shard_map. Cast the operand (`x.astype(jnp.int32)`) or use a logical op."),
+    ErrorKind.TRANSFORM: (
+        "`jax.grad`, `jax.jvp` and `jax.vjp` differentiate float values only: `jax.grad` of an integer operand raises "
+        "TypeError 'grad requires real- or complex-valued inputs', and `jax.jvp` of one refuses a float tangent (an "
+        "integer primal's tangent is float0). A `jax.custom_vjp` function defines reverse mode only: `jax.jvp` of it "
+        "raises 'can't apply forward-mode autodiff (jvp) to a custom_vjp function'. Nothing about specs: the same "
+        "calls fail outside shard_map. Differentiate a float cast, or give the function a `custom_jvp` rule."),
     ErrorKind.OUT_SPEC_RANK: (
         "`out_specs` concatenate: an `out_spec` has one entry per dimension of the per-device output and cannot "
         "be longer than its rank. A rank-0 output has no dimension to concatenate along: its out_spec is `P()`."),

@@ -143,6 +143,18 @@ def _dtype_edits(p: Program, err: PredictedError) -> Iterator[Edit]:
                 yield Edit(f"make argument a{i} {dt} instead of {bad}", replace(p, inputs=inputs))
 
 
+def _transform_edits(p: Program, i: int, op: Op, err: PredictedError) -> Iterator[Edit]:
+    """A derivative transform jax refused: jvp of a custom_vjp gets a custom_jvp rule or
+    becomes a vjp; grad / jvp of an integer: the integer arguments become float32, or the
+    transform differentiates a float32 cast of its operand (a cast op before it)."""
+    if op.p("custom") == "custom_vjp" and op.p("transform") == "jvp":
+        for k, v, title in (("custom", "custom_jvp", "a custom_jvp rule instead of custom_vjp"),
+                            ("custom", "none", "no custom rule"), ("transform", "vjp", "jax.vjp instead of jax.jvp")):
+            yield Edit(title, replace(p, body=_set(p.body, i, Op.make("transform", op.operands, **{**op.param_dict, k: v}))))
+        return
+    yield from _dtype_edits(p, err)
+
+
 def _spec_type(p: Program) -> Iterator[Edit]:
     for which in ("in_specs", "out_specs"):
         for i, s in enumerate(_specs(p, which)):
@@ -531,6 +543,8 @@ def candidates(p: Program, err: PredictedError) -> list[Edit]:
         gen = _local_shape(p, i, op)
     elif k == ErrorKind.DTYPE:
         gen = _dtype_edits(p, err)
+    elif k == ErrorKind.TRANSFORM:
+        gen = _transform_edits(p, i, op, err)
     elif k == ErrorKind.COLLECTIVE_SHAPE:
         gen = itertools.chain(_param_edits(p, i, op), _pad_operand(p, op))
     else:  # COLLECTIVE_PARAM

@@ -290,6 +290,26 @@ def _wrap_under_check(wrap: str) -> bool:
 
 
 @functools.cache
+def _body_vjp_transposes_psum_to_pvary() -> bool:
+    """Whether jax.grad inside a checked shard_map body transposes a psum of a varying
+    value to pvary (the cotangent itself, as the oracle's transform rule says: check_vma's
+    efficient transposition) rather than to psum (n times it). Probed on two devices:
+    jax 0.5.3's check_rep rewrites only the derivative of the shard_map itself."""
+    import jax
+
+    if len(jax.devices()) < 2:
+        return True  # (nothing to tell apart on one device)
+    mesh = make_mesh(("a",), (2,), ("auto",))
+    P = jax.sharding.PartitionSpec
+    body = lambda x: jax.grad(lambda c: jax.lax.psum(c, "a").sum())(x)  # noqa: E731
+    try:
+        out = jax.jit(shard_map(body, mesh, (P("a"),), P("a"), None, True))(np.ones(2, np.float32))
+    except Exception:  # noqa: BLE001 - the probe's answer
+        return False
+    return bool(np.allclose(np.asarray(out), 1.0))
+
+
+@functools.cache
 def _shardy_default() -> bool:
     """Whether this jax partitions with Shardy unless told otherwise (the lowering mode
     reads the sdy.manual_computation regions Shardy emits)."""
@@ -328,6 +348,10 @@ def _program_features(p: Program) -> tuple[str, ...]:
             out.append(f"{wrap} around a collective in a check_rep shard_map: jax {v} has no replication rule for it")
     if p.x64 and not has("x64"):
         out.append(f"float64 (jax_enable_x64 as a context manager): jax {v} has neither jax.enable_x64 nor jax.experimental.enable_x64")
+    if p.check_vma and any(op.kind == "transform" and op.p("transform") != "jvp" for op in p.body) \
+            and not _body_vjp_transposes_psum_to_pvary():
+        out.append(f"jax.vjp / jax.grad inside a checked shard_map: jax {v} transposes a psum there to psum, "
+                   "not pvary (its check_rep rewrites only the shard_map's own derivative)")
     if any(op.kind == "pcast" for op in p.body) and not has("pcast"):
         out.append(f"jax.lax.pcast: jax {v} does not have it")
     for to in sorted({str(op.p("to")) for op in p.all_ops() if op.kind == "all_gather" and op.p("to") is not None}):

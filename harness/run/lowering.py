@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from programs.model import Op, Program, Spec
-from programs.ops import OP_TABLE, Arg, Call, present_args, python_value
+from programs.ops import OP_TABLE, Arg, Call, present_args, python_value, transform_template
 
 Lowered = Callable[[list[Any], Op], Any]
 
@@ -72,6 +72,8 @@ def _apply(call: Call, args: tuple[Arg, ...], fn: Any, xs: list[Any], op: Op) ->
 def lower_op(op: Op, xs: list[Any]) -> Any:
     """`op` applied to the jax values `xs` (its operands), as its template says."""
     call = OP_TABLE[op.kind].call
+    if call.module == "template":
+        return _transform(op, xs)
     if call.module == "method":
         fn = None
     elif call.module == "operator":
@@ -80,6 +82,29 @@ def lower_op(op: Op, xs: list[Any]) -> Any:
         fn = getattr(_module(call.module), call.function)
     out = _apply(call, call.args, fn, xs, op)
     return _apply(call, call.then, out, xs, op) if call.then else out
+
+
+def sub_body(op: Op) -> Callable[[Any], Any]:
+    """A transform's sub-body (its steps, programs/ops.py) as a function of its operand."""
+    steps = op.steps()
+
+    def f(c: Any) -> Any:
+        vals = [c]
+        for st in steps:
+            vals.append(lower_op(st, [vals[j] for j in st.operands]))
+        return vals[-1]
+
+    return f
+
+
+def _transform(op: Op, xs: list[Any]) -> Any:
+    """jax.jvp / jax.vjp / jax.grad of the sub-body, plain or custom: the op table's own
+    source text (programs/ops.py `transform_template`, what the reproducer shows),
+    evaluated with f the lowered sub-body and x the operand."""
+    import jax
+
+    src = transform_template(op).format(body="f", x="x")
+    return eval(src, {"jax": jax, "f": sub_body(op), "x": xs[0]})  # (constant text from the op table)
 
 
 def _wrapped(op: Op, xs: list[Any]) -> Any:

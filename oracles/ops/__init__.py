@@ -26,8 +26,17 @@ from __future__ import annotations
 from oracles.ops.base import Collective, Ctx, OpDef
 from oracles.ops.device import AxisIndex, AxisSize, NestedShardMap, Pcast, RaggedAllToAll
 from oracles.ops.local import Add, Cast, Const, Max, Min, Mul, Neg, ReduceSum, Sub, Transpose
-from oracles.ops.movement import AllGather, AllToAll, Pbroadcast, Ppermute, Pshuffle, Pswapaxes, Sendrecv
+from oracles.ops.movement import (
+    AllGather,
+    AllToAll,
+    Pbroadcast,
+    Ppermute,
+    Pshuffle,
+    Pswapaxes,
+    Sendrecv,
+)
 from oracles.ops.reductions import Pmax, Pmean, Pmin, Psum, PsumScatter
+from oracles.ops.transform import Transform
 
 OPS: dict[str, OpDef] = {
     cls.kind: cls()
@@ -35,7 +44,7 @@ OPS: dict[str, OpDef] = {
         Const, Add, Sub, Mul, Max, Min, Neg, ReduceSum, Transpose, Cast,
         Psum, Pmean, Pmax, Pmin, AllGather, PsumScatter, AllToAll, Pswapaxes,
         Ppermute, Pshuffle, AxisIndex, Pcast, RaggedAllToAll, NestedShardMap,
-        AxisSize, Pbroadcast, Sendrecv,
+        AxisSize, Pbroadcast, Sendrecv, Transform,
     )
 }  # fmt: skip
 
