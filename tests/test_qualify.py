@@ -316,3 +316,25 @@ def test_a_known_bug_never_excuses_the_rest_of_the_program_in_qualify(tmp_path: 
     bad = verdicts["psum_counts_device0_twice"]
     assert bad["verdict"] == "fail" and bad["signatures"] == ["value|jit|psum"], bad
     assert "without its known bugs (ppermute-multi-axis-order)" in bad["message"], bad
+
+
+def test_a_pass_where_the_bugs_mode_could_not_run_is_no_range() -> None:
+    """qualify seed 3: jax 0.9.2 passes 179 unreduced programs whose eager mode it cannot
+    run, where 0.10.2's known bug (eager-unreduced-intermediate) shows: '(passes on
+    0.9.2)' would claim a range nothing measured. Such a transition is 'first seen', is
+    not bisected, and a failure in a mode the earlier pass did not run sets no exit code."""
+    from harness.campaign.qualify import _gaps, ranges
+
+    p = Program(Mesh(("x",), (2,)), (Input((2,), "int32", "iota"),), (Spec((("x",),)),), (Op.make("neg", (0,)),), (1,), (Spec((("x",),)),))
+    cases = [Case("eager_only", p, ""), Case("jit_too", p, "")]
+    old, new = _col("jax 0.9.2", {"eager_only": "pass", "jit_too": "pass"}), _col("jax 0.10.2", {"eager_only": "fail", "jit_too": "fail"})
+    old.jax_version, new.jax_version = "0.9.2", "0.10.2"
+    old.cells["eager_only"].statuses = {"jit": "ok", "eager": "unsupported"}
+    old.cells["jit_too"].statuses = {"jit": "ok", "eager": "unsupported"}
+    new.cells["eager_only"] = Cell("fail", ["value|eager|neg"], statuses={"jit": "ok", "eager": "ok"})
+    new.cells["jit_too"] = Cell("fail", ["value|jit|neg"], statuses={"jit": "ok", "eager": "ok"})
+    by = {r["case"]: r for r in ranges(cases, [old, new])}
+    assert by["eager_only"]["text"] == "first seen in 0.10.2 (passes on 0.9.2, which could not run eager)"
+    assert not by["eager_only"]["last_fails_after_pass"]
+    assert by["jit_too"]["text"] == "broken in 0.10.2 (passes on 0.9.2)" and by["jit_too"]["last_fails_after_pass"]
+    assert _gaps(cases, [old, new]) == {("0.9.2", "0.10.2"): ["jit_too"]}

@@ -368,6 +368,8 @@ def _gaps(cases: list[Case], cols: list[Column]) -> dict[tuple[str, str], list[s
     out: dict[tuple[str, str], list[str]] = {}
     for r in ranges(cases, cols):
         for e in r["events"]:
+            if e["event"] not in ("broken", "fixed"):
+                continue  # (first seen / not seen: one side could not run the bug's modes; nothing to bisect)
             key = (e["last_good"], e["in"]) if e["event"] == "broken" else (e["last_bad"], e["by"])
             out.setdefault(key, []).append(r["case"])
     return out

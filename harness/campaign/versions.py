@@ -96,13 +96,30 @@ def version_key(col: Column) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", col.jax_version)) or (0,)
 
 
+def _bug_modes(cell: Cell) -> set[str]:
+    """The modes a cell's bug shows in: its unexplained divergences' modes (fail), or,
+    for a known bug (whose modes the cell does not keep), every mode it ran."""
+    modes = {s.split("|")[1] for s in cell.signatures if s.count("|") == 2}
+    return modes or {m for m, st in cell.statuses.items() if st != "unsupported"}
+
+
+def _unran(good: Cell, bad: Cell) -> list[str]:
+    """The modes the bad cell's bug shows in that the good cell's jax could not run: its
+    pass says nothing there (jax 0.9.2 passes an unreduced program whose eager mode it
+    cannot run; 0.10.2's bug is in eager)."""
+    return sorted(m for m in _bug_modes(bad) if good.statuses.get(m) == "unsupported")
+
+
 def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
     """For each case that shows a bug on some version (fail, or known: a known entry
     names the bug): where it came and went, in version order. Each transition between
     neighbouring versions that ran it (unsupported ones skipped) is 'broken in B (passes
     on A)' or 'fixed by B (fails on A)', marked '(known)' where the bad side's bug is a
-    known entry's. Also whether the last version fails (unexplained) a case that an
-    earlier one passes (the exit code)."""
+    known entry's; where the passing version could not run a mode the bug shows in
+    (`_unran`), 'first seen in B (passes on A, which could not run M)' or 'not seen by B,
+    which could not run M', since its pass proves nothing there. Also whether the last
+    version fails (unexplained) a case that an earlier one passes in the modes the failure
+    is in (the exit code)."""
     ordered = sorted(cols, key=version_key)
     out = []
     for c in cases:
@@ -110,26 +127,32 @@ def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
                 if c.name in col.cells and col.cells[c.name].verdict != "unsupported"]
         if not any(v in BAD for _, v in seen):
             continue
+        cells = {col.jax_version: col.cells[c.name] for col in ordered if c.name in col.cells}
         events = []
         for (va, a), (vb, b) in zip(seen, seen[1:]):
             if a not in BAD and b in BAD:
-                events.append({"event": "broken", "in": vb, "last_good": va, "known": b == "known"})
+                unran = _unran(cells[va], cells[vb])
+                events.append({"event": "broken" if not unran else "seen", "in": vb, "last_good": va, "known": b == "known", "unran": unran})
             elif a in BAD and b not in BAD:
-                events.append({"event": "fixed", "by": vb, "last_bad": va, "known": a == "known"})
+                unran = _unran(cells[vb], cells[va])
+                events.append({"event": "fixed" if not unran else "unseen", "by": vb, "last_bad": va, "known": a == "known", "unran": unran})
         last_fails = bool(seen) and seen[-1][1] == "fail"
 
         def words(e: dict[str, Any]) -> str:
             k = " (known)" if e["known"] else ""
-            if e["event"] == "broken":
-                return f"broken in {e['in']}{k} (passes on {e['last_good']})"
-            return f"fixed by {e['by']} (fails on {e['last_bad']}{k})"
+            could_not = f", which could not run {', '.join(e['unran'])}" if e["unran"] else ""
+            if e["event"] in ("broken", "seen"):
+                return f"{'broken' if e['event'] == 'broken' else 'first seen'} in {e['in']}{k} (passes on {e['last_good']}{could_not})"
+            return f"{'fixed' if e['event'] == 'fixed' else 'not seen'} by {e['by']}{could_not} (fails on {e['last_bad']}{k})"
 
         text = "; ".join(words(e) for e in events)
         if not events:
             k = " (known)" if all(v == "known" for _, v in seen) else ""
             text = f"fails on every version that ran it{k} ({seen[0][0]} .. {seen[-1][0]})"
+        last = cells[seen[-1][0]] if seen else None
+        passed_there = any(v == "pass" and last is not None and not _unran(cells[ver], last) for ver, v in seen[:-1])
         out.append({"case": c.name, "events": events, "text": text,
-                    "last_fails_after_pass": last_fails and any(v == "pass" for _, v in seen[:-1])})
+                    "last_fails_after_pass": last_fails and passed_there})
     return out
 
 
