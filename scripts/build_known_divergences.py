@@ -286,6 +286,13 @@ entries = [
    when=["any:wrap==scan"],
    reason="jax.vmap with spmd_axis_name over a shard_map whose body runs a lax.scan closing over an invariant body value: the batching rule makes the carry vary over the spmd axis but not the closed-over value, and jax raises 'Primitive add requires varying manual axes to match' (internal vma error); plain vmap, jit and eager run it. As vmap-spmd-cond-closure-vma, for scan. Found by shardfuzz (seed 0, 2000 programs).",
    link=NONE + "'vmap spmd_axis_name scan closure shard_map vma', 'requires varying manual axes to match'"),
+ E(id="precv-batching-rule-out-shape", case="precv_vmap_batcher", mode="abstract", jax_versions=SINCE_PRECV,
+   # jax raises at the sendrecv; in an invalid program whose defect comes later, that error
+   # replaces the predicted one (wrong_error, scoped by the op jax raised at)
+   signatures=["unexpected_error|*|sendrecv->TypeError", "wrong_error|*|*->TypeError"],
+   when=["sendrecv:wrap==vmap"],
+   reason="jax.vmap of jax.lax.precv raises TypeError '_ppermute_batcher() got an unexpected keyword argument 'out_shape'': precv_p (and psend_p) register ppermute's batching rule (batching.fancy_primitive_batchers[precv_p] = _ppermute_batcher), whose signature has no out_shape, the parameter precv_p binds (and for psend it would bind ppermute_p, returning the array instead of a token). Any batching of psend/precv fails: here a jax.vmap inside the body (wrap='vmap'); the vmap and vmap_spmd modes (jax.vmap of the whole shard_map) reach the same rule, but on CPU they report sendrecv unsupported (XLA:CPU cannot lower psend/precv), so only the abstract mode sees it here. Measured on 0.9.2, 0.10.2 and 0.12.0 (0.6.0 has no psend/precv).",
+   link="jax/_src/lax/parallel.py _ppermute_batcher, precv_p; " + NONE + "'precv vmap', '_ppermute_batcher out_shape', 'psend precv batching'"),
  E(id="vmap-spmd-fori-closure-carry-vma", case="vmap_spmd_fori_closure", mode="vmap_spmd", jax_versions=SINCE_0_6,
    signatures=["unexpected_error|vmap_spmd|*->ValueError"],
    when=["any:wrap==fori"],
