@@ -441,9 +441,11 @@ E(id="vmap-spmd-inner-vmap-closure-vma", case="vmap_spmd_inner_vmap_closure", mo
    reason="Eager shard_map runs the body one primitive at a time, each in a shard_map whose out_specs carry the intermediate's type; a value made unreduced by pcast(to='unreduced') then hits the rule meant for user specs ('unreduced in out_specs P(None, unreduced={x}) can only be used when the mesh ... contains axis names all of type Explicit', 0.10-0.12; 'Eager shard_map + unreduced/reduced + partial manual is not supported' partial manual), unless every axis is manual and Explicit. jax.jit runs the same program with the oracle's values. (0.9.2 does not implement eager unreduced / reduced at all, NotImplementedError 'wrap your shard_map in jax.jit': the eager mode reports those programs unsupported there, harness/run/compat.py _eager_ur.)",
    link=NONE + "'eager shard_map unreduced', 'unreduced in out_specs can only be used when the mesh'"),
  E(id="eager-reduced-intermediate", case="eager_reduced_auto", mode="eager", jax_versions=SINCE_0_9,
-   signatures=["unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError"],
+   # (wrong_error: an invalid program whose defect jax checks after the body, eager raising at the pcast first)
+   signatures=["unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError",
+               "wrong_error|eager|*->ValueError"],
    when=["pcast:to==reduced", "explicit_full_manual==False"],
-   reason="As eager-unreduced-intermediate, for a value made reduced by pcast(to='reduced') ('reduced in out_specs ... can only be used when the mesh ... Explicit').",
+   reason="As eager-unreduced-intermediate, for a value made reduced by pcast(to='reduced') ('reduced in out_specs ... can only be used when the mesh ... Explicit'; on a mixed mesh the internal guard 'Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set', raised at the pcast, also in an invalid program before its out_specs replication error: fuzz seed 0, d4f90f50cbf4).",
    link=NONE + "'eager shard_map reduced pcast'"),
  E(id="eager-all-gather-reduced-intermediate", case="eager_all_gather_reduced_auto", mode="eager", jax_versions=SINCE_0_9,
    signatures=["unexpected_error|eager|all_gather->ValueError", "unexpected_error|eager|all_gather->NotImplementedError",
