@@ -95,7 +95,8 @@ def trace(
                 with np.errstate(invalid="ignore", over="ignore"):
                     v = d.value(xs, ins, ctx)
                     prop, mag, terms = d.error(xs, [st.err[j] for j in op.operands], v, ins, ctx)
-                    e = combine(v, t.dtype, prop, mag, terms, all(st.clean[j] for j in op.operands))
+                    clean = all(st.clean[j] for j in op.operands) and not d.rounds_integers(ins, ctx)
+                    e = combine(v, t.dtype, prop, mag, terms, clean)
                 st.values.append(v)
                 st.err.append(e)
                 st.clean.append(is_clean(v, e))

@@ -51,9 +51,10 @@ RANGE_EAGER_SIZE_1 = ">=0.10.2,<0.13"  # AssertionError on 0.10.2, 0.11.2, 0.12.
 E = dict
 entries = [
  E(id="mixed-mesh-size-1-explicit-type", case="mixed_size1_explicit_type", mode="jit", jax_versions=SINCE_0_9,
-   signatures=["sharding|jit,gspmd|*"],
+   # (eager: under explicit_axes, whose reshard back to the mesh outside is compiled)
+   signatures=["sharding|jit,gspmd|*", "sharding|eager|*"],
    when=["out_spec_size_1_explicit_with_auto"],
-   reason="On a mixed mesh (here 'data' Auto of size 3, 'model' Explicit of size 1) under jax.set_mesh, a jit output whose out_spec names the size-1 Explicit axis and an Auto axis comes back laid out along the Auto axis alone (P('data')), and jax.typeof(out) then loses the Explicit axis: float32[3,1] where tracing (and eager) type it float32[3@model,1], as the out_spec's Explicit axes say (_unshard_shaped_array). A size-1 Explicit axis alone in the out_spec keeps its type on 0.10.2. Only the sharding type is excused; values and blocks are checked.",
+   reason="On a mixed mesh (here 'data' Auto of size 3, 'model' Explicit of size 1) under jax.set_mesh, a jit output whose out_spec names the size-1 Explicit axis and an Auto axis comes back laid out along the Auto axis alone (P('data')), and jax.typeof(out) then loses the Explicit axis: float32[3,1] where tracing (and eager) type it float32[3@model,1], as the out_spec's Explicit axes say (_unshard_shaped_array). A size-1 Explicit axis alone in the out_spec keeps its type on 0.10.2. The same under jax.sharding.explicit_axes around the call, whose axes are Auto outside it, eagerly too (_explicit_axes reshards the result to modify_spec_for_auto_manual of its type, e.g. P('pipe', None), traced float32[4@pipe,1], and the compiled reshard returns P('data'): float32[4,1]; reports/corpus/known/mixed_size1_explicit_axes.json, fuzz seed 0, 3a615b1ac57f; 0.9.2, 0.10.2, 0.12.0). Only the sharding type is excused; values and blocks are checked.",
    link=NONE + "'size 1 explicit axis typeof jit', 'mixed mesh auto explicit out sharding type'"),
  E(id="mixed-mesh-zero-size-output-type", case="mixed_zero_size_type", mode="jit", jax_versions=SINCE_0_9,
    signatures=["sharding|jit,gspmd,smap|*"],
@@ -104,21 +105,25 @@ entries = [
    errors_downstream=True,
    # the damage starts at the all_to_all itself (or while lowering, or a crash naming no op); grad
    # names the program's collectives; wrong and missing errors are scoped by the op jax raised at
-   # (or a later one: errors_downstream), and only the errors a wrong shape can cause
+   # (or a later one: errors_downstream), and only the errors a wrong shape can cause, or
+   # untiled the all_to_all's own AssertionError, raised before an invalid program's defect
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
-               *SHAPE_ERRORS, "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*"],
+               *SHAPE_ERRORS, "wrong_error|*|*->AssertionError", "shape|*|all_to_all", "value|*|all_to_all",
+               "value|grad,grad_remat|*all_to_all*"],
    when=["all_to_all:split_axis<0"],
-   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values. The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values; untiled, all_to_all's own axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: split_axis < concat_axis, expand_dims) compares the raw negative axes, so the primitive gets the wrong split axis and fails an internal assert (AssertionError '(1, 6)'), before an invalid program's own defect is reached (fuzz seed 0). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="negative-all-to-all-concat-axis", case="neg_concat", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,
    # the damage starts at the all_to_all itself (or while lowering, or a crash naming no op); grad
    # names the program's collectives; wrong and missing errors are scoped by the op jax raised at
-   # (or a later one: errors_downstream), and only the errors a wrong shape can cause
+   # (or a later one: errors_downstream), and only the errors a wrong shape can cause, or
+   # untiled the all_to_all's own AssertionError, raised before an invalid program's defect
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
-               *SHAPE_ERRORS, "shape|*|all_to_all", "value|*|all_to_all", "value|grad,grad_remat|*all_to_all*"],
+               *SHAPE_ERRORS, "wrong_error|*|*->AssertionError", "shape|*|all_to_all", "value|*|all_to_all",
+               "value|grad,grad_remat|*all_to_all*"],
    when=["all_to_all:concat_axis<0"],
-   reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong. The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong, or all_to_all's axis arithmetic (_all_to_all_is_async: concat_axis < split_axis, expand_dims at the raw negative concat_axis) hands the primitive the wrong split axis and its internal assert fails (AssertionError '(1, 6)' for split_axis=0, concat_axis=-2), before an invalid program's own defect is reached (fuzz seed 0, 5e6727b00434). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="zero-size-output-blocks", case="zero_jit", mode="eager", jax_versions=SINCE_0_8,
    signatures=["shape|*|device_block", "unexpected_error|*|read_output->ValueError"],
@@ -306,6 +311,13 @@ entries = [
    when=["any:wrap==scan"],
    reason="jax.vmap with spmd_axis_name over a shard_map whose body runs a lax.scan closing over an invariant body value: the batching rule makes the carry vary over the spmd axis but not the closed-over value, and jax raises 'Primitive add requires varying manual axes to match' (internal vma error); plain vmap, jit and eager run it. As vmap-spmd-cond-closure-vma, for scan. Found by shardfuzz (seed 0, 2000 programs).",
    link=NONE + "'vmap spmd_axis_name scan closure shard_map vma', 'requires varying manual axes to match'"),
+ E(id="precv-batching-rule-out-shape", case="precv_vmap_batcher", mode="abstract", jax_versions=SINCE_PRECV,
+   # jax raises at the sendrecv; in an invalid program whose defect comes later, that error
+   # replaces the predicted one (wrong_error, scoped by the op jax raised at)
+   signatures=["unexpected_error|*|sendrecv->TypeError", "wrong_error|*|*->TypeError"],
+   when=["sendrecv:wrap==vmap"],
+   reason="jax.vmap of jax.lax.precv raises TypeError '_ppermute_batcher() got an unexpected keyword argument 'out_shape'': precv_p (and psend_p) register ppermute's batching rule (batching.fancy_primitive_batchers[precv_p] = _ppermute_batcher), whose signature has no out_shape, the parameter precv_p binds (and for psend it would bind ppermute_p, returning the array instead of a token). Any batching of psend/precv fails: here a jax.vmap inside the body (wrap='vmap'); the vmap and vmap_spmd modes (jax.vmap of the whole shard_map) reach the same rule, but on CPU they report sendrecv unsupported (XLA:CPU cannot lower psend/precv), so only the abstract mode sees it here. Measured on 0.9.2, 0.10.2 and 0.12.0 (0.6.0 has no psend/precv).",
+   link="jax/_src/lax/parallel.py _ppermute_batcher, precv_p; " + NONE + "'precv vmap', '_ppermute_batcher out_shape', 'psend precv batching'"),
  E(id="vmap-spmd-fori-closure-carry-vma", case="vmap_spmd_fori_closure", mode="vmap_spmd", jax_versions=SINCE_0_6,
    signatures=["unexpected_error|vmap_spmd|*->ValueError"],
    when=["any:wrap==fori"],
@@ -454,9 +466,11 @@ E(id="vmap-spmd-inner-vmap-closure-vma", case="vmap_spmd_inner_vmap_closure", mo
    reason="Eager shard_map runs the body one primitive at a time, each in a shard_map whose out_specs carry the intermediate's type; a value made unreduced by pcast(to='unreduced') then hits the rule meant for user specs ('unreduced in out_specs P(None, unreduced={x}) can only be used when the mesh ... contains axis names all of type Explicit', 0.10-0.12; 'Eager shard_map + unreduced/reduced + partial manual is not supported' partial manual), unless every axis is manual and Explicit. jax.jit runs the same program with the oracle's values. (0.9.2 does not implement eager unreduced / reduced at all, NotImplementedError 'wrap your shard_map in jax.jit': the eager mode reports those programs unsupported there, harness/run/compat.py _eager_ur.)",
    link=NONE + "'eager shard_map unreduced', 'unreduced in out_specs can only be used when the mesh'"),
  E(id="eager-reduced-intermediate", case="eager_reduced_auto", mode="eager", jax_versions=SINCE_0_9,
-   signatures=["unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError"],
+   # (wrong_error: an invalid program whose defect jax checks after the body, eager raising at the pcast first)
+   signatures=["unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError",
+               "wrong_error|eager|*->ValueError"],
    when=["pcast:to==reduced", "explicit_full_manual==False"],
-   reason="As eager-unreduced-intermediate, for a value made reduced by pcast(to='reduced') ('reduced in out_specs ... can only be used when the mesh ... Explicit').",
+   reason="As eager-unreduced-intermediate, for a value made reduced by pcast(to='reduced') ('reduced in out_specs ... can only be used when the mesh ... Explicit'; on a mixed mesh the internal guard 'Using *pspec is dangerous when PartitionSpec has non-empty unreduced/reduced set', raised at the pcast, also in an invalid program before its out_specs replication error: fuzz seed 0, d4f90f50cbf4).",
    link=NONE + "'eager shard_map reduced pcast'"),
  E(id="eager-all-gather-reduced-intermediate", case="eager_all_gather_reduced_auto", mode="eager", jax_versions=SINCE_0_9,
    signatures=["unexpected_error|eager|all_gather->ValueError", "unexpected_error|eager|all_gather->NotImplementedError",

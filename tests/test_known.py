@@ -250,3 +250,24 @@ def test_a_rank_0_value_going_wrong_is_put_on_its_op(pool: Pool) -> None:
               op("psum", 2, axes=("x", "y"))], [3], [P()])
     res = check_in_pool(pool, p, ("jit", "eager"))
     assert sorted(d.signature for d in res.divergences) == ["value|eager|ppermute", "value|jit|ppermute"], res.divergences
+
+
+def test_the_size_1_explicit_axis_feature_reads_the_axis_types_outside_explicit_axes() -> None:
+    """explicit_axes(axes='data') around the call: 'data' is Explicit inside (the
+    program's mesh) and Auto outside, where the output is laid out; out_spec
+    P(None, ('data', 'pipe', 'model')) then names the size-1 Explicit 'pipe' beside the
+    Auto 'data' of size 4 (jax 0.10.2 lays it out P('data') and loses 'pipe': seed 0's
+    3a615b1ac57f). Inside, no axis of size > 1 is Auto: without the wrapper it does not hold."""
+    from dataclasses import replace
+
+    from harness.judge.known_features import PROGRAM_FEATURES
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/mixed_size1_explicit_axes.json").read_text())
+    assert p.wrap == "explicit_axes" and p.mesh.axis_types == ("explicit", "auto", "explicit")
+    holds = PROGRAM_FEATURES["out_spec_size_1_explicit_with_auto"]
+    assert holds(p)
+    assert not holds(replace(p, wrap=None, wrap_axes=(), wrap_specs=()))
+    sig = div("sharding", "pshuffle", mode="eager", output=0)
+    e = find(load(), sig, [sig], p, predict(p), "0.10.2")
+    assert e is not None and e.id == "mixed-mesh-size-1-explicit-type"

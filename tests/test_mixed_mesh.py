@@ -203,3 +203,21 @@ def test_check_vma_false_blocks_resharded_by_auto_axes_may_each_keep_their_own()
     mixed = dict(own)
     mixed[(1, 1)] = np.concatenate([rows[1][:, :1], rows[0][:, :1]], axis=1)  # column 1 from neither device at model=1
     assert compare_output(p, 0, observed(p, mixed, rows[0]), e, "jit") != []
+def test_a_wrapped_output_without_one_global_value_is_each_groups_array() -> None:
+    """check_vma=False, out_spec P('model') of a value that differs along 'data' (left
+    out): no one global value. auto_axes(axes='model', out_sharding=P()) gathers it along
+    'model' within each 'data' group, so device (d, m) holds its group's whole array
+    (measured on jax 0.10.2: fuzz seed 0, 7289f623eb8a), not the out_spec's block."""
+    mesh = Mesh(("data", "model"), (2, 2), ("explicit", "auto"))
+    p = replace(prog(mesh, Spec((("model",),)), in_spec=Spec((("data",),)), shape=(4,), check_vma=False),
+                mesh_context=True, reshard=True, wrap="auto_axes", wrap_axes=("model",), wrap_specs=(Spec(()),))
+    e = predict(p).outputs[0]
+    assert e.global_value is None and e.device_values is not None
+    # device (d, m) holds -[2d, 2d + 1]; its group (devices (d, 0), (d, 1)) assembles to
+    # -[2d, 2d + 1, 2d, 2d + 1]
+    group = {d: -np.array([2 * d, 2 * d + 1] * 2, dtype=np.int32) for d in range(2)}
+    right = {(d, m): group[d] for d in range(2) for m in range(2)}
+    assert compare_output(p, 0, observed(p, right, group[0]), e, "jit") == []
+    swapped = {(d, m): group[1 - d] for d in range(2) for m in range(2)}
+    divs = compare_output(p, 0, observed(p, swapped, group[1]), e, "jit")
+    assert [d.kind for d in divs] == [DivergenceKind.VALUE] and len(divs[0].bad_devices) == 4

@@ -142,3 +142,27 @@ def test_the_grad_modes_list_a_while_loop_as_a_gap() -> None:
     assert any("while_loop" in f for f in unsupported_features(WHILE, "grad"))
     assert any("while_loop" in f for f in unsupported_features(WHILE, "grad_remat"))
     assert not unsupported_features(WHILE, "jit") and not unsupported_features(WRAPPED, "grad")
+
+
+def test_the_probe_leaves_out_unreduced_values_and_still_finds_the_op_going_wrong() -> None:
+    """The probe runs with check_vma=False, where jax refuses pcast(to='unreduced') of a
+    value it types invariant: it leaves out the ops the oracle types unreduced (and those
+    reading them), so a wrong psum elsewhere in the body is still put on the psum (before,
+    every probe failed and the divergence stayed on the output's producer, neg: seed 0's
+    f10519fcdad8, a wrong ppermute bucketed as value|jit|transpose)."""
+    from harness.judge.check import check_in_pool
+    from harness.run.modes import probe_program, probe_values
+
+    x4e = Mesh(("x",), (4,), ("explicit",))
+    p = Program(x4e, (Input((8,), "float32", "small", 3),), (P("x"),),
+                (op("psum", 0, axes=("x",)), op("pcast", 0, axes=("x",), to="unreduced"), op("psum", 2, axes=("x",)),
+                 op("neg", 1)), (4,), (P(),), reshard=True)
+    assert probe_values(p) == (1, 4)  # not the unreduced pcast (2), nor the psum reading it (3)
+    q = probe_program(p)
+    assert [o.kind for o in q.body] == ["psum", "neg"] and q.body[1].operands == (1,) and q.outputs == (1, 2)
+    pool = Pool(1, env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
+    try:
+        divs = check_in_pool(pool, p, ("jit",)).divergences
+    finally:
+        pool.close()
+    assert [(d.kind, d.where) for d in divs] == [(DivergenceKind.VALUE, "psum")], divs

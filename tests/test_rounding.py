@@ -227,3 +227,22 @@ def test_reduce_sum_of_narrow_integers_widens() -> None:
         p = prog(X1, [iota(4, dtype=dt)], [P(None)], [op("reduce_sum", 0, axis=0)], [1], [P()])
         o = _one(p)
         assert (o.dtype, o.device_values[0].tolist()) == (want, total), dt
+
+
+def test_pmean_over_a_group_not_a_power_of_two_rounds_an_integer_quotient() -> None:
+    # int32 [0, 1, 2] over 3 devices: the sum 3 over 3 is the integer 1, but XLA divides
+    # by multiplying with 1/3 rounded to float32, so 1 may come back an ulp off, and so
+    # may anything computed from it (jax 0.10.2: (x/6)*(x/6) for x = 6 gives 1.0000001)
+    p = prog(X3, [iota(3)], [P("i")], [op("pmean", 0, axes=("i",)), op("mul", 1, 1)], [1, 2], [P(), P()])
+    pr = predict(p)
+    assert pr.error is None, pr.error
+    mean, square = pr.outputs
+    assert mean.dtype == "float32" and mean.device_values[0].tolist() == [1.0]
+    assert not mean.exact and mean.atol == pytest.approx(1.01 * 2 * 2.0**-24 + 1e-12)  # (1e-12: the oracle's own rounding)
+    assert not square.exact and abs(1.0000001192092896 - 1.0) <= square.atol < 1e-5
+    # over 4 devices 1/4 is exact: the integer quotient 12 / 4 = 3 stays exact
+    X4 = Mesh(("i",), (4,))
+    body = [op("const", shape=(), dtype="int32", value=2), op("mul", 0, 1), op("pmean", 2, axes=("i",))]
+    q = prog(X4, [iota(4)], [P("i")], body, [3], [P()])
+    o = _one(q)
+    assert o.device_values[0].tolist() == [3.0] and o.exact and o.atol == 0.0

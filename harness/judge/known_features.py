@@ -88,16 +88,22 @@ PROGRAM_FEATURES = {
     # auto_axes / explicit_axes (whose axes the wrapper retypes)
     "mixed_mesh_in_context": lambda p: p.mesh_context and {"auto", "explicit"} in (set(p.mesh.axis_types), set(p.outer_mesh().axis_types)),
     # an out_spec naming an Explicit axis of size 1 and an Auto axis of size > 1: jit lays
-    # the output out along the Auto one and its type loses the size-1 axis
-    "out_spec_size_1_explicit_with_auto": lambda p: any(
-        any(p.mesh.axis_type(a) == "explicit" and p.mesh.axis_size(a) == 1 for a in s.axes())
-        and any(p.mesh.axis_type(a) == "auto" and p.mesh.axis_size(a) > 1 for a in s.axes())
-        for s in p.out_specs if s.kind == "P"),
+    # the output out along the Auto one and its type loses the size-1 axis (the types of
+    # the mesh the output leaves to: outside explicit_axes its axes are Auto)
+    "out_spec_size_1_explicit_with_auto": lambda p: _size_1_explicit_with_auto(p),
     "out_spec_size_1_explicit": lambda p: any(_size_1_explicit(p, s) for s in p.out_specs),
     # the call inside jax.sharding.auto_axes (strategies/explicit.py wrap_call)
     "auto_axes_call": lambda p: p.wrap == "auto_axes",
     "explicit_axes_call": lambda p: p.wrap == "explicit_axes",
 }
+
+
+def _size_1_explicit_with_auto(p: Program) -> bool:
+    m = p.outer_mesh() if p.wrap == "explicit_axes" else p.mesh
+    return any(
+        any(m.axis_type(a) == "explicit" and m.axis_size(a) == 1 for a in s.axes())
+        and any(m.axis_type(a) == "auto" and m.axis_size(a) > 1 for a in s.axes())
+        for s in p.out_specs if s.kind == "P")
 # Program features that hold because of particular outputs' out_specs: the outputs each
 # depends on (derived_program checks the program without them)
 OUTPUT_FEATURES = {

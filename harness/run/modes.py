@@ -32,6 +32,7 @@ from harness.run.modes_direct import (
     Smap,
     lowering_facts,
     probe_program,
+    probe_values,
 )
 from harness.run.modes_multiprocess import Multiprocess
 from harness.run.modes_transformed import VMAP_BATCH, Grad, GradRemat, Vmap, VmapSpmd
@@ -45,7 +46,7 @@ from harness.run.observation import (
 __all__ = [
     "COMPILED", "COMPILED_MAX", "DEFAULT_MODES", "MODES", "VMAP_BATCH", "Abstract", "Eager", "Grad", "GradRemat", "Gspmd",
     "Jit", "Lowering", "Mode", "Multiprocess", "Observation", "ObservedOutput", "PROBE_FOR", "Probe", "ProbeEager", "ProbeGspmd", "Smap", "Vmap", "VmapSpmd", "lowering_facts",
-    "observation_from_dict", "observation_to_dict", "probe_program", "structure_key",
+    "observation_from_dict", "observation_to_dict", "probe_program", "probe_values", "structure_key",
 ]
 
 MODES: dict[str, Mode] = {

@@ -111,22 +111,46 @@ class Gspmd(Jit):
 
 
 
+def probe_values(p: Program) -> tuple[int, ...]:
+    """The body values the probe returns (`probe_program`), numbered as in `p`: every one
+    but those the oracle types unreduced or reduced and the values computed from them.
+    The probe runs with check_vma=False, which types every value invariant, and jax then
+    refuses to make one unreduced or reduced (pcast(to='unreduced') raises 'Unsupported
+    pcast from=invarying', jax 0.10.2): without the leaving out, one such op anywhere in
+    the body made every probe fail and no wrong value was put on its op."""
+    from oracles import trace
+
+    st, _ = trace(p, with_values=False)
+    n_in = len(p.inputs)
+    left_out: set[int] = set()
+    for v in range(n_in, p.n_values):
+        t = st.types[v] if v < len(st.types) else None
+        if t is None or t.unreduced or t.reduced or any(j in left_out for j in p.body[v - n_in].operands):
+            left_out.add(v)
+    return tuple(v for v in range(n_in, p.n_values) if v not in left_out)
+
+
 def probe_program(p: Program) -> Program:
-    """`p` with every body value as an output, each split over all manual axes on
-    dimension 0 and check_vma=False, so each device's block of each value comes back as
-    it is (a rank-0 value comes back as a (1,) block: `Probe.build`). Used to find the
-    first op whose values go wrong."""
+    """`p` with the body values `probe_values(p)` as its outputs (the other ops left
+    out, values renumbered), each split over all manual axes on dimension 0 and
+    check_vma=False, so each device's block of each value comes back as it is (a rank-0
+    value comes back as a (1,) block: `Probe.build`). Used to find the first op whose
+    values go wrong."""
     from dataclasses import replace as _replace
 
     from programs.model import Spec
 
-    vals = tuple(range(len(p.inputs), p.n_values))
+    n_in = len(p.inputs)
+    vals = probe_values(p)
+    new = {v: v for v in range(n_in)} | {v: n_in + k for k, v in enumerate(vals)}
+    body = tuple(_replace(p.body[v - n_in], operands=tuple(new[j] for j in p.body[v - n_in].operands)) for v in vals)
     axes = p.manual_axes
     spec = Spec((axes,) if axes else ())
     # (without auto_axes / explicit_axes around the call: the body runs under the mesh
     # the wrapper gives it, `p.mesh`, its values are the same, and auto_axes' out_sharding
     # is one spec per output)
-    return _replace(p, outputs=vals, out_specs=(spec,) * len(vals), check_vma=False, wrap=None, wrap_axes=(), wrap_specs=())
+    return _replace(p, body=body, outputs=tuple(new[v] for v in vals), out_specs=(spec,) * len(vals), check_vma=False,
+                    wrap=None, wrap_axes=(), wrap_specs=())
 
 
 class Smap(Mode):
@@ -172,7 +196,7 @@ class Probe(Mode):
         if not q.outputs:
             return Observation(self.name, status="unsupported", error_message="probe: no body value")
         obs = Mode.run(self, q)
-        return replace(obs, mode=self.name, facts={"values": list(q.outputs)})
+        return replace(obs, mode=self.name, facts={"values": list(probe_values(p))})
 
     def body(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
         import jax.numpy as jnp

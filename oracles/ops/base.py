@@ -83,6 +83,13 @@ class OpDef:
             raise NotImplementedError(f"the oracle has no unreduced/reduced rule for {self.kind}")
         return frozenset(), frozenset()
 
+    def rounds_integers(self, ins: list[ValueType], ctx: Ctx) -> bool:
+        """Whether the op may round even where its operands are clean and its result is
+        an integer the dtype holds (the exemption of oracles/rounding.py `combine`, which
+        assumes every intermediate is then an integer too): False but for a division
+        computed through a rounded reciprocal (pmean)."""
+        return False
+
     def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
         """How far jax's result may be from `v` = `value(xs)` (oracles/rounding.py): (prop, mag,
         terms): the operands' errors `errs` as they reach the result, and `terms`

@@ -184,6 +184,10 @@ class NestedShardMap(OpDef):
         y = d.value([split_local(xs[0], ctx.mesh, self._entries(ctx, "in_spec"))], [t], ictx)
         return assemble_local(y, ctx.mesh, self._entries(ctx, "out_spec"))
 
+    def rounds_integers(self, ins: list[ValueType], ctx: Ctx) -> bool:
+        d, ictx, t = self._inner(ins, ctx)
+        return d.rounds_integers([t], ictx)
+
     def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
         """The inner op's error terms on the split blocks, put back by the out_spec."""
         d, ictx, t = self._inner(ins, ctx)
