@@ -137,8 +137,15 @@ class Transform(OpDef):
         for st, sctx in zip(steps, ctxs):
             sins = [types[j] for j in st.operands]
             if st.kind == "mul":
+                # (the product rule through mul's own value rule: it broadcasts a rank-0
+                # operand per device, where plain numpy would align the device dimensions
+                # with the other operand's: qualify seed 3, s3-0440)
+                from oracles.ops.local import _pad_rank
+
                 a, b = st.operands
-                tv = tans[a] * vals[b] + vals[a] * tans[b]
+                m, r = len(sctx.mesh.sizes), len(types[len(tans)].shape)
+                ta, tb, va, vb = (_pad_rank(np.asarray(z, np.float64), m, r) for z in (tans[a], tans[b], vals[a], vals[b]))
+                tv = ta * vb + va * tb
             else:
                 tv = OPS[st.kind].value([tans[st.operands[0]]], sins, sctx).astype(np.float64)
             if absolute:
