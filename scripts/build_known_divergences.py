@@ -91,6 +91,12 @@ entries = [
    when=["value:zero_size"],
    reason="With GSPMD, a jitted shard_map with a zero-size output beside another output returns the zero-size one with GSPMDSharding({manual}): the manual sharding leaks out of the region, and reading it fails (0.9.2, 0.10.2: AssertionError in get_num_ways_dim_sharded 'assert not hlo_sharding.is_manual()'; 0.12.0: 'INVALID_ARGUMENT: Manual sharding does not support UniqueIndexDomains'). With one output, or with Shardy, it reads back empty; 0.5.3 and 0.6.0 run it. Only the zero-size output is excused.",
    link=NONE + "'GSPMDSharding manual zero size output', 'is_manual get_num_ways_dim_sharded'"),
+ E(id="grad-of-varying-scalar-cotangent-vma-0-6", case="regressions/grad_of_varying_scalar_cotangent_vma", mode="jit", jax_versions="==0.6.*",
+   # (an invalid program holding one raises it first, instead of its own error: wrong_error)
+   signatures=["unexpected_error|*|transform->ValueError", "wrong_error|*|*->ValueError"],
+   when=["check_vma==True", "transform:transform==grad"],
+   reason="jax 0.6.0: jax.grad of a varying scalar inside a check_vma shard_map (the transform op's grad: jax.grad(lambda c: f(c).sum())) raises ValueError 'unexpected JAX type (e.g. shape/dtype) for argument to vjp function: got float32[], but expected float32[]{data}': grad seeds the cotangent 1.0 without the output's varying axes. 0.8.1 and later return the derivative.",
+   link=NONE + "'unexpected JAX type for argument to vjp function shard_map grad', 'grad varying output vma cotangent'"),
  E(id="negative-scatter-dimension", case="neg_scatter", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,
    # jax raises at the psum_scatter (or while lowering, naming no op); a wrong error's `where`
