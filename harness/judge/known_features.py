@@ -84,14 +84,15 @@ PROGRAM_FEATURES = {
     "unreduced_or_reduced_out_spec": lambda p: any(s.unreduced or s.reduced for s in p.out_specs),
     # Explicit and Auto axes on one mesh (strategies/explicit.py axis_types)
     "mixed_mesh": lambda p: set(p.mesh.axis_types) == {"auto", "explicit"},
-    # the mesh jax.set_mesh sets is mixed: the mesh itself, or the one outside
-    # auto_axes / explicit_axes (whose axes the wrapper retypes)
-    "mixed_mesh_in_context": lambda p: p.mesh_context and {"auto", "explicit"} in (set(p.mesh.axis_types), set(p.outer_mesh().axis_types)),
+    # a mixed mesh: the mesh itself, or the one outside auto_axes / explicit_axes (whose
+    # axes the wrapper retypes)
+    "mixed_mesh_or_outside": lambda p: {"auto", "explicit"} in (set(p.mesh.axis_types), set(p.outer_mesh().axis_types)),
     # an out_spec naming an Explicit axis of size 1 and an Auto axis of size > 1: jit lays
     # the output out along the Auto one and its type loses the size-1 axis (the types of
     # the mesh the output leaves to: outside explicit_axes its axes are Auto)
     "out_spec_size_1_explicit_with_auto": lambda p: _size_1_explicit_with_auto(p),
     "out_spec_size_1_explicit": lambda p: any(_size_1_explicit(p, s) for s in p.out_specs),
+    "unreduced_size_1_out_spec": lambda p: any(p.mesh.axis_size(a) == 1 for s in p.out_specs for a in s.unreduced),
     # the call inside jax.sharding.auto_axes (strategies/explicit.py wrap_call)
     "auto_axes_call": lambda p: p.wrap == "auto_axes",
     "explicit_axes_call": lambda p: p.wrap == "explicit_axes",
@@ -110,6 +111,8 @@ OUTPUT_FEATURES = {
     "unreduced_or_reduced_out_spec": lambda p, k: bool(p.out_specs[k].unreduced or p.out_specs[k].reduced),
     "unreduced_out_spec": lambda p, k: bool(p.out_specs[k].unreduced),
     "out_spec_size_1_explicit": lambda p, k: _size_1_explicit(p, p.out_specs[k]),
+    # unreduced over an axis of size 1
+    "unreduced_size_1_out_spec": lambda p, k: any(p.mesh.axis_size(a) == 1 for a in p.out_specs[k].unreduced),
 }
 VALUE_FEATURES = {"value:zero_size"}
 _ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")
