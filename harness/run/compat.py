@@ -17,7 +17,8 @@ observed missing / present (`shardfuzz qualify` on 0.4.35, 0.6.2, 0.8.1, 0.10.2)
 | all_gather(to=...) | 0.4.35, 0.6.2, 0.8.1 | 0.10.2 | `to` in the signature of `jax.lax.all_gather` |
 | eager partial-manual shard_map (axis_names) | 0.4.35, 0.6.2 | 0.8.1 | a tiny eager call raises NotImplementedError |
 | check_vma typing (out_specs replication, collective operand vma) | 0.4.35 (check_rep) | 0.6.2 | `jax.shard_map` |
-| nested shard_map without a mesh argument; lax.cond under check_rep | 0.4.35 | 0.6.2 | `jax.shard_map` |
+| nested shard_map without a mesh argument | 0.4.35 | 0.6.2 | `jax.shard_map` |
+| a wrapper (cond, switch, while_loop, ...) around a collective under check_rep | while_loop: 0.5.3 | 0.6.0 | `_wrap_under_check`: a psum inside it, built by the lowering |
 | jax.smap, jax.set_mesh | 0.4.35, 0.6.2 | 0.8.1 | `jax.smap` |
 | psum / pmean / psum_scatter of an operand varying over only some named axes is an error | 0.4.35, 0.6.2, 0.8.1 (implicit pvary) | 0.10.2 | `jax.lax.pcast` |
 | Explicit-mesh shard_map typing (in_specs vs the argument's sharding, `jax.typeof(out).sharding`), jax.set_mesh, reshard | | 0.10.2 | `_explicit_typing`: a one-device probe |
