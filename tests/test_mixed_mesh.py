@@ -221,3 +221,16 @@ def test_a_wrapped_output_without_one_global_value_is_each_groups_array() -> Non
     swapped = {(d, m): group[1 - d] for d in range(2) for m in range(2)}
     divs = compare_output(p, 0, observed(p, swapped, group[1]), e, "jit")
     assert [d.kind for d in divs] == [DivergenceKind.VALUE] and len(divs[0].bad_devices) == 4
+
+
+def test_slicing_outputs_keeps_auto_axes_out_sharding_per_output() -> None:
+    """A program without some outputs (derived_program, the minimizer) keeps auto_axes'
+    out_sharding of the outputs it keeps: one spec per output."""
+    from programs.graph import slice_outputs
+
+    mesh = Mesh(("data", "model"), (2, 2), ("auto", "auto"))
+    p = Program(mesh, (Input((2,), "int32", "iota"),), (Spec(()),), (Op.make("neg", (0,)), Op.make("neg", (1,))), (1, 2),
+                (Spec(()), Spec(())), mesh_context=True, wrap="auto_axes", wrap_axes=("model",),
+                wrap_specs=(Spec(()), Spec((("model",),))))
+    q = slice_outputs(p, (1,))
+    assert q.outputs == (2,) and q.wrap_specs == (Spec((("model",),)),)
