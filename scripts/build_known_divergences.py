@@ -492,7 +492,9 @@ E(id="vmap-spmd-inner-vmap-closure-vma", case="vmap_spmd_inner_vmap_closure", mo
    link=NONE + "'eager shard_map reduced pcast'"),
  E(id="eager-all-gather-reduced-intermediate", case="eager_all_gather_reduced_auto", mode="eager", jax_versions=SINCE_0_9,
    signatures=["unexpected_error|eager|all_gather->ValueError", "unexpected_error|eager|all_gather->NotImplementedError",
-               "unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError"],
+               "unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError",
+               # (an invalid program whose defect jax checks after the body, eager raising at the all_gather first: qualify seed 3, s3-0947)
+               "wrong_error|eager|*->ValueError"],
    when=["all_gather:to==reduced", "explicit_full_manual==False"],
    reason="As eager-unreduced-intermediate, for the reduced result of all_gather(to='reduced').",
    link=NONE + "'eager shard_map all_gather reduced'"),
