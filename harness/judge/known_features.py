@@ -74,14 +74,12 @@ PROGRAM_FEATURES = {
     # the smap mode runs a shard_map over one axis, the others automatic: partial manual
     # there whenever the mesh has another axis (of any size)
     "several_mesh_axes": lambda p: len(p.mesh.names) > 1,
-    # every mesh axis manual and Explicit (strategies/explicit_defects.py strict_explicit)
-    "unreduced_out_spec": lambda p: any(s.unreduced for s in p.out_specs),
     # a bfloat16 argument whose in_spec leaves out a manual axis: in the backward pass its
     # cotangent is summed over that axis (a bfloat16 all-reduce)
     "bf16_input_unsplit_over_manual": lambda p: any(
         i.dtype == "bfloat16" and set(p.manual_axes) - set(s.axes()) for i, s in zip(p.inputs, p.in_specs)),
+    # not every mesh axis manual and Explicit (strategies/explicit_defects.py strict_explicit)
     "explicit_full_manual==False": lambda p: not (set(p.manual_axes) == set(p.mesh.names) and len(p.explicit_axes) == len(p.mesh.names)),
-    "unreduced_or_reduced_out_spec": lambda p: any(s.unreduced or s.reduced for s in p.out_specs),
     # Explicit and Auto axes on one mesh (strategies/explicit.py axis_types)
     "mixed_mesh": lambda p: set(p.mesh.axis_types) == {"auto", "explicit"},
     # a mixed mesh: the mesh itself, or the one outside auto_axes / explicit_axes (whose
@@ -91,8 +89,6 @@ PROGRAM_FEATURES = {
     # the output out along the Auto one and its type loses the size-1 axis (the types of
     # the mesh the output leaves to: outside explicit_axes its axes are Auto)
     "out_spec_size_1_explicit_with_auto": lambda p: _size_1_explicit_with_auto(p),
-    "out_spec_size_1_explicit": lambda p: any(_size_1_explicit(p, s) for s in p.out_specs),
-    "unreduced_size_1_out_spec": lambda p: any(p.mesh.axis_size(a) == 1 for s in p.out_specs for a in s.unreduced),
     # the call inside jax.sharding.auto_axes (strategies/explicit.py wrap_call)
     "auto_axes_call": lambda p: p.wrap == "auto_axes",
     "explicit_axes_call": lambda p: p.wrap == "explicit_axes",
@@ -114,6 +110,8 @@ OUTPUT_FEATURES = {
     # unreduced over an axis of size 1
     "unreduced_size_1_out_spec": lambda p, k: any(p.mesh.axis_size(a) == 1 for a in p.out_specs[k].unreduced),
 }
+# each output feature is also a program feature: it holds when it holds for some output
+PROGRAM_FEATURES.update({f: (lambda p, f=f: any(OUTPUT_FEATURES[f](p, k) for k in range(len(p.out_specs)))) for f in OUTPUT_FEATURES})
 VALUE_FEATURES = {"value:zero_size"}
 _ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")
 _OP = re.compile(r"^(?P<kind>[a-z_]+|any)(?::(?P<param>[a-z_]+)(?:(?P<op><|>|==)(?P<value>-?\w+))?)?$")
