@@ -338,3 +338,65 @@ def test_a_pass_where_the_bugs_mode_could_not_run_is_no_range() -> None:
     assert not by["eager_only"]["last_fails_after_pass"]
     assert by["jit_too"]["text"] == "broken in 0.10.2 (passes on 0.9.2)" and by["jit_too"]["last_fails_after_pass"]
     assert _gaps(cases, [old, new]) == {("0.9.2", "0.10.2"): ["jit_too"]}
+
+
+def test_an_oracle_crash_is_an_error_cell_and_the_run_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oracle crashing on one case (a shardfuzz bug) costs that case alone: its cell
+    is `error` with the traceback saved, the other case is judged, the JUnit report has
+    an <error>, and the exit code is 3 (not 1: nothing says jax is wrong)."""
+    import oracles
+    from harness.campaign.qualify import qualify
+
+    good = Program(Mesh(("x",), (2,)), (Input((2,), "int32", "iota"),), (Spec((("x",),)),), (Op.make("neg", (0,)),), (1,), (Spec((("x",),)),))
+    bad = Program(Mesh(("x",), (2,)), (Input((4,), "int32", "iota"),), (Spec((("x",),)),), (Op.make("neg", (0,)),), (1,), (Spec((("x",),)),))
+    real = oracles.predict
+
+    def predict(p: Program, **kw: object) -> object:
+        if p == bad:
+            raise ZeroDivisionError("the oracle's own bug")
+        return real(p, **kw)
+
+    monkeypatch.setattr(oracles, "predict", predict)
+    rep = tmp_path / "q"
+    doc = qualify([Case("good", good), Case("bad", bad)], [sys.executable], rep, sups=[], modes=("abstract",),
+                  progress=open(tmp_path / "progress.txt", "w"))
+    cells = {c["case"]: next(iter(c["verdicts"].values())) for c in doc["cases"]}
+    assert cells["good"]["verdict"] == "pass", cells
+    assert cells["bad"]["verdict"] == "error" and "ZeroDivisionError: the oracle's own bug" in cells["bad"]["message"]
+    assert "the oracle's own bug" in Path(cells["bad"]["case_file"]).read_text()
+    assert doc["versions"][0]["counts"]["error"] == 1 and doc["exit_code"] == 3 and doc["ranges"] == []
+    suite = ET.parse(rep / "qualify.junit.xml").getroot().find("testsuite")
+    assert suite.get("errors") == "1" and len(suite.findall(".//error")) == 1
+
+
+def test_rejudge_leaves_out_a_saved_program_this_checkout_rejects(tmp_path: Path) -> None:
+    """A saved derived program that an older shardfuzz built wrongly (it fails validation
+    here) is left out with a warning: its case is cut short there, every other case is
+    judged, and the rejudge still writes its reports."""
+    xy = Mesh(("x", "y"), (2, 2))
+    p = Program(xy, (Input((2, 2), "int32", "iota"),), (Spec((("x",), ("y",))),),
+                (Op.make("ppermute", (0,), axes=("y", "x"), perm=((2, 0),)), Op.make("psum", (1,), axes=("x", "y"))),
+                (2,), (Spec((None, None)),))
+    q = Program(Mesh(("x",), (2,)), (Input((2,), "int32", "iota"),), (Spec((("x",),)),), (Op.make("neg", (0,)),), (1,), (Spec((("x",),)),))
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    from programs.serialize import to_json
+
+    (corpus / "known.json").write_text(to_json(p))
+    (corpus / "plain.json").write_text(to_json(q))
+    rep = tmp_path / "q"
+    r = sf("qualify", "--corpus", str(corpus), "--python", sys.executable, "--report", str(rep), "--modes", "jit")
+    assert r.returncode == 0, r.stderr[-2000:]
+    (obs,) = (rep / "observations").glob("*.jsonl")
+    rows = [json.loads(ln) for ln in obs.read_text().splitlines()]
+    for row in rows[1:]:
+        if row.get("stage") == "derived":
+            row["program"]["outputs"] = [7]  # (no such value: this checkout rejects it)
+    obs.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    again = tmp_path / "again"
+    r2 = sf("qualify", "--rejudge", str(rep), "--report", str(again))
+    assert r2.returncode == 0, r2.stderr[-2000:]
+    assert "known (derived, depth 1): saved program not valid here, left out" in r2.stderr
+    cells = {c["case"]: next(iter(c["verdicts"].values())) for c in json.loads((again / "qualify.json").read_text())["cases"]}
+    assert cells["plain"]["verdict"] == "pass"
+    assert cells["known"]["verdict"] == "known" and "was not run in the saved report" in cells["known"]["message"]

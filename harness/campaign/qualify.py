@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,42 @@ def _case_doc(res: Any, jax_version: str, case: Case) -> str:
     )
 
 
+@dataclass(frozen=True)
+class Crash:
+    """shardfuzz itself failed on a case (the oracle predicting it, or the judge): the
+    case's cell on that column is `error`, never a jax verdict, and the run goes on."""
+
+    error: str  # "TypeError: ..." (first line)
+    traceback: str
+
+
+def _crash(e: BaseException) -> Crash:
+    import traceback
+
+    first = (str(e).strip().splitlines() or [""])[0][:300]
+    return Crash(f"{type(e).__name__}: {first}", "".join(traceback.format_exception(e)))
+
+
+def _predict(program: Program) -> Any:
+    """The oracle's prediction, or the Crash it raised (a shardfuzz bug, kept per case)."""
+    from oracles import predict
+
+    try:
+        return predict(program)
+    except Exception as e:  # (the oracle's bug on this case: the other cases still run)
+        return _crash(e)
+
+
+def _error_cell(crash: Crash, report: Path, col: Column, case: Case, stage: str) -> Cell:
+    """The `error` cell of a case shardfuzz could not judge; its traceback goes to
+    REPORT/internal-errors/COLUMN/CASE.txt."""
+    path = report / "internal-errors" / _safe(col.label or "oracle") / f"{_safe(case.name)}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"case {case.name}, {stage}\n\n{crash.traceback}")
+    msg = f"shardfuzz could not judge it ({stage}): {crash.error} (a shardfuzz bug, not a jax one)"
+    return Cell("error", message=msg, case_file=str(path))
+
+
 def _settle(out: Any, report: Path, col: Column, case: Case) -> Cell:
     """A case's outcome as its cell; a failing one's check goes to REPORT/cases/."""
     cell = out.cell
@@ -240,7 +277,11 @@ def run_column(
                                        "program": program_to_dict(c.program),
                                        "observations": [observation_to_dict(o) for o in c.observations]}) + "\n")
             obs_file.flush()
-            jobs, out = judge.done(step, c.program, c.observations)
+            try:
+                jobs, out = judge.done(step, c.program, c.observations)
+            except Exception as e:  # (shardfuzz's bug on this case: an error cell, the run goes on)
+                col.cells[case.name] = _error_cell(_crash(e), report, col, case, f"judging its {step.stage} run")
+                continue
             for j in jobs:
                 pool.submit(j.program, j.modes, tag=j.step)
             if out is not None:
@@ -260,6 +301,9 @@ def run_column(
             while pool.free() == 0:
                 record(pool.wait(1.0))
                 tick()
+            if isinstance(preds[case.name], Crash):  # (the oracle cannot predict it: nothing to compare)
+                col.cells[case.name] = _error_cell(preds[case.name], report, col, case, "predicting it")
+                continue
             j = judge.start(case.name, case.program, modes)
             pool.submit(j.program, j.modes, tag=j.step)
         done = pool.drain()
@@ -293,9 +337,7 @@ def qualify(
 ) -> dict[str, Any]:
     """Run, write the three reports, return the qualify.json document. With
     `bisect_envs`, every range wider than one release is narrowed (see `bisect`)."""
-    from oracles import predict
-
-    preds = {c.name: predict(c.program) for c in cases}
+    preds = {c.name: _predict(c.program) for c in cases}
     cols: list[Column] = []
     for py in pythons:
         col = Column("", py)
@@ -353,7 +395,9 @@ def write_reports(
         "changes": ch,
         "ranges": rng,
         # 1 when the last version fails a case that some earlier version passes
-        "exit_code": 1 if any(r["last_fails_after_pass"] for r in rng) else 0,
+        # (else 3 when shardfuzz could not judge some case: a shardfuzz bug, the run is incomplete)
+        "exit_code": 1 if any(r["last_fails_after_pass"] for r in rng) else 3 if any(
+            cell.verdict == "error" for col in cols for cell in col.cells.values()) else 0,
     }
     report.mkdir(parents=True, exist_ok=True)
     _write(report / "qualify.json", json.dumps(doc, indent=1))  # (markup.write: atomic)
@@ -435,8 +479,7 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
     oracle and known entries: triage without running jax again. Writes the three reports
     (and the failing cases) to `out`."""
     from harness.run.observation import observation_from_dict
-    from oracles import predict
-    from programs.serialize import program_from_dict
+    from programs.serialize import ProgramFormatError, program_from_dict
 
     prev_path = report / "qualify.json"
     files = sorted((report / "observations").glob("*.jsonl"))
@@ -468,15 +511,25 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
                 continue  # a line cut short when the run stopped: that case was not finished
             name = row["case"]
             step = Step(name, row.get("stage", "main"), int(row.get("depth", 0)))
-            program = program_from_dict(row["program"])
+            try:
+                program = program_from_dict(row["program"])
+            except ProgramFormatError as e:
+                # a program this checkout rejects (a derived program an older shardfuzz
+                # built wrongly): that step is missing, and its case is cut short there
+                print(f"--rejudge: {f.name}: {name} ({step.stage}, depth {step.depth}): saved program "
+                      f"not valid here, left out ({e})", file=sys.stderr)
+                continue
             if step.stage == "main" and name not in cases:
                 cases[name] = Case(name, program, row.get("reason", ""), row.get("source", "corpus"))
-                preds[name] = predict(program)
+                preds[name] = _predict(program)
             if step.stage == "main":
                 mains.append(name)
             saved[step] = (program, [observation_from_dict(o) for o in row["observations"]])
         judge = Judge(preds, sups, col.jax_version)
         for name in mains:
+            if isinstance(preds[name], Crash):
+                col.cells[name] = _error_cell(preds[name], out, col, cases[name], "predicting it")
+                continue
             jobs = [judge.start(name, cases[name].program, ())]
             outcome = None
             while jobs and outcome is None:
@@ -487,7 +540,11 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
                 if got is None or got[0] != j.program:  # (new entries: another derived program)
                     outcome = judge.cut_short(j.step)
                     break
-                jobs, outcome = judge.done(j.step, got[0], got[1])
+                try:
+                    jobs, outcome = judge.done(j.step, got[0], got[1])
+                except Exception as e:
+                    col.cells[name] = _error_cell(_crash(e), out, col, cases[name], f"judging its {j.step.stage} run")
+                    break
             if outcome is not None:
                 col.cells[name] = _settle(outcome, out, col, cases[name])
         cols.append(col)
@@ -563,6 +620,11 @@ def _print_doc(doc: dict[str, Any], report: Path) -> int:
         fails = [c["case"] for c in doc["cases"] if c["verdicts"].get(col["label"], {}).get("verdict") == "fail"]
         if fails:
             print(f"  {col['label']} fails {len(fails)}: {', '.join(fails[:8])}{' ...' if len(fails) > 8 else ''}")
+        errors = [c for c in doc["cases"] if c["verdicts"].get(col["label"], {}).get("verdict") == "error"]
+        if errors:
+            print(f"  {col['label']}: shardfuzz could not judge {len(errors)} case(s) (a shardfuzz bug; "
+                  f"tracebacks under {report / 'internal-errors'}): {', '.join(c['case'] for c in errors[:8])}"
+                  f"{' ...' if len(errors) > 8 else ''}")
     print(f"  report: {report / 'qualify.html'}")
     return int(doc["exit_code"])
 

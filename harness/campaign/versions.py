@@ -124,7 +124,7 @@ def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
     out = []
     for c in cases:
         seen = [(col.jax_version, col.cells[c.name].verdict) for col in ordered
-                if c.name in col.cells and col.cells[c.name].verdict != "unsupported"]
+                if c.name in col.cells and col.cells[c.name].verdict not in ("unsupported", "error")]
         if not any(v in BAD for _, v in seen):
             continue
         cells = {col.jax_version: col.cells[c.name] for col in ordered if c.name in col.cells}

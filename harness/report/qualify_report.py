@@ -13,7 +13,9 @@ from typing import Any
 from harness.report.markup import clean as _clean
 from harness.report.markup import esc as _e
 
-VERDICTS = ("pass", "fail", "known", "unsupported")
+# error: shardfuzz could not judge the case there (its oracle or judge crashed: a shardfuzz
+# bug, never a jax verdict; the traceback is in REPORT/internal-errors/)
+VERDICTS = ("pass", "fail", "known", "unsupported", "error")
 
 
 def junit_xml(doc: dict[str, Any]) -> str:
@@ -29,7 +31,7 @@ def junit_xml(doc: dict[str, Any]) -> str:
             name=_clean(f"qualify {v['label']}"),
             tests=str(sum(counts.values())),
             failures=str(counts["fail"]),
-            errors="0",
+            errors=str(counts.get("error", 0)),
             skipped=str(counts["known"] + counts["unsupported"]),
             time=str(v.get("elapsed_s", 0)),
         )
@@ -51,6 +53,9 @@ def junit_xml(doc: dict[str, Any]) -> str:
                 ET.SubElement(tc, "skipped", message=_clean("known: " + ", ".join(cell["known"])))
             elif cell["verdict"] == "unsupported":
                 ET.SubElement(tc, "skipped", message=_clean("unsupported: " + "; ".join(cell["unsupported"])[:500]))
+            elif cell["verdict"] == "error":  # (shardfuzz's own crash: JUnit's error, not a failure)
+                e = ET.SubElement(tc, "error", message=_clean(cell["message"][:500]), type="shardfuzz-internal-error")
+                e.text = _clean(cell["case_file"])
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -69,6 +74,7 @@ th{background:#f6f8fa}
 td.v{text-align:center;font-weight:600;white-space:nowrap}
 .pass{background:#dafbe1;color:#1a7f37}.fail{background:#ffebe9;color:#c62828}
 .known{background:#fff8c5;color:#7d5e00}.unsupported{background:#eef1f4;color:#57606a}
+.error{background:#f3e8ff;color:#6f42c1}
 td.num{text-align:right}
 .change{border:1px solid #d0d7de;border-left:6px solid #c62828;border-radius:6px;margin:10px 0;padding:8px 14px}
 .change.fix{border-left-color:#1a7f37}.change.other{border-left-color:#8c959f}
@@ -97,7 +103,7 @@ def html_page(doc: dict[str, Any]) -> str:
     for v in versions:
         out.append(
             f"<tr><td>{_e(v['label'])}</td><td class='mono'>{_e(v['python'])}</td>"
-            + "".join(f"<td class='num {k}'>{v['counts'][k]}</td>" for k in VERDICTS)
+            + "".join(f"<td class='num {k}'>{v['counts'].get(k, 0)}</td>" for k in VERDICTS)
             + f"<td class='num'>{v.get('elapsed_s', 0):.0f}s</td></tr>"
         )
     out.append("</table>")
@@ -150,7 +156,7 @@ def table_lines(doc: dict[str, Any]) -> list[str]:
     w = max(len(v["label"]) for v in doc["versions"])
     lines = [f"{'version':<{w}}  " + "  ".join(f"{v:>11}" for v in VERDICTS)]
     for v in doc["versions"]:
-        lines.append(f"{v['label']:<{w}}  " + "  ".join(f"{v['counts'][k]:>11}" for k in VERDICTS))
+        lines.append(f"{v['label']:<{w}}  " + "  ".join(f"{v['counts'].get(k, 0):>11}" for k in VERDICTS))
     return lines
 
 
