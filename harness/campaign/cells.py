@@ -163,14 +163,19 @@ class CellLedger:
     def new() -> CellLedger:
         return CellLedger({}, {}, set())
 
-    def claim(self, p: Program, cells: frozenset[str], modes: tuple[str, ...]) -> bool:
-        """Whether `p` brings a (cell, mode) pair, in a mode that runs it, that no
-        value-tier program had yet (and claim them all)."""
-        pairs = {f"{c}@{m}" for c in cells for m in modes if applies(p, m)}
-        fresh = bool(pairs - self.scheduled)
-        if fresh:
-            self.scheduled |= pairs
-        return fresh
+    def claim(self, p: Program, cells: frozenset[str], modes: tuple[str, ...],
+              costly: frozenset[str] = frozenset()) -> tuple[str, ...]:
+        """The modes the value tier runs `p` in: none unless it brings a (cell, mode)
+        pair, in a mode that runs it, that no value-tier program had yet; else every
+        mode of `modes` but the `costly` ones in which it brings nothing new. Claims the
+        pairs of the modes returned."""
+        pairs = {(c, m) for c in cells for m in modes if applies(p, m)}
+        fresh = {m for c, m in pairs if f"{c}@{m}" not in self.scheduled}
+        if not fresh:
+            return ()
+        run = tuple(m for m in modes if m not in costly or m in fresh)
+        self.scheduled |= {f"{c}@{m}" for c, m in pairs if m in run}
+        return run
 
     def record(self, cells: frozenset[str], modes: list[str], index: int, t: float) -> None:
         for c in cells:

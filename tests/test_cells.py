@@ -1,0 +1,56 @@
+"""The value tier's choice of modes by configuration cells (harness/campaign/cells.py,
+harness/campaign/fuzz.py `tier_modes`): no jax."""
+
+from __future__ import annotations
+
+from harness.campaign.cells import CellLedger, program_cells
+from harness.campaign.config import RunConfig
+from harness.campaign.fuzz import COSTLY_MODES, COSTLY_SHARE, tier_modes
+from harness.run.modes import DEFAULT_MODES
+from programs.model import Input, Mesh, Op, Program, Spec
+from programs.serialize import program_id
+
+
+def _psum(n: int, dtype: str = "float32") -> Program:
+    return Program(Mesh(("x",), (2,)), (Input((2 * n,), dtype, "iota"),), (Spec((("x",),)),),
+                   (Op.make("psum", (0,), axes=("x",)),), (1,), (Spec((None,)),))
+
+
+def test_a_program_bringing_nothing_new_is_not_claimed_and_a_costly_mode_runs_only_for_its_new_cells() -> None:
+    led = CellLedger.new()
+    p = _psum(1)
+    cells = program_cells(p, [((2,), "float32"), ((1,), "float32")])
+    assert "psum|dtype=float32" in cells
+    # the first: every mode, eager (costly) too, since every cell is new to it
+    assert led.claim(p, cells, DEFAULT_MODES, COSTLY_MODES) == DEFAULT_MODES
+    assert led.claim(_psum(2), cells, DEFAULT_MODES, COSTLY_MODES) == ()  # the same cells: nothing new
+    # a cell new to the cheap modes only (eager's pairs were claimed by an earlier
+    # program that ran only eager): the cheap modes run it, eager does not
+    led2 = CellLedger.new()
+    assert led2.claim(p, cells, ("abstract", "eager"), COSTLY_MODES) == ("abstract", "eager")
+    got = led2.claim(p, cells, DEFAULT_MODES, COSTLY_MODES)
+    assert got == tuple(m for m in DEFAULT_MODES if m != "eager")
+    # and what a claim skipped stays unclaimed there: eager still takes a program that brings it a cell
+    led3 = CellLedger.new()
+    led3.scheduled |= {f"{c}@jit" for c in cells}
+    assert led3.claim(p, cells, ("jit", "eager"), COSTLY_MODES) == ("jit", "eager")
+
+
+def test_the_share_by_program_id_runs_the_costly_modes_on_a_quarter_of_its_programs() -> None:
+    cfg = RunConfig(value_share=0.5)
+    seen = {"costly": 0, "cheap": 0, "abstract": 0}
+    for n in range(1, 400):
+        p = _psum(n)
+        h = int(program_id(p), 16) % 10000
+        modes = tier_modes(p, cfg)  # (no ledger: the share alone)
+        if h < 0.5 * COSTLY_SHARE * 10000:
+            assert modes == cfg.modes
+            seen["costly"] += 1
+        elif h < 0.5 * 10000:
+            assert modes == tuple(m for m in cfg.modes if m not in COSTLY_MODES) and "jit" in modes
+            seen["cheap"] += 1
+        else:
+            assert modes == ("abstract",)
+            seen["abstract"] += 1
+    assert all(v > 10 for v in seen.values()), seen
+    assert tier_modes(_psum(3), RunConfig(value_share=1.0)) == RunConfig().modes  # --value-share 1: every mode
