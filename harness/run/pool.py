@@ -150,6 +150,7 @@ class Pool:
         self.clear_caches_every = clear_caches_every
         self.sel = selectors.DefaultSelector()
         self.workers: list[_Worker] = []
+        self.retired_cpu_s = 0.0  # what retired workers (crashed, hung, replaced) had spent
         self.next_id = 0
         self.crashes = 0
         self.timeouts = 0
@@ -166,9 +167,10 @@ class Pool:
             raise
 
     def worker_cpu_s(self) -> float:
-        """CPU seconds the live workers have spent, as of their last finished jobs (the
-        jax side's cost, for benchmarks)."""
-        return sum(w.cpu_s for w in self.workers)
+        """CPU seconds every worker this pool started has spent, as of its last finished
+        job (the jax side's cost, for benchmarks): a retired worker's count is kept, so
+        a crash does not make the figure go back."""
+        return self.retired_cpu_s + sum(w.cpu_s for w in self.workers)
 
     def _spawn(self) -> _Worker:
         w = _Worker(self.python, self.env, self.log_dir)
@@ -192,6 +194,7 @@ class Pool:
             pass
         w.kill()
         self.workers.remove(w)
+        self.retired_cpu_s += w.cpu_s
 
     def limit_s(self, job: Job) -> float:
         """The per-mode time limit for a job: `timeout_s`, scaled by the program's size past
