@@ -1,6 +1,11 @@
-"""Small builders for hand-written programs in tests."""
+"""Small builders for hand-written programs in tests, and the browser the page tests use."""
 
 from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
 
 from programs.model import Input, Mesh, Op, Program, Spec
 
@@ -35,3 +40,15 @@ def op(kind: str, *operands: int, **params: object) -> Op:
 
 def iota(*shape: int, dtype: str = "int32") -> Input:
     return Input(tuple(shape), dtype, "iota")
+
+
+def chromium(what: str) -> str:
+    """The headless browser's path; without one, a skip (a failure under CI, which
+    installs it) that says how to install it and what the test would `what`."""
+    exe = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+    if exe is None:
+        why = f"chromium is missing: install it (apt-get install -y chromium) to {what}"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return exe

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import chromium
 
 from harness.report.reports import write_reports as _write_reports
 from harness.report.summary import SUMMARY_SCHEMA, RunSummary, bucket_from_json, counts_of
@@ -321,16 +320,6 @@ def test_three_axis_mesh_draws_one_table_per_index_of_the_first_axis(tmp_path: P
 # ------------------------------------------------------------------ real browser rendering
 
 
-def chromium() -> str:
-    exe = shutil.which("chromium")
-    if exe is None:
-        why = "chromium is missing: install it (apt-get install -y chromium) to render the HTML report"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    return exe
-
-
 def render(page: Path, tmp: Path) -> tuple[Path, list[str]]:
     """Screenshot `page` in headless Chromium; return the screenshot and the console lines.
 
@@ -341,7 +330,7 @@ def render(page: Path, tmp: Path) -> tuple[Path, list[str]]:
     reference, console.error) is a problem."""
     shot = tmp / "shot.png"
     cmd = [
-        chromium(),
+        chromium("render the HTML report"),
         "--headless",
         "--no-sandbox",
         "--disable-gpu",

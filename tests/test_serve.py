@@ -5,13 +5,12 @@ and its JSON API on the loopback interface."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import threading
 import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from helpers import chromium
 
 from harness.serve.api import CheckRequest, check
 from harness.serve.server import HOST, make_server
@@ -66,18 +65,8 @@ def test_api_with_jax_shows_only_verified_fixes(server: str) -> None:
     assert fixes and all(f["verified"] for f in fixes)  # type: ignore[index, union-attr]
 
 
-def _chromium() -> str:
-    exe = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
-    if exe is None:
-        why = "chromium is missing: install it (apt-get install -y chromium) to test the spec-checker page"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    return exe
-
-
 def test_page_in_headless_chromium(server: str) -> None:
-    exe = _chromium()
+    exe = chromium("test the spec-checker page")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is missing: pip install -e '.[test]'")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=FLAGS, headless=True)

@@ -25,7 +25,6 @@ import atexit
 import json
 import os
 import selectors
-import signal
 import socket
 import subprocess
 import sys
@@ -42,7 +41,7 @@ from harness.run.lowering import make_body, to_pspec
 from harness.run.modes_base import Mode
 from harness.run.modes_direct import Jit
 from harness.run.mp_rank import LOCAL_DEVICES, N_PROCESSES
-from harness.run.observation import Observation, ObservedOutput, observation_from_dict
+from harness.run.observation import Observation, ObservedOutput, observation_from_dict, signame
 from programs.model import Program
 from programs.serialize import program_to_dict
 
@@ -204,7 +203,7 @@ class _Pair:
                     if not chunk:
                         self.procs[i].wait()
                         rc = self.procs[i].returncode
-                        return [got[j] for j in sorted(got)], f"process {i} died (exit code {rc}{_signame(rc)})"
+                        return [got[j] for j in sorted(got)], f"process {i} died (exit code {rc}{signame(rc)})"
                     if b"\n" not in chunk:
                         self.bufs[i].append(chunk)
                         continue
@@ -276,14 +275,6 @@ def _close_pair() -> None:
 
 atexit.register(_close_pair)
 
-
-def _signame(rc: int | None) -> str:
-    if rc is not None and rc < 0:
-        try:
-            return f", {signal.Signals(-rc).name}"
-        except ValueError:
-            return ""
-    return ""
 
 
 def join(obs: list[Observation]) -> Observation:

@@ -112,3 +112,15 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
         facts=d.get("facts", {}),
         value_ur={int(i): (frozenset(u), frozenset(r)) for i, u, r in d.get("value_ur", [])},
     )
+
+
+def signame(rc: int | None) -> str:
+    """', SIGABRT' for a process a signal ended (a negative return code), else ''."""
+    import signal
+
+    if rc is not None and rc < 0:
+        try:
+            return f", {signal.Signals(-rc).name}"
+        except ValueError:
+            return ""
+    return ""

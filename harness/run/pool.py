@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.run.modes import Observation, observation_from_dict
+from harness.run.observation import signame
 from harness.run.worker import JOB_MARK, LOG_ENV
 from programs.model import Program
 from programs.serialize import program_to_dict
@@ -345,7 +346,7 @@ class Pool:
         if job is None:
             return []
         mode = job.current_mode or (job.modes[len(job.observations)] if len(job.observations) < len(job.modes) else "?")
-        what = f"timed out after {self.limit_s(w.job) if w.job is not None else self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{_signame(rc)})"
+        what = f"timed out after {self.limit_s(w.job) if w.job is not None else self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{signame(rc)})"
         dead = Observation(mode, error_type=None, status=status,
                            error_message=f"{what}{'; cause: ' + cause if cause else ''}; stderr tail: {tail[-600:]}")
         if job.batch is not None:  # every program of the batch: the parent re-runs them alone
@@ -363,11 +364,3 @@ class Pool:
             self._retire(w)
         self._cleanup()  # the log directory (each log is already gone with its worker)
 
-
-def _signame(rc: int | None) -> str:
-    if rc is not None and rc < 0:
-        try:
-            return f", {signal.Signals(-rc).name}"
-        except ValueError:
-            return ""
-    return ""
