@@ -54,3 +54,19 @@ def test_the_share_by_program_id_runs_the_costly_modes_on_a_quarter_of_its_progr
             seen["abstract"] += 1
     assert all(v > 10 for v in seen.values()), seen
     assert tier_modes(_psum(3), RunConfig(value_share=1.0)) == RunConfig().modes  # --value-share 1: every mode
+
+
+def test_an_invalid_program_claims_its_cells_by_error() -> None:
+    """An invalid program checks its cells by error (Run.record's `CELL|by_error`): the
+    first to bring one goes to every mode it applies to, which is cheap (it stops at
+    tracing); the same program again brings nothing."""
+    from harness.campaign.cells import typed_cells
+    from harness.campaign.fuzz import seeded_programs
+
+    p = next(q for q in seeded_programs(20, 0, invalid=1.0) if q.defect is not None and typed_cells(q)[1])
+    cfg = RunConfig(value_share=0.0)
+    led = CellLedger.new()
+    modes = tier_modes(p, cfg, led)
+    assert "jit" in modes and "eager" in modes, modes
+    assert all(c.endswith("|by_error") for c in (x.rsplit("@", 1)[0] for x in led.scheduled))
+    assert tier_modes(p, cfg, led) == ("abstract",)

@@ -68,6 +68,14 @@ class _Probe:
 
 
 @dataclass(frozen=True)
+class _Predicted:
+    """Job tag: a whole program whose prediction the scheduler already made (to decide
+    whether to batch it): judged with it, not predicted again."""
+
+    prediction: Prediction
+
+
+@dataclass(frozen=True)
 class _Batched:
     """Job tag: this program's jit part, compiled in a batch with others."""
 
@@ -135,7 +143,7 @@ class _Scheduler:
         # bug, would only make its batch fail and be bisected: it runs alone
         if pred is None or pred.error is not None or known_trouble(self.cfg.suppressions, p, pred, self.run.jax_version, "jit"):
             self.wait_for_free_worker()
-            self.pool.submit(p, modes)
+            self.pool.submit(p, modes, tag=None if pred is None else _Predicted(pred))
             return
         rest = tuple(m for m in modes if m != "jit")
         token = next(self.tokens)
@@ -187,6 +195,8 @@ class _Scheduler:
                 self.join(c.program, tag.token, c.observations, res)
         elif isinstance(tag, _Part):
             self.join(c.program, tag.token, c.observations)
+        elif isinstance(tag, _Predicted):
+            self.finish(c.program, c.observations, tag.prediction)
         else:
             self.finish(c.program, c.observations)
 
@@ -301,8 +311,8 @@ COSTLY_SHARE = 0.25
 def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None) -> tuple[str, ...]:
     """Tiers: every program is checked abstractly (errors, shapes, dtypes, varying axes:
     no compile); every value mode also runs a program that brings a configuration cell
-    (harness/campaign/cells.py) no earlier value-tier program had, and a share chosen by
-    program id. A costly mode (`COSTLY_MODES`) runs a claimed program only where it brings
+    (harness/campaign/cells.py; an invalid program's cells by error) no earlier
+    value-tier program had, and a share chosen by program id. A costly mode (`COSTLY_MODES`) runs a claimed program only where it brings
     that mode a new cell, and a quarter of the share. All of it depends only on the
     programs drawn so far, in order: repeatable."""
     if block_bytes(p) >= LARGE_BLOCK_BYTES:  # a large program: the transport's chunked path, not every mode
@@ -311,8 +321,11 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None) -> 
         return cfg.modes
     if ledger is not None:
         cells, fails = typed_cells(p)
-        # only a valid program checks a cell by value (an invalid one stops at its error)
-        claimed = () if fails else ledger.claim(p, cells, cfg.modes, COSTLY_MODES)
+        # only a valid program checks a cell by value; an invalid one checks its cells by
+        # error (`CELL|by_error`, as Run.record counts them): cheap, it stops at tracing
+        if fails:
+            cells = frozenset(f"{c}|by_error" for c in cells)
+        claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES)
         if claimed:
             return claimed
     h = int(program_id(p), 16) % 10000
