@@ -271,3 +271,17 @@ def test_the_size_1_explicit_axis_feature_reads_the_axis_types_outside_explicit_
     sig = div("sharding", "pshuffle", mode="eager", output=0)
     e = find(load(), sig, [sig], p, predict(p), "0.10.2")
     assert e is not None and e.id == "mixed-mesh-size-1-explicit-type"
+
+
+def test_a_grouped_pmax_entry_needs_more_than_one_group() -> None:
+    """grouped-pmax-claims-invariance is about groups that hold different values; one
+    group is the whole reduction, typed invariant rightly. The reach benchmark's
+    narrow_pmax_int32 fault (+1 on an int32 pmax) hid behind it in a program whose pmax
+    had axis_index_groups=[[0]]: a wrong value there is new."""
+    sups = {e.id: e for e in load(None)}
+    e = sups["grouped-pmax-claims-invariance"]
+    mesh = Mesh(("x", "y"), (2, 2))
+    one = prog(mesh, [iota(4)], [P("x")], [op("pmax", 0, axes=("y",), groups=((0, 1),))], [1], [P("x")])
+    two = prog(mesh, [iota(4)], [P("x")], [op("pmax", 0, axes=("y",), groups=((0,), (1,)))], [1], [P(("x", "y"))])
+    assert not explains(e, div("value", "pmax", output=0, op_index=0), one, predict(one), "0.10.2")
+    assert explains(e, div("value", "pmax", output=0, op_index=0), two, predict(two), "0.10.2")

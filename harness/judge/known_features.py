@@ -124,7 +124,9 @@ class OpFeature:
     order), 'zero_size' (True when an operand or the result has a zero-size dimension),
     'wrap' (scan / cond), 'dtype' (the first operand's dtype), 'allreduce_dtype' (the operand's dtype, for the reductions that
     lower to an all-reduce or reduce-scatter: psum, pmean, pmax, pmin, psum_scatter),
-    'operands' (how many operands it reads: 'any:operands>1' is every binary op)."""
+    'operands' (how many operands it reads: 'any:operands>1' is every binary op),
+    'n_groups' (how many axis_index_groups: 'pmax:n_groups>1' is a grouped pmax whose
+    groups hold different values; one group is the whole reduction)."""
 
     kind: str
     param: str | None
@@ -157,6 +159,8 @@ class OpFeature:
             v = types[0].dtype if op.operands and types else None
         elif self.param == "operands":
             v = len(op.operands)
+        elif self.param == "n_groups":
+            v = len(op.p("groups")) if op.p("groups") is not None else None  # type: ignore[arg-type]
         elif self.param == "allreduce_dtype":
             v = types[0].dtype if op.kind in _ALLREDUCE and op.operands and types else None
         if v is None:
