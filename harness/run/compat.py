@@ -154,9 +154,7 @@ def has(feature: str) -> bool:
     if feature == "gspmd":
         return hasattr(jax.config, "jax_use_shardy_partitioner")
     if feature == "all_gather_to":
-        import inspect
-
-        return "to" in inspect.signature(jax.lax.all_gather).parameters
+        return _all_gather_has_to()
     if feature == "typeof":
         return hasattr(jax, "typeof")
     if feature == "axis_types":
@@ -713,6 +711,18 @@ def program_config(p: Program) -> Iterator[None]:
     finally:
         jax.config.update(PERMUTE_ORDER_FLAG, prev)
 
+
+
+@functools.cache
+def _all_gather_has_to() -> bool:
+    """Whether jax.lax.all_gather takes `to=` (read once: a deliberate fault's wrapper
+    of all_gather has no such parameter, and must not make every program using it
+    unsupported; `settle_probes` reads it before the fault patches jax.lax)."""
+    import inspect
+
+    import jax
+
+    return "to" in inspect.signature(jax.lax.all_gather).parameters
 
 
 def settle_probes() -> None:

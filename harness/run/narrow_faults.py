@@ -11,6 +11,7 @@ dtype and rank, and the call's parameters.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,7 @@ def _wrap(name: str, when: Callable[..., bool]) -> Callable[[], None]:
 
         orig = getattr(jax.lax, name)
 
+        @functools.wraps(orig)  # (its signature too: what a feature probe reads)
         def broken(x: Any, *args: Any, **kw: Any) -> Any:
             out = orig(x, *args, **kw)
             return out + 1 if when(x, *args, **kw) else out
