@@ -179,8 +179,8 @@ def print_summary(s: RunSummary, report: Path) -> None:
     """The console summary of a RunSummary: the same Counts line as junit.xml and index.html."""
     print(
         f"\nshardfuzz: jax {s.jax_version}, seed {s.seed}, modes {','.join(s.modes)}, {s.elapsed_s:.0f}s "
-        f"({s.repeats_skipped} programs drawn again, not rechecked; {s.derived_checked} programs without their "
-        f"known bug checked)\n  {s.counts.line()}"
+        f"({s.repeats_skipped} programs drawn again, not rechecked; {s.derived_checked} derived programs checked: "
+        f"without a known bug, or without an op XLA:CPU cannot run)\n  {s.counts.line()}"
     )
     for b in s.new + s.still:
         tag = "NEW  " if b.new else "STILL"

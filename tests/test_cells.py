@@ -70,3 +70,20 @@ def test_an_invalid_program_claims_its_cells_by_error() -> None:
     assert "jit" in modes and "eager" in modes, modes
     assert all(c.endswith("|by_error") for c in (x.rsplit("@", 1)[0] for x in led.scheduled))
     assert tier_modes(p, cfg, led) == ("abstract",)
+
+
+def test_the_cpu_runnable_part_drops_only_what_an_unrunnable_op_reaches() -> None:
+    """A program with a pbroadcast (XLA:CPU cannot run it) gets no value mode; the part
+    without the outputs it reaches keeps the rest, renumbered, and is None when nothing
+    else computes an output."""
+    from harness.campaign.fuzz import cpu_runnable_part
+
+    mesh = Mesh(("x",), (2,))
+    body = (Op.make("pbroadcast", (0,), axes=("x",), source=0), Op.make("psum", (0,), axes=("x",)))
+    p = Program(mesh, (Input((2,), "float32", "iota"),), (Spec((("x",),)),), body, (1, 2), (Spec((("x",),)), Spec((None,))))
+    q = cpu_runnable_part(p)
+    assert q is not None and [o.kind for o in q.body] == ["psum"] and q.outputs == (1,) and q.out_specs == (Spec((None,)),)
+    only = Program(mesh, p.inputs, p.in_specs, body[:1], (1,), (Spec((("x",),)),))
+    assert cpu_runnable_part(only) is None
+    plain = Program(mesh, p.inputs, p.in_specs, body[1:], (1,), (Spec((None,)),))
+    assert cpu_runnable_part(plain) is None  # (nothing to drop: the program runs whole)

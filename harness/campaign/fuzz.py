@@ -43,7 +43,7 @@ from harness.run.modes import Observation
 from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.pool import Completed, Pool
 from oracles import Prediction, predict
-from programs.model import Program
+from programs.model import Op, Program
 from programs.serialize import program_id
 
 __all__ = [
@@ -132,8 +132,25 @@ class _Scheduler:
             run.record(check_program(p, tier_modes(p, self.cfg, run.cells)))
         else:
             self.submit(p)
+        self.runnable_part(p)
         self.submit_derived()
         run.progress()
+
+    def runnable_part(self, p: Program) -> None:
+        """A valid program holding an op XLA:CPU cannot run (sendrecv, pbroadcast,
+        ragged_all_to_all: 12% of seed 0's first 600 programs) gets no value mode, so its
+        other ops' cells were checked abstractly only: the program without the outputs
+        such an op reaches (`cpu_runnable_part`) is a derived program, tiered like any
+        other (its value modes only: the whole program had its abstract check)."""
+        run = self.run
+        q = cpu_runnable_part(p)
+        if q is None or program_id(q) in run.checked or program_id(q) in run.derived_ids:
+            return
+        modes = tuple(m for m in tier_modes(q, self.cfg, run.cells) if m != "abstract")
+        if modes:
+            run.derived_ids.add(program_id(q))
+            run.stream_index.setdefault(program_id(q), run.stream_index.get(program_id(p), -1))
+            run.derived_pending.append((q, modes))
 
     def submit(self, p: Program) -> None:
         assert self.pool is not None
@@ -297,6 +314,33 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
         if pool is not None and own_pool:
             pool.close()
     return summarise(run, stats)
+
+
+def cpu_runnable_part(p: Program) -> Program | None:
+    """`p` without the outputs that an op XLA:CPU cannot run by value reaches (and the
+    ops only they need), when `p` is valid, holds such an op, and keeps at least one
+    output that an op computes; else None. (XLA:CPU, as `cells.applies` assumes: the
+    workers' backend.)"""
+    from programs.graph import cone, slice_outputs
+    from programs.ops import NO_CPU_VALUES
+
+    if p.defect is not None:
+        return None
+    n_in = len(p.inputs)
+
+    def kinds(op: Op) -> set[str]:  # (as Program.all_ops: a nested shard_map's op, a transform's steps)
+        inner = [op.inner_op()] if op.kind == "shard_map" else list(op.steps()) if op.kind == "transform" else []
+        return {op.kind, *(o.kind for o in inner)}
+
+    bad = {i for i, op in enumerate(p.body) if kinds(op) & NO_CPU_VALUES}
+    if not bad:
+        return None
+    keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad))
+    if not keep or not any(o >= n_in for o in (p.outputs[k] for k in keep)):
+        return None
+    if typed_cells(p)[1]:
+        return None  # (the oracle expects an error: the error is the whole program's)
+    return slice_outputs(p, keep)
 
 
 # Value modes that cost far more than the others: eager shard_map compiles every
