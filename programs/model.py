@@ -202,6 +202,15 @@ class Op:
         defines value i + 1."""
         return tuple(Op(str(k), tuple(o), tuple(tuple(kv) for kv in ps)) for k, o, ps in self.p("steps"))  # type: ignore[union-attr, misc, arg-type]
 
+    def with_nested(self) -> tuple[Op, ...]:
+        """This op and the ops it holds: a nested shard_map's one op, a transform's
+        steps."""
+        if self.kind == "shard_map":
+            return (self, self.inner_op())
+        if self.kind == "transform":
+            return (self, *self.steps())
+        return (self,)
+
     def spec_param(self, key: str) -> Spec:
         """A nested shard_map's "in_spec" or "out_spec" as a Spec."""
         return Spec(tuple(None if e is None else tuple(e) for e in self.p(key)))  # type: ignore[union-attr]
@@ -341,14 +350,7 @@ class Program:
     def all_ops(self) -> tuple[Op, ...]:
         """The body's ops and, after each nested shard_map, the one op inside it (after
         each transform, its sub-body's steps)."""
-        out: list[Op] = []
-        for op in self.body:
-            out.append(op)
-            if op.kind == "shard_map":
-                out.append(op.inner_op())
-            if op.kind == "transform":
-                out.extend(op.steps())
-        return tuple(out)
+        return tuple(o for op in self.body for o in op.with_nested())
 
     def permutes_out_of_mesh_order(self) -> bool:
         """Whether a ppermute or pshuffle names several mesh axes out of mesh order: jax

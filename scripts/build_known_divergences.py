@@ -394,30 +394,23 @@ E(id="vmap-spmd-inner-vmap-closure-vma", case="vmap_spmd_inner_vmap_closure", mo
    when=["pshuffle:axes_order==unordered"],
    reason="pshuffle is ppermute underneath and numbers devices the same way for axes listed out of mesh order (see ppermute-multi-axis-order). The rewrite is checked in full.",
    link=NONE + "'pshuffle multiple axes order'"),
- E(id="grouped-pmax-claims-invariance", case="groups_vma", mode="jit", jax_versions=SINCE_0_8, errors_downstream=True,
-   # the wrong type starts at the grouped pmax; later collectives that see it raise (downstream)
-   signatures=["missing_error|*|out_spec_replication", "vma|*|pmax", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError"],
-   when=["pmax:n_groups>1"],
-   reason="With check_vma=True, pmax with axis_index_groups of more than one group types its result as invariant over the named axes although each group holds a different value: out_specs=P() is then accepted and jax returns one group's answer, and later collectives see the wrong varying axes (a psum over them is rejected as mixing varying and invariant axes).",
-   link=NONE + "'axis_index_groups vma invariant pmax'"),
- E(id="grouped-pmin-claims-invariance", case="groups_vma_pmin", mode="jit", jax_versions=SINCE_0_8, errors_downstream=True,
-   # the wrong type starts at the grouped pmin; later collectives that see it raise (downstream)
-   signatures=["missing_error|*|out_spec_replication", "vma|*|pmin", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError"],
-   when=["pmin:n_groups>1"],
-   reason="As grouped-pmax-claims-invariance, for pmin.",
-   link=NONE + "'axis_index_groups vma invariant pmin'"),
- E(id="grouped-pmax-claims-invariance-0-6", case="groups_vma_typed_pmax_0_6", mode="jit", jax_versions=SINCE_0_6, errors_downstream=True,
-   # as grouped-pmax-claims-invariance (whose own case, out_specs=P() of the grouped result, jax 0.6-0.7 check by
-   # check_rep and shardfuzz cannot type there): a valid program, whose grouped pmax jax types as invariant
-   signatures=["missing_error|*|out_spec_replication", "vma|*|pmax", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError"],
-   when=["pmax:n_groups>1"],
-   reason="grouped-pmax-claims-invariance with a case jax 0.6 and 0.7 can type (shows on 0.6.0, 0.6.2, 0.7.1, 0.8.1, 0.10.2, 0.11.2, 0.12.0): pmax with axis_index_groups of more than one group is typed invariant over its axes (jax.typeof shows no varying axes) although each group holds its own value. Found by qualify --fuzz-seed 3 --fuzz-examples 2000 on 0.6.0 (fuzz/s3-0030 and 18 more); 0.5.3 exposes no varying-axes type.",
-   link=NONE + "'axis_index_groups vma invariant pmax'"),
- E(id="grouped-pmin-claims-invariance-0-6", case="groups_vma_typed_pmin_0_6", mode="jit", jax_versions=SINCE_0_6, errors_downstream=True,
-   signatures=["missing_error|*|out_spec_replication", "vma|*|pmin", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError"],
-   when=["pmin:n_groups>1"],
-   reason="As grouped-pmax-claims-invariance-0-6, for pmin.",
-   link=NONE + "'axis_index_groups vma invariant pmin'"),
+ # the wrong type starts at the grouped op; later collectives that see it raise (downstream)
+ *[E(id=f"grouped-{k}-claims-invariance", case="groups_vma" if k == "pmax" else "groups_vma_pmin", mode="jit",
+     jax_versions=SINCE_0_8, errors_downstream=True,
+     signatures=["missing_error|*|out_spec_replication", f"vma|*|{k}", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError"],
+     when=[f"{k}:n_groups>1"],
+     reason="With check_vma=True, pmax with axis_index_groups of more than one group types its result as invariant over the named axes although each group holds a different value: out_specs=P() is then accepted and jax returns one group's answer, and later collectives see the wrong varying axes (a psum over them is rejected as mixing varying and invariant axes)."
+     if k == "pmax" else "As grouped-pmax-claims-invariance, for pmin.",
+     link=NONE + f"'axis_index_groups vma invariant {k}'") for k in ("pmax", "pmin")],
+ # as grouped-pmax-claims-invariance (whose own case, out_specs=P() of the grouped result, jax 0.6-0.7 check by
+ # check_rep and shardfuzz cannot type there): a valid program, whose grouped op jax types as invariant
+ *[E(id=f"grouped-{k}-claims-invariance-0-6", case=f"groups_vma_typed_{k}_0_6", mode="jit", jax_versions=SINCE_0_6,
+     errors_downstream=True,
+     signatures=["missing_error|*|out_spec_replication", f"vma|*|{k}", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError"],
+     when=[f"{k}:n_groups>1"],
+     reason="grouped-pmax-claims-invariance with a case jax 0.6 and 0.7 can type (shows on 0.6.0, 0.6.2, 0.7.1, 0.8.1, 0.10.2, 0.11.2, 0.12.0): pmax with axis_index_groups of more than one group is typed invariant over its axes (jax.typeof shows no varying axes) although each group holds its own value. Found by qualify --fuzz-seed 3 --fuzz-examples 2000 on 0.6.0 (fuzz/s3-0030 and 18 more); 0.5.3 exposes no varying-axes type."
+     if k == "pmax" else "As grouped-pmax-claims-invariance-0-6, for pmin.",
+     link=NONE + f"'axis_index_groups vma invariant {k}'") for k in ("pmax", "pmin")],
  # old releases' bugs that later releases fixed: each entry's case is the regression case
  # (reports/corpus/regressions/, with its bisected range), so qualify names the bug there
  E(id="vmap-spmd-binop-vma-0-6", case="regressions/vmap_spmd_rank0_mul_vma", mode="vmap_spmd", jax_versions=">=0.6,<0.10",

@@ -116,6 +116,18 @@ def typed_cells(p: Program) -> tuple[frozenset[str], bool]:
     return program_cells(p, [(t.shape, t.dtype) for t in st.types]), err is not None
 
 
+def by_error(cells: frozenset[str]) -> frozenset[str]:
+    """An invalid program's cells, which it checks by error only (`CELL|by_error`)."""
+    return frozenset(f"{c}|by_error" for c in cells)
+
+
+def checked_cells(p: Program) -> frozenset[str]:
+    """The cells `p` checks: its typed cells, by error when the oracle expects it to fail
+    (what generation's target scores and the value tier claims)."""
+    cells, fails = typed_cells(p)
+    return by_error(cells) if fails else cells
+
+
 def applies(p: Program, mode: str) -> bool:
     """Whether `mode` runs `p` at all on XLA:CPU (the modes' own unsupported rules,
     restated on the program: a scheduling decision, never a verdict)."""

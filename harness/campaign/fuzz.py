@@ -20,7 +20,7 @@ from hypothesis.database import ReadOnlyDatabase
 from hypothesis.errors import FlakyFailure
 from hypothesis.statistics import collector
 
-from harness.campaign.cells import CellLedger, typed_cells
+from harness.campaign.cells import CellLedger, checked_cells, typed_cells
 from harness.campaign.config import LARGE_MODES, RunConfig
 from harness.campaign.corpus import check_sync, load_corpus, replay_corpus
 from harness.campaign.database import run_database
@@ -43,7 +43,7 @@ from harness.run.modes import Observation
 from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.pool import Completed, Pool
 from oracles import Prediction, predict
-from programs.model import Op, Program
+from programs.model import Program
 from programs.serialize import program_id
 
 __all__ = [
@@ -142,15 +142,11 @@ class _Scheduler:
         other ops' cells were checked abstractly only: the program without the outputs
         such an op reaches (`cpu_runnable_part`) is a derived program, tiered like any
         other (its value modes only: the whole program had its abstract check)."""
-        run = self.run
         q = cpu_runnable_part(p)
-        if q is None or program_id(q) in run.checked or program_id(q) in run.derived_ids:
-            return
-        modes = tuple(m for m in tier_modes(q, self.cfg, run.cells) if m != "abstract")
-        if modes:
-            run.derived_ids.add(program_id(q))
-            run.stream_index.setdefault(program_id(q), run.stream_index.get(program_id(p), -1))
-            run.derived_pending.append((q, modes))
+        if q is not None and not self.run.is_known(q):
+            modes = tuple(m for m in tier_modes(q, self.cfg, self.run.cells) if m != "abstract")
+            if modes:
+                self.run.queue_derived(q, p, modes)
 
     def submit(self, p: Program) -> None:
         assert self.pool is not None
@@ -327,12 +323,7 @@ def cpu_runnable_part(p: Program) -> Program | None:
     if p.defect is not None:
         return None
     n_in = len(p.inputs)
-
-    def kinds(op: Op) -> set[str]:  # (as Program.all_ops: a nested shard_map's op, a transform's steps)
-        inner = [op.inner_op()] if op.kind == "shard_map" else list(op.steps()) if op.kind == "transform" else []
-        return {op.kind, *(o.kind for o in inner)}
-
-    bad = {i for i, op in enumerate(p.body) if kinds(op) & NO_CPU_VALUES}
+    bad = {i for i, op in enumerate(p.body) if {o.kind for o in op.with_nested()} & NO_CPU_VALUES}
     if not bad:
         return None
     keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad))
@@ -356,20 +347,18 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None) -> 
     """Tiers: every program is checked abstractly (errors, shapes, dtypes, varying axes:
     no compile); every value mode also runs a program that brings a configuration cell
     (harness/campaign/cells.py; an invalid program's cells by error) no earlier
-    value-tier program had, and a share chosen by program id. A costly mode (`COSTLY_MODES`) runs a claimed program only where it brings
-    that mode a new cell, and a quarter of the share. All of it depends only on the
-    programs drawn so far, in order: repeatable."""
+    value-tier program had, and a share chosen by program id. A costly mode
+    (`COSTLY_MODES`) runs a claimed program only where it brings that mode a new cell,
+    and a quarter of the share. All of it depends only on the programs drawn so far, in
+    order: repeatable."""
     if block_bytes(p) >= LARGE_BLOCK_BYTES:  # a large program: the transport's chunked path, not every mode
         return tuple(m for m in cfg.modes if m in LARGE_MODES)
     if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
         return cfg.modes
     if ledger is not None:
-        cells, fails = typed_cells(p)
         # only a valid program checks a cell by value; an invalid one checks its cells by
         # error (`CELL|by_error`, as Run.record counts them): cheap, it stops at tracing
-        if fails:
-            cells = frozenset(f"{c}|by_error" for c in cells)
-        claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES)
+        claimed = ledger.claim(p, checked_cells(p), cfg.modes, COSTLY_MODES)
         if claimed:
             return claimed
     h = int(program_id(p), 16) % 10000

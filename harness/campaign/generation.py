@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
 
-from harness.campaign.cells import typed_cells
+from harness.campaign.cells import checked_cells
 from harness.campaign.config import RunConfig
 from harness.campaign.minimize import size
 from programs.model import Program
@@ -58,9 +58,7 @@ class CellNovelty:
         self.seen: set[str] = set()
 
     def score(self, p: Program) -> int:
-        cells, fails = typed_cells(p)
-        if fails:
-            cells = frozenset(f"{c}|by_error" for c in cells)
+        cells = checked_cells(p)
         new = cells - self.seen
         self.seen |= cells
         return len(new)

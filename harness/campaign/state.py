@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign.cells import CellLedger, program_cells
+from harness.campaign.cells import CellLedger, by_error, program_cells
 from harness.campaign.config import RunConfig
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence
@@ -137,6 +137,18 @@ class Run:
         atomic_write(path, doc)
         return path
 
+    def is_known(self, q: Program) -> bool:
+        """Whether `q` was already checked, drawn or derived."""
+        return program_id(q) in self.checked or program_id(q) in self.derived_ids
+
+    def queue_derived(self, q: Program, parent: Program, modes: tuple[str, ...]) -> None:
+        """Check `q`, a program derived from `parent` (without its known bugs, or its
+        part XLA:CPU can run), in `modes`; counted in derived_checked, not programs_run,
+        and placed at its parent in the stream."""
+        self.derived_ids.add(program_id(q))
+        self.stream_index.setdefault(program_id(q), self.stream_index.get(program_id(parent), -1))
+        self.derived_pending.append((q, modes))
+
     def record(self, res: CheckResult, from_corpus: bool = False) -> None:
         p = res.program
         derived = program_id(p) in self.derived_ids
@@ -154,7 +166,7 @@ class Run:
         checked = [o.mode for o in res.observations if o.status == ("ok" if valid else "error") and o.mode != "probe"]
         cells = program_cells(p, [(t.shape, t.dtype) for t in res.prediction.value_types])
         if not valid:
-            cells = frozenset(f"{c}|by_error" for c in cells)
+            cells = by_error(cells)
         self.cells.record(cells, checked, self.n, round(self.elapsed(), 2))
         if not res.divergences:
             return
@@ -170,11 +182,9 @@ class Run:
             if not derived:
                 self.with_known += 1
                 self.in_full_by_rewrite += q is not None and q.outputs == p.outputs and len(q.body) == len(p.body)
-            if q is not None and program_id(q) not in self.checked and program_id(q) not in self.derived_ids:
-                self.derived_ids.add(program_id(q))
-                self.stream_index.setdefault(program_id(q), self.stream_index.get(program_id(p), -1))
+            if q is not None and not self.is_known(q):
                 modes = tuple(dict.fromkeys(o.mode for o in res.observations if o.mode != "probe"))
-                self.derived_pending.append((q, modes or self.cfg.modes))
+                self.queue_derived(q, p, modes or self.cfg.modes)
         for x in explained:
             d, sup = x.divergence, x.entry
             if sup is not None:
