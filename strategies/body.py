@@ -108,12 +108,16 @@ class _Body:
             return None
         return tiled, draw(st.sampled_from(dims), label=label)
 
-    def try_op(self, draw: st.DrawFn, kind: str) -> bool:
-        """Append one op of `kind` if the current values allow it; False otherwise."""
-        idx = draw(st.integers(0, len(self.vals) - 1), label="operand")
-        # prefer recent values half the time so ops chain
-        if draw(st.booleans(), label="prefer_recent"):
-            idx = len(self.vals) - 1
+    def try_op(self, draw: st.DrawFn, kind: str, operand: int | None = None) -> bool:
+        """Append one op of `kind` if the current values allow it; False otherwise. Its
+        (first) operand is `operand` when given, else drawn."""
+        if operand is not None:
+            idx = operand
+        else:
+            idx = draw(st.integers(0, len(self.vals) - 1), label="operand")
+            # prefer recent values half the time so ops chain
+            if draw(st.booleans(), label="prefer_recent"):
+                idx = len(self.vals) - 1
         from strategies.collectives import COLLECTIVE_DRAWS
         from strategies.local_ops import LOCAL_DRAWS
         from strategies.nested import draw_nested

@@ -29,6 +29,7 @@ from programs.ops import COLLECTIVES
 from strategies.body import _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
+from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh
 from strategies.invalid import DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
@@ -109,10 +110,11 @@ def _uniform(n: int) -> float:
 
 @st.composite
 def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, large: bool = False,
-              dtypes: tuple[str, ...] = _X32_DTYPES) -> tuple[Input, Spec, _V]:
-    """Argument `i`: its per-device shape, spec, then a dtype from `dtypes` (a one-dtype
-    tuple fixes it)."""
-    rank = draw(st.integers(1 if large else 0, 3), label="arg_rank")
+              dtypes: tuple[str, ...] = _X32_DTYPES, rank: int | None = None) -> tuple[Input, Spec, _V]:
+    """Argument `i`: its per-device shape (of rank `rank` when given), spec, then a dtype
+    from `dtypes` (a one-dtype tuple fixes it)."""
+    if rank is None:
+        rank = draw(st.integers(1 if large else 0, 3), label="arg_rank")
     choices = _dim_choices(mesh)
     local = []
     for _ in range(rank):
@@ -243,22 +245,30 @@ def _manual_axes(draw: st.DrawFn, mesh: Mesh, features: frozenset[str] = frozens
 _MORE_WRAPS = ("switch", "while", "fori", "map", "vmap", "checkpoint")
 
 
+def _wrappable(body: _Body, i: int) -> tuple[bool, bool]:
+    """(whether op i may run inside scan or cond, and whether inside the other wrappers)."""
+    op = body.ops[i]
+    n_in = len(body.vals) - len(body.ops)
+    touches_ur = any(body.vals[j].unreduced or body.vals[j].reduced for j in (*op.operands, n_in + i))
+    # (scan stacks its ys with dynamic_update_slice, which refuses unreduced ones)
+    some = 1 <= len(op.operands) <= 2 and not touches_ur
+    # the other wrappers carry or stack the first operand as a jax array: not a Python
+    # number or weak value (lax.axis_size's int), whose types the oracle does not model
+    # through a loop carry (sendrecv too: under jax.vmap jax raises for precv, the known
+    # entry precv-batching-rule-out-shape; the others run it)
+    plain = not any(j in body.python_numbers or j in body.weak for j in (*op.operands, n_in + i))
+    return some, some and plain
+
+
 def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
     for i, op in enumerate(body.ops):
         # now and then an op runs inside lax.scan, cond, switch, while_loop, fori_loop,
         # map, jax.vmap or jax.checkpoint (same meaning; see programs/ops.py WRAPS);
         # middle values, as Hypothesis favours the bounds
-        n_in = len(body.vals) - len(body.ops)
-        touches_ur = any(body.vals[j].unreduced or body.vals[j].reduced for j in (*op.operands, n_in + i))
-        if 1 <= len(op.operands) <= 2 and not touches_ur:  # (scan stacks its ys with dynamic_update_slice, which refuses unreduced ones)
+        some, plain = _wrappable(body, i)
+        if some:
             k = draw(st.integers(0, 15), label="wrap")
             w = {5: "scan", 10: "cond"}.get(k)
-            # the other wrappers carry or stack the first operand as a jax array: not a
-            # Python number or weak value (lax.axis_size's int), whose types the oracle
-            # does not model through a loop carry
-            # (sendrecv too: under jax.vmap jax raises for precv, the known entry
-            # precv-batching-rule-out-shape; the others run it)
-            plain = not any(j in body.python_numbers or j in body.weak for j in (*op.operands, n_in + i))
             if k in (2, 13) and plain:
                 w = draw(st.sampled_from(_MORE_WRAPS), label="wrap_more")
             if w is not None:
@@ -266,15 +276,33 @@ def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
                 event(f"wrapped in {w}")
 
 
-def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int) -> tuple[list[int], list[Spec]]:
+def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
+             first: int | None = None) -> tuple[list[int], list[Spec]]:
+    """The outputs and their out_specs; the first is value `first` when given (a scalar
+    that varies, which no out_spec can take, through a psum over its axes)."""
     n_out = draw(st.integers(1, max_outputs), label="n_outputs")
     outputs, out_specs = [], []
-    for _ in range(n_out):
+    if first is not None and body.check_vma and body.vals[first].vma and not body.vals[first].shape:
+        v = body.vals[first]
+        if not (v.unreduced or v.reduced):
+            first = body.push(Op.make("psum", (first,), axes=tuple(sorted(v.vma))))
+    # the body values no op reads (sinks): an op none of the outputs depends on is dead
+    # (jit drops it, and its cells count for nothing: 49% of the ops of seed 0's first
+    # 450 programs when outputs were drawn among all values), so the outputs take the
+    # sinks first, as many as max_outputs allows
+    read = {j for o in body.ops for j in o.operands}
+    sinks = [j for j in range(n_in, len(body.vals)) if j not in read and j != first]
+    n_out = max(n_out, min(len(sinks) + (first is not None), max_outputs))
+    for k in range(n_out):
         # favour body values (the last one most)
         lo = n_in if body.ops else 0
         idx = draw(st.integers(lo, len(body.vals) - 1), label="output")
         if draw(st.booleans(), label="output_last"):
             idx = len(body.vals) - 1
+        if sinks and draw(st.integers(0, 3), label="output_sink") != 0:
+            idx = sinks.pop(draw(st.integers(0, len(sinks) - 1), label="sink"))
+        if k == 0 and first is not None:
+            idx = first
         spec = _out_spec(draw, body.vals[idx], body.usable, body.check_vma)
         if spec is not None:  # with the value's unreduced / reduced axes (None: jax cannot take them)
             spec = out_spec_ur(body.mesh, body.manual, body.vals[idx], spec)
@@ -347,6 +375,7 @@ def programs(
     defects: tuple[str, ...] = tuple(DEFECTS),
     large: float = 0.0,
     use_swarm: bool = True,
+    focus: float = FOCUS_SHARE,
 ) -> Program:
     """A valid shard_map program.
 
@@ -366,6 +395,8 @@ def programs(
       it by the group size). 0 draws exactly what earlier versions drew.
     - use_swarm: swarm testing (`swarm`): each program draws from a random subset of
       `kinds` and of SWARM_FEATURES; False: every kind and feature every time.
+    - focus: the share of programs drawn around one configuration cell (a drawn focus:
+      strategies/focus.py), for the modes few other programs reach; 0: none.
 
     Example::
 
@@ -375,7 +406,15 @@ def programs(
     _check_program_args(max_args, max_ops, max_outputs, kinds, invalid, defects)
     if not 0.0 <= large <= 1.0:
         raise InvalidArgument(f"large={large!r} must be a probability between 0 and 1 (e.g. large=0.05)")
+    if not 0.0 <= focus <= 1.0:
+        raise InvalidArgument(f"focus={focus!r} must be a probability between 0 and 1 (e.g. focus=0.5)")
+    # a share of programs is drawn around one configuration cell (strategies/focus.py)
+    f = draw_focus(draw, focus, kinds) if focus > 0 else None
+    if f is not None and f.by_error and invalid == 0:
+        f = Focus(f.cell.removesuffix("|by_error"), f.profile)  # (a strategy without defects: the cell by value)
     enabled, features = draw(swarm(kinds), label="swarm") if use_swarm else (kinds, frozenset(SWARM_FEATURES))
+    if f is not None:
+        return _focused(draw, f, kinds, max_args, max_outputs, defects)
     # (a hash of the drawn number: Hypothesis draws small integers far more often than a
     # uniform draw would, which would make `large` mean much more than its share)
     big = large > 0 and _uniform(draw(st.integers(0, 9999), label="large")) < large
@@ -444,3 +483,106 @@ def programs(
     )
     program = call_form(draw, program)  # jax.set_mesh or mesh=, and reshard
     return _maybe_invalid(draw, program, body, invalid, defects)
+
+
+def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus) -> int | None:
+    """A value the focus op may read: of the focus's dtype or rank when it names one (a
+    cast to the dtype made first when no value has it)."""
+    want_dtype = f.value if f.dimension == "dtype" and f.kind != "cast" else None
+    want_rank = int(f.value) if f.dimension == "rank" and f.value.isdigit() else None
+    ok = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced)
+          and (want_dtype is None or v.dtype == want_dtype)
+          and (want_rank is None or min(len(v.shape), 3) == want_rank)
+          and not (f.kind == "cast" and j in body.python_numbers)]
+    if not ok and want_dtype is not None and want_dtype in body.dtypes:
+        src = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced) and j not in body.python_numbers]
+        if src:
+            c = body.push(Op.make("cast", (draw(st.sampled_from(src), label="focus_cast_from"),), dtype=want_dtype))
+            ok = [] if c is None else [c]
+    return draw(st.sampled_from(ok), label="focus_operand") if ok else None
+
+
+def _focus_op(draw: st.DrawFn, body: _Body, f: Focus) -> int | None:
+    """The index of a value made by an op with the focus's cell, drawn among the ops of
+    its kind on a matching operand (a few tries); None when none came out with it."""
+    from programs.cells import op_cells
+
+    want = f.cell.removesuffix("|by_error")
+    n_in = len(body.vals) - len(body.ops)
+    for _ in range(6):
+        idx = _focus_operand(draw, body, f)
+        if idx is None:
+            return None
+        before = len(body.ops)
+        if f.kind == "cast" and f.dimension == "dtype":
+            ok = f.value in body.dtypes and body.vals[idx].dtype != f.value and body.push(Op.make("cast", (idx,), dtype=f.value)) is not None
+        else:
+            ok = body.try_op(draw, f.kind, operand=idx)
+        if not ok:
+            continue
+        for i in range(before, len(body.ops)):
+            op = body.ops[i]
+            if op.kind != f.kind and not (op.kind == "shard_map" and op.p("inner") == f.kind):
+                continue
+            rank = len(body.vals[op.operands[0]].shape) if op.operands else None
+            dtype = body.vals[n_in + i].dtype
+            cells = op_cells(body.mesh, op, rank, dtype)
+            if op.kind == "shard_map":
+                cells |= op_cells(body.mesh, op.inner_op(), rank, dtype)
+            if want in cells or (f.dimension == "wrap" and f"{f.kind}|wrap=plain" in cells):
+                return n_in + i
+    return None
+
+
+@st.composite
+def programs_around(draw: st.DrawFn, f: Focus, *, max_args: int = 3, max_outputs: int = 3) -> Program:
+    """A program drawn around the focus `f` (what `programs` draws for its focused share)."""
+    return _focused(draw, f, ALL_KINDS, max_args, max_outputs, tuple(DEFECTS))
+
+
+def _focused(draw: st.DrawFn, f: Focus, kinds: tuple[str, ...], max_args: int, max_outputs: int,
+             defects: tuple[str, ...]) -> Program:
+    """A program around the focus `f` (strategies/focus.py): its profile's mesh (Auto,
+    passed as mesh=) and flags,
+    a first argument of the cell's rank or dtype, a few ops, then the focus op, made an
+    output; invalid (one defect) for a `|by_error` cell, valid otherwise."""
+    # (an Auto mesh passed as mesh=: the grad and multiprocess modes do not run a
+    # program under a mesh context, harness/run/compat.py `_explicit_mode_gaps`)
+    mesh, usable = focus_mesh(draw, f, AXIS_NAMES)
+    manual = mesh.names
+    vma_flag = not f.needs_check_vma_off
+    x64 = f.dimension == "dtype" and f.value == X64_DTYPE
+    rank, dtype = argument_constraint(f, x64)
+    n_args = draw(st.integers(1, max_args), label="n_args")
+    if dtype not in ("float32", "bfloat16", "float16", X64_DTYPE):
+        n_args = max(n_args, 2)  # a float argument too: grad differentiates it
+    inputs, in_specs, vals = [], [], []
+    for i in range(n_args):
+        dts: tuple[str, ...] = ((dtype or "float32",) if i == 0 else ("float32",) if i == 1 else (DTYPES if x64 else _X32_DTYPES))
+        x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=rank if i == 0 else None), label=f"arg{i}")
+        inputs.append(x)
+        in_specs.append(s)
+        vals.append(v)
+    body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
+    enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
+    for _ in range(draw(st.integers(0, 3), label="n_ops")):
+        body.try_op(draw, draw(st.sampled_from(enabled or kinds), label="op_kind"))
+    at = _focus_op(draw, body, f)
+    event(f"focus: {'drawn' if at is not None else 'not drawn'}")
+    if at is not None and f.dimension == "wrap" and f.value != "plain":
+        some, plain = _wrappable(body, at - len(inputs))
+        if some and (plain or f.value in ("scan", "cond")):
+            op = body.ops[at - len(inputs)]
+            body.ops[at - len(inputs)] = Op.make(op.kind, op.operands, **op.param_dict, wrap=f.value)
+    outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs, first=at)
+    program = Program(
+        mesh=mesh,
+        inputs=tuple(inputs),
+        in_specs=tuple(in_specs),
+        body=tuple(body.ops),
+        outputs=tuple(outputs),
+        out_specs=tuple(out_specs),
+        axis_names=None,
+        check_vma=vma_flag,
+    )
+    return _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from harness.campaign.generation import stable_constants
 from harness.run.compat import force_host_devices
 
 force_host_devices()
@@ -22,6 +23,9 @@ settings.register_profile("dev", max_examples=25, **_common)
 settings.register_profile("ci", max_examples=30, derandomize=True, database=None, print_blob=True, **_common)
 settings.register_profile("nightly", max_examples=2000, **_common)
 settings.load_profile("dev")
+# every shardfuzz module loaded before any test draws: Hypothesis draws constants from the
+# local modules loaded so far, so a test's programs would depend on the tests before it
+stable_constants()
 
 
 @pytest.fixture(scope="module")

@@ -69,9 +69,9 @@ def run(pool: Pool, report: Path, seed: int, database: str) -> RunSummary:
 def test_second_run_replays_the_first_runs_failure_first(kind: str, tmp_path: Path, faulty_pool: Pool,
                                                          request: pytest.FixtureRequest) -> None:
     db = request.getfixturevalue("redis_url") if kind == "redis" else str(tmp_path / "shared-db")
-    # (seed 3: its first 40 programs reach the psum fault since the transform op came into
-    # the stream; seed 1's no longer do, and seed 2's failure is not replayed from the database)
-    first = run(faulty_pool, tmp_path / "first", 3, db)
+    # (seed 1: its first 40 programs reach the psum fault since focused generation came
+    # into the stream; seeds 0 and 3 no longer do, and seed 6's shrunk example does not)
+    first = run(faulty_pool, tmp_path / "first", 1, db)
     assert first.database_replayed == 0 and SIG in {b.signature for b in first.new}
     # a second run (another seed: other programs; another shard would do the same)
     second = run(faulty_pool, tmp_path / "second", 11, db)

@@ -273,6 +273,30 @@ def test_the_size_1_explicit_axis_feature_reads_the_axis_types_outside_explicit_
     assert e is not None and e.id == "mixed-mesh-size-1-explicit-type"
 
 
+def test_the_size_1_explicit_axis_feature_reads_auto_axes_out_sharding() -> None:
+    """auto_axes(axes='model', out_sharding=P('model')) around the call on a mesh with
+    'data' Auto of size 2 and 'model' (size 1) Explicit outside: the shard_map's out_spec
+    P(('data', 'model')) lays the output out along 'data', and jax 0.10.2 types the
+    result without 'model' (found by tests/test_differential.py). The out_sharding names
+    the size-1 Explicit axis; with an out_spec naming no Auto axis of size > 1 jax keeps
+    the type, and the feature does not hold."""
+    from dataclasses import replace
+
+    from harness.judge.known_features import PROGRAM_FEATURES
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/mixed_size1_auto_axes.json").read_text())
+    assert p.wrap == "auto_axes" and p.outer_mesh().axis_types == ("auto", "explicit")
+    holds = PROGRAM_FEATURES["out_spec_size_1_explicit_with_auto"]
+    assert holds(p)
+    assert not holds(replace(p, out_specs=(P(("model",)),)))
+    assert not holds(replace(p, wrap_specs=(P(),)))
+    for mode in ("jit", "eager"):
+        sig = div("sharding", "all_gather", mode=mode, output=0)
+        e = find(load(), sig, [sig], p, predict(p), "0.10.2")
+        assert e is not None and e.id == "mixed-mesh-size-1-explicit-type"
+
+
 def test_a_grouped_pmax_entry_explains_its_types_not_wrong_values() -> None:
     """grouped-pmax-claims-invariance is a typing bug of groups that hold different
     values (one group is the whole reduction, typed invariant rightly): it explains the

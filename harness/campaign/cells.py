@@ -20,89 +20,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from programs.graph import live_ops
-from programs.model import Mesh, Op, Program, is_float
-from programs.ops import LOCAL_OPS, NO_CPU_LOWERING, NO_CPU_VALUES
+from programs.cells import op_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
+from programs.model import Program, is_float
+from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
 
 VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
-
-
-def _axis_class(axis: object, rank: int | None) -> str:
-    if not isinstance(axis, int) or isinstance(axis, bool):
-        return "none"
-    if axis < 0:
-        return "negative"
-    if axis == 0:
-        return "first"
-    # the last dimension, or (untiled all_gather) the new one after it
-    return "last" if rank is None or axis >= rank - 1 else "middle"
-
-
-def _axes_class(axes: tuple[str, ...], mesh: Mesh) -> str:
-    if len(axes) == 1:
-        return "one"
-    if any(a in mesh.names for a in axes) and list(axes) != sorted(axes, key=lambda a: mesh.names.index(a) if a in mesh.names else -1):
-        return "out_of_mesh_order"
-    if any(a in mesh.names and mesh.axis_size(a) == 1 for a in axes):
-        return "with_size_1"
-    return "several>1"
-
-
-def _perm_class(op: Op, n: int) -> str:
-    perm = op.p("perm")
-    if op.kind == "pshuffle":
-        pairs = list(enumerate(perm))  # type: ignore[arg-type]
-    else:
-        pairs = [tuple(x) for x in perm]  # type: ignore[union-attr]
-    if all(s == d for s, d in pairs):
-        return "identity"
-    if len(pairs) < n:
-        return "partial"
-    if all(d == (s + 1) % n for s, d in pairs) or all(d == (s - 1) % n for s, d in pairs):
-        return "cyclic"
-    return "full"
-
-
-def op_cells(p: Program, op: Op, rank: int | None, dtype: str) -> set[str]:
-    """The cells of one op (its operand's rank and the result's dtype given)."""
-    k = op.kind
-    out = {f"{k}|dtype={dtype}", f"{k}|rank={min(rank, 3) if rank is not None else '?'}"}
-    out.add(f"{k}|wrap={op.p('wrap') or 'plain'}")
-    if k in LOCAL_OPS:
-        return out
-    axes = tuple(op.p("axes") or ())  # type: ignore[call-overload]
-    if axes:
-        out.add(f"{k}|axes={_axes_class(axes, p.mesh)}")
-    for name in ("tiled", "to"):
-        if op.p(name) is not None:
-            out.add(f"{k}|{name}={op.p(name)}")
-    for name in ("axis", "scatter_dimension", "split_axis", "concat_axis"):
-        if op.p(name) is not None:
-            out.add(f"{k}|{name}={_axis_class(op.p(name), rank)}")
-    if k == "all_to_all" and op.p("split_axis") is not None:
-        out.add(f"{k}|split{'!=' if op.p('split_axis') != op.p('concat_axis') else '=='}concat")
-    if op.p("groups") is not None:
-        out.add(f"{k}|groups=yes")
-    if op.p("perm") is not None and axes and all(a in p.mesh.names for a in axes):
-        out.add(f"{k}|perm={_perm_class(op, p.mesh.group_size(axes))}")
-    return out
-
-
-def program_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:
-    """Every cell of the program's live ops (with the oracle's types of its values, when
-    given: operand rank and result dtype); the op inside a live nested shard_map too."""
-    n_in = len(p.inputs)
-    out: set[str] = set()
-    for i in sorted(live_ops(p)):
-        op = p.body[i]
-        if types is not None and n_in + i >= len(types):
-            break  # past the op an invalid program fails at: never checked
-        rank = len(types[op.operands[0]][0]) if types and op.operands and op.operands[0] < len(types) else None
-        dtype = types[n_in + i][1] if types else "?"
-        out |= op_cells(p, op, rank, dtype)
-        if op.kind == "shard_map":
-            out |= op_cells(p, op.inner_op(), rank, dtype)
-    return frozenset(out)
 
 
 @functools.lru_cache(maxsize=256)
@@ -136,14 +58,17 @@ def applies(p: Program, mode: str) -> bool:
         return False
     if mode == "lowering" and kinds & NO_CPU_LOWERING:
         return False
+    if mode in ("vmap", "vmap_spmd", "smap") and p.wrap is not None:
+        return False  # (harness/run/compat.py `_explicit_mode_gaps`)
     if mode == "vmap_spmd":
         return p.spmd_axis() is not None and p.defect is None
     if mode == "smap":
         return not isinstance(p.smap_form(), str)
+    # (harness/run/compat.py `_explicit_mode_gaps`: what these modes do not run yet)
     if mode in ("grad", "grad_remat"):
-        return p.check_vma and any(is_float(x.dtype) for x in p.inputs)
-    if mode == "multiprocess":
-        return p.mesh.size % 2 == 0  # (harness/run/modes_multiprocess.py: half the mesh in each process)
+        return p.check_vma and any(is_float(x.dtype) for x in p.inputs) and not p.needs_mesh_context()
+    if mode == "multiprocess":  # (harness/run/modes_multiprocess.py: half the mesh in each process)
+        return p.mesh.size % 2 == 0 and not p.needs_mesh_context()
     return True
 
 
@@ -158,8 +83,14 @@ def unreachable(cell: str, mode: str, backend: str = "cpu") -> str | None:
         return f"{kind}: XLA:CPU cannot run it (checked by abstract and lowering)"
     if backend == "cpu" and mode in (*VALUE_MODES, "lowering") and kind in NO_CPU_LOWERING:
         return f"{kind}: XLA:CPU has no lowering for it (checked by abstract)"
-    if mode in ("grad", "grad_remat") and cell.split("|")[1].startswith("dtype=") and not is_float(cell.split("|")[1][6:]):
+    dim = cell.split("|")[1]
+    if mode in ("grad", "grad_remat") and dim.startswith("dtype=") and not is_float(dim[6:]):
         return "integer values have no derivative"
+    if mode == "smap" and dim.startswith("axes=") and dim != "axes=one":
+        return "smap takes a program that names one mesh axis (Program.smap_form), so every collective names that one"
+    if mode in ("grad", "grad_remat", "smap") and kind in ("psum", "pmean") and dim == "groups=yes":
+        return (f"{kind} takes axis_index_groups only with check_vma=False (strategies/collectives.py: jax does not "
+                f"implement them otherwise), and {mode} runs no such program")
     return None
 
 

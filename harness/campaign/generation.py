@@ -10,6 +10,9 @@ inside the run (a failing example must not stop it: every bucket is wanted).
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -73,7 +76,9 @@ def fuzz_program(p: Program) -> None:
     database (Hypothesis keys saved examples by the test function). Targets the cells
     no earlier program had (`CellNovelty`)."""
     if _NOVELTY:
-        target(float(_NOVELTY[-1].score(p)), label=TARGET_LABEL)
+        new = _NOVELTY[-1].score(p)
+        if new:  # (a score of 0 says nothing, and each target() call costs a Pareto-front update)
+            target(float(new), label=TARGET_LABEL)
     _HANDLERS[-1](p)
 
 
@@ -128,9 +133,32 @@ def example_database(corpus: Path) -> DirectoryBasedExampleDatabase:
     return DirectoryBasedExampleDatabase(str(corpus / ".hypothesis"))
 
 
+@functools.cache
+def stable_constants() -> int:
+    """Imports every module of shardfuzz's packages (once; about 1 s, no jax), and
+    returns how many. Hypothesis draws now and then a constant found in the local
+    modules loaded so far (hypothesis.internal.conjecture.providers
+    `_get_local_constants`), so the same seed drew other programs once a module was
+    imported later: after a test ran jax in-process (seed 0's seventh program differed),
+    or in a shrink search's replay after the run had loaded the minimizer. Every drawing
+    of a stream (the run, its shrink search, `seeded_programs`) calls it first."""
+    import harness
+    import oracles
+    import programs as programs_pkg
+    import strategies
+
+    n = 0
+    for pkg in (programs_pkg, oracles, strategies, harness):
+        for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+            importlib.import_module(m.name)
+            n += 1
+    return n
+
+
 def hypothesis_test(cfg: RunConfig, phases: list[Phase], database: Any = None) -> Callable[[], None]:
     """`fuzz_program` under Hypothesis with the run's strategy, seed and example count
     (the same ones always draw the same programs in the same order)."""
+    stable_constants()
     wrapped = given(programs(invalid=cfg.invalid, defects=cfg.defects or tuple(DEFECTS), large=cfg.large_share))(fuzz_program)
     if Phase.generate in phases:
         database = _stream_database(database)
@@ -188,6 +216,7 @@ def hypothesis_shrink(
 
 def seeded_programs(n: int, s: int, invalid: float = 0.25) -> list[Program]:
     """The first `n` programs a run with seed `s` would draw (same order, same ids)."""
+    stable_constants()
     out: list[Program] = []
     novelty = CellNovelty()
 
@@ -195,7 +224,9 @@ def seeded_programs(n: int, s: int, invalid: float = 0.25) -> list[Program]:
     @seed(s)
     @given(programs(invalid=invalid))
     def collect(p: Program) -> None:
-        target(float(novelty.score(p)), label=TARGET_LABEL)  # as fuzz_program does: the run's stream
+        new = novelty.score(p)
+        if new:  # as fuzz_program does: the run's stream
+            target(float(new), label=TARGET_LABEL)
         out.append(p)
 
     collect()

@@ -97,10 +97,21 @@ PROGRAM_FEATURES = {
 
 def _size_1_explicit_with_auto(p: Program) -> bool:
     m = p.outer_mesh() if p.wrap == "explicit_axes" else p.mesh
-    return any(
+    if any(
         any(m.axis_type(a) == "explicit" and m.axis_size(a) == 1 for a in s.axes())
         and any(m.axis_type(a) == "auto" and m.axis_size(a) > 1 for a in s.axes())
-        for s in p.out_specs if s.kind == "P")
+        for s in p.out_specs if s.kind == "P"):
+        return True
+    if p.wrap != "auto_axes":
+        return False
+    # auto_axes around the call: its out_sharding (`wrap_specs`, one per output) names
+    # the size-1 axis it makes Explicit outside, and the shard_map's out_spec an Auto
+    # axis of size > 1 it lays the output out along
+    outer = p.outer_mesh()
+    return any(
+        any(outer.axis_type(a) == "explicit" and outer.axis_size(a) == 1 for a in w.axes())
+        and any(outer.axis_type(a) == "auto" and outer.axis_size(a) > 1 for a in s.axes())
+        for s, w in zip(p.out_specs, p.wrap_specs) if s.kind == "P")
 # Program features that hold because of particular outputs' out_specs: the outputs each
 # depends on (derived_program checks the program without them)
 OUTPUT_FEATURES = {

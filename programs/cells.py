@@ -1,0 +1,87 @@
+"""Configuration cells of one op and of a program: the marginal classes a fuzz run must
+reach (harness/campaign/cells.py counts them per mode; strategies/focus.py draws toward
+them). Pure functions of the program: no jax, no oracle."""
+
+from __future__ import annotations
+
+from programs.graph import live_ops
+from programs.model import Mesh, Op, Program
+from programs.ops import LOCAL_OPS
+
+
+def _axis_class(axis: object, rank: int | None) -> str:
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        return "none"
+    if axis < 0:
+        return "negative"
+    if axis == 0:
+        return "first"
+    # the last dimension, or (untiled all_gather) the new one after it
+    return "last" if rank is None or axis >= rank - 1 else "middle"
+
+
+def _axes_class(axes: tuple[str, ...], mesh: Mesh) -> str:
+    if len(axes) == 1:
+        return "one"
+    if any(a in mesh.names for a in axes) and list(axes) != sorted(axes, key=lambda a: mesh.names.index(a) if a in mesh.names else -1):
+        return "out_of_mesh_order"
+    if any(a in mesh.names and mesh.axis_size(a) == 1 for a in axes):
+        return "with_size_1"
+    return "several>1"
+
+
+def _perm_class(op: Op, n: int) -> str:
+    perm = op.p("perm")
+    if op.kind == "pshuffle":
+        pairs = list(enumerate(perm))  # type: ignore[arg-type]
+    else:
+        pairs = [tuple(x) for x in perm]  # type: ignore[union-attr]
+    if all(s == d for s, d in pairs):
+        return "identity"
+    if len(pairs) < n:
+        return "partial"
+    if all(d == (s + 1) % n for s, d in pairs) or all(d == (s - 1) % n for s, d in pairs):
+        return "cyclic"
+    return "full"
+
+
+def op_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
+    """The cells of one op on `mesh` (its operand's rank and the result's dtype given)."""
+    k = op.kind
+    out = {f"{k}|dtype={dtype}", f"{k}|rank={min(rank, 3) if rank is not None else '?'}"}
+    out.add(f"{k}|wrap={op.p('wrap') or 'plain'}")
+    if k in LOCAL_OPS:
+        return out
+    axes = tuple(op.p("axes") or ())  # type: ignore[call-overload]
+    if axes:
+        out.add(f"{k}|axes={_axes_class(axes, mesh)}")
+    for name in ("tiled", "to"):
+        if op.p(name) is not None:
+            out.add(f"{k}|{name}={op.p(name)}")
+    for name in ("axis", "scatter_dimension", "split_axis", "concat_axis"):
+        if op.p(name) is not None:
+            out.add(f"{k}|{name}={_axis_class(op.p(name), rank)}")
+    if k == "all_to_all" and op.p("split_axis") is not None:
+        out.add(f"{k}|split{'!=' if op.p('split_axis') != op.p('concat_axis') else '=='}concat")
+    if op.p("groups") is not None:
+        out.add(f"{k}|groups=yes")
+    if op.p("perm") is not None and axes and all(a in mesh.names for a in axes):
+        out.add(f"{k}|perm={_perm_class(op, mesh.group_size(axes))}")
+    return out
+
+
+def program_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:
+    """Every cell of the program's live ops (with the oracle's types of its values, when
+    given: operand rank and result dtype); the op inside a live nested shard_map too."""
+    n_in = len(p.inputs)
+    out: set[str] = set()
+    for i in sorted(live_ops(p)):
+        op = p.body[i]
+        if types is not None and n_in + i >= len(types):
+            break  # past the op an invalid program fails at: never checked
+        rank = len(types[op.operands[0]][0]) if types and op.operands and op.operands[0] < len(types) else None
+        dtype = types[n_in + i][1] if types else "?"
+        out |= op_cells(p.mesh, op, rank, dtype)
+        if op.kind == "shard_map":
+            out |= op_cells(p.mesh, op.inner_op(), rank, dtype)
+    return frozenset(out)

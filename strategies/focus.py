@@ -1,0 +1,154 @@
+"""Cell-directed generation: a share of programs is drawn around one *focus*, a
+configuration cell (programs/cells.py, e.g. `pshuffle|dtype=int32`, `pmean|groups=yes`,
+`all_gather|axis=last|by_error`) in a *profile*, the modes it is meant for:
+
+- "spmd": every value mode but smap. The program is valid (invalid for a `|by_error`
+  cell), has check_vma (grad needs it; not for psum / pmean with groups, drawn without
+  it), a float argument (grad differentiates it), and one manual axis of even size that
+  no spec and no op names (vmap_spmd splits its batch over it; the multiprocess mode
+  needs an even mesh). Unfocused, such programs are rare: in a 60 s default run (seed 0,
+  jax 0.10.2) vmap_spmd, smap, grad and grad_remat missed 285, 230, 217 and 217 of the
+  (cell, mode) pairs the run's programs held, the other modes 26 to 99.
+- "smap": the smap mode, which takes a valid program over one mesh axis only.
+
+The focus is a drawn value: the kind uniformly among the kinds of `strategies/cell_table.txt`
+(the cells unfocused generation reaches, scripts/build_cell_table.py), then one of its
+cells uniformly, then the profile. So a rare cell gets its share whatever the op draws
+favour, and a program still depends on its choices alone: Hypothesis replays and shrinks
+it as any other (a steer by the run's state cannot: Hypothesis checks that a choice
+sequence always draws the same way, FlakyStrategyDefinition, and a run draws the same
+program more than once). The value tier steers by the run's state instead
+(harness/campaign/cells.py `CellLedger.claim`).
+
+The program around a focus is drawn by the same construction as every other (valid by
+construction): the profile fixes the mesh and flags, the cell's dimension fixes the
+first argument's rank or dtype, and the focus op is drawn among the ops of its kind on a
+matching operand until one has the cell (a few tries), then made an output (live).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from programs.model import DTYPES, Mesh
+
+FOCUS_SHARE = 0.5  # the share of programs drawn around a focus
+PROFILES = ("spmd", "smap")
+SMAP_SHARE = 0.3  # the share of foci in the smap profile (where the cell fits it)
+TABLE = Path(__file__).with_name("cell_table.txt")
+
+
+@dataclass(frozen=True)
+class Focus:
+    cell: str  # "kind|dimension=value", "|by_error" appended for an invalid program
+    profile: str  # one of PROFILES
+
+    @property
+    def by_error(self) -> bool:
+        return self.cell.endswith("|by_error")
+
+    @property
+    def kind(self) -> str:
+        return self.cell.split("|")[0]
+
+    @property
+    def dimension(self) -> str:
+        """"dtype", "rank", "wrap", "axes", "tiled", ... (`split!=concat` for all_to_all's)."""
+        part = self.cell.split("|")[1]
+        return part.split("=")[0] if "=" in part else part
+
+    @property
+    def value(self) -> str:
+        part = self.cell.split("|")[1]
+        return part.split("=", 1)[1] if "=" in part else ""
+
+    @property
+    def needs_check_vma_off(self) -> bool:
+        """psum / pmean with axis_index_groups: drawn under check_vma=False only
+        (strategies/collectives.py `_reduction`)."""
+        return self.kind in ("psum", "pmean") and self.dimension == "groups"
+
+
+def _fits(cell: str, profile: str) -> bool:
+    """Whether a program of `profile` can hold `cell` at all: smap takes valid programs
+    over one axis with check_vma."""
+    f = Focus(cell, profile)
+    if profile == "smap":
+        return not f.by_error and not f.needs_check_vma_off and not (f.dimension == "axes" and f.value != "one")
+    return True
+
+
+def load_table(path: Path = TABLE) -> tuple[str, ...]:
+    """The cells of the table file (one per line, '#' comments)."""
+    lines = (ln.strip() for ln in path.read_text().splitlines())
+    return tuple(ln for ln in lines if ln and not ln.startswith("#"))
+
+
+CELLS: tuple[str, ...] = load_table()
+BY_KIND: dict[str, tuple[str, ...]] = {k: tuple(c for c in CELLS if c.split("|")[0] == k) for k in sorted({c.split("|")[0] for c in CELLS})}
+KINDS = tuple(BY_KIND)
+FOCI: tuple[Focus, ...] = tuple(Focus(c, pr) for c in CELLS for pr in PROFILES if _fits(c, pr))  # every focus there is
+
+
+def _uniform(n: int) -> float:
+    return int.from_bytes(hashlib.sha256(b"focus" + n.to_bytes(8, "big")).digest()[:8], "big") / 2**64
+
+
+def _pick(draw: st.DrawFn, items: tuple[str, ...], label: str) -> str:
+    """One of `items`, uniform whatever integers Hypothesis favours (a hash of the drawn
+    number; shrinks toward the number 0)."""
+    return items[int(_uniform(draw(st.integers(0, 2**16), label=label)) * len(items))]
+
+
+def draw_focus(draw: st.DrawFn, share: float, kinds: tuple[str, ...] = KINDS) -> Focus | None:
+    """None (an unfocused program, 1 - `share` of them) or a focus on a cell of one of
+    `kinds`."""
+    if share <= 0 or _uniform(draw(st.integers(0, 9999), label="focus")) >= share:
+        return None
+    ks = tuple(k for k in KINDS if k in kinds)
+    if not ks:
+        return None
+    cell = _pick(draw, BY_KIND[_pick(draw, ks, "focus_kind")], "focus_cell")
+    smap = _fits(cell, "smap") and _uniform(draw(st.integers(0, 9999), label="focus_profile")) < SMAP_SHARE
+    f = Focus(cell, "smap" if smap else "spmd")
+    event(f"focus: {f.profile} {f.dimension}{' by_error' if f.by_error else ''}")
+    return f
+
+
+# Meshes for a focus (names from strategies/programs.py AXIS_NAMES; the last axis is the
+# free one in the spmd profile, of even size)
+_SPMD_MESHES = {
+    "": ((2, 2), (1, 2), (3, 2), (4, 2), (2, 4), (1, 4), (2, 2, 2), (1, 2, 2), (2, 1, 2), (1, 1, 2)),
+    "one": ((2, 2), (3, 2), (4, 2), (2, 4), (2, 1, 2), (2, 2, 2)),
+    "several>1": ((2, 2, 2),),
+    "with_size_1": ((2, 1, 2), (1, 2, 2), (1, 3, 2), (3, 1, 2), (4, 1, 2)),
+    "out_of_mesh_order": ((2, 2, 2), (2, 1, 2), (1, 2, 2), (1, 3, 2), (3, 1, 2)),
+}
+_SMAP_SIZES = (2, 3, 4, 6, 8)
+
+
+def focus_mesh(draw: st.DrawFn, f: Focus, names: tuple[str, ...]) -> tuple[Mesh, tuple[str, ...]]:
+    """(mesh, the axes specs and ops may name) for a focus's profile and axis-tuple class."""
+    if f.profile == "smap":
+        mesh = Mesh(names[:1], (draw(st.sampled_from(_SMAP_SIZES), label="focus_mesh"),))
+        return mesh, mesh.names
+    key = f.value if f.dimension == "axes" else ""
+    sizes = draw(st.sampled_from(_SPMD_MESHES[key]), label="focus_mesh")
+    mesh = Mesh(names[: len(sizes)], sizes)
+    return mesh, mesh.names[:-1]  # the last (even, > 1) axis stays free
+
+
+def argument_constraint(f: Focus, x64: bool) -> tuple[int | None, str | None]:
+    """(rank, dtype) the first argument takes for the focus (None: drawn)."""
+    if f.dimension == "rank" and f.value.isdigit():
+        return int(f.value), "float32"
+    if f.dimension == "dtype" and f.value in DTYPES and f.kind != "cast":  # (a cast's cell is its result's dtype)
+        if f.value == "float64" and not x64:
+            return None, "float32"
+        return None, f.value
+    return None, "float64" if x64 else "float32"

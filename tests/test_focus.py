@@ -1,0 +1,76 @@
+"""Cell-directed generation (strategies/focus.py): a program drawn around a focus holds
+its cell in a live op in most draws, is valid unless the cell is a `|by_error` one, and
+runs in the modes of its profile (the ones unfocused programs rarely reach)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from harness.campaign.cells import applies, checked_cells, typed_cells
+from harness.campaign.generation import seeded_programs
+from programs.model import Program
+from programs.serialize import program_id
+from strategies.focus import CELLS, FOCI, KINDS, Focus, draw_focus
+from strategies.programs import ALL_KINDS, programs_around
+
+FOCUSED = settings(max_examples=150, deadline=None, database=None, phases=[Phase.generate],
+                   suppress_health_check=list(HealthCheck))
+
+
+def test_the_table_names_cells_of_drawn_kinds() -> None:
+    assert len(CELLS) > 500 and len(set(CELLS)) == len(CELLS)
+    for c in CELLS:
+        kind, dim, *rest = c.split("|")
+        assert kind in ALL_KINDS and "=" in dim, c
+        assert rest in ([], ["by_error"]), c
+    assert set(KINDS) <= set(ALL_KINDS)
+    assert all(f.profile == "spmd" or not f.by_error for f in FOCI)
+
+
+@FOCUSED
+@given(st.sampled_from(FOCI).flatmap(lambda f: st.tuples(st.just(f), programs_around(f))))
+def test_a_focused_program_holds_its_cell_and_runs_in_its_profile(fp: tuple[Focus, Program]) -> None:
+    f, p = fp
+    fails = typed_cells(p)[1]
+    if not f.by_error:
+        assert not fails, "a program around a value cell is valid by construction"
+        if f.profile == "smap":
+            assert applies(p, "smap"), p.smap_form()
+        else:
+            assert applies(p, "vmap_spmd") and applies(p, "multiprocess") and applies(p, "jit")
+            assert applies(p, "grad") != f.needs_check_vma_off
+
+
+def test_most_focused_programs_hold_their_cell() -> None:
+    hits: Counter[bool] = Counter()
+
+    @FOCUSED
+    @given(st.sampled_from(FOCI).flatmap(lambda f: st.tuples(st.just(f), programs_around(f))))
+    def draw(fp: tuple[Focus, Program]) -> None:
+        hits[fp[0].cell in checked_cells(fp[1])] += 1
+
+    draw()
+    # (measured with this table: 184 of 300 focused draws of seed 1 held their cell)
+    assert sum(hits.values()) >= 100 and hits[True] >= hits[False], hits
+
+
+def test_the_focus_is_a_drawn_value() -> None:
+    """The same seed draws the same programs (no state between draws: Hypothesis would
+    call it FlakyStrategyDefinition), and about half of them are focused."""
+    a, b = seeded_programs(60, 5), seeded_programs(60, 5)
+    assert [program_id(p) for p in a] == [program_id(p) for p in b]
+
+    seen: list[Focus | None] = []
+
+    @settings(FOCUSED, max_examples=200)
+    @given(st.data())
+    def draw(data: st.DataObject) -> None:
+        seen.append(data.draw(st.composite(lambda d: draw_focus(d, 0.5))()))
+
+    draw()
+    focused = sum(f is not None for f in seen)
+    assert 0.3 * len(seen) < focused < 0.7 * len(seen), focused
+    assert len({f.kind for f in seen if f is not None}) > 10  # uniform over kinds, not the op draws' mix
