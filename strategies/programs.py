@@ -24,7 +24,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec
+from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import COLLECTIVES
 from strategies.body import _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
@@ -322,6 +322,20 @@ def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
     return outputs, out_specs
 
 
+def _program(body: _Body, inputs: list[Input], in_specs: list[Spec], outputs: list[int], out_specs: list[Spec]) -> Program:
+    """The program `body` built (axis_names only when not every mesh axis is manual)."""
+    return Program(
+        mesh=body.mesh,
+        inputs=tuple(inputs),
+        in_specs=tuple(in_specs),
+        body=tuple(body.ops),
+        outputs=tuple(outputs),
+        out_specs=tuple(out_specs),
+        axis_names=None if body.manual == body.mesh.names else body.manual,
+        check_vma=body.check_vma,
+    )
+
+
 def _maybe_invalid(draw: st.DrawFn, program: Program, body: _Body, invalid: float, defects: tuple[str, ...]) -> Program:
     """`program`, or with probability `invalid` the same with one named defect."""
     # Hypothesis leans to small integers (a drawn st.integers(0, 9999) < 2500 came out
@@ -471,16 +485,7 @@ def programs(
     for o in body.ops:
         if o.kind in COLLECTIVES:
             event(f"collective: {o.kind}")
-    program = Program(
-        mesh=mesh,
-        inputs=tuple(inputs),
-        in_specs=tuple(in_specs),
-        body=tuple(body.ops),
-        outputs=tuple(outputs),
-        out_specs=tuple(out_specs),
-        axis_names=None if manual == mesh.names else manual,
-        check_vma=vma_flag,
-    )
+    program = _program(body, inputs, in_specs, outputs, out_specs)
     program = call_form(draw, program)  # jax.set_mesh or mesh=, and reshard
     return _maybe_invalid(draw, program, body, invalid, defects)
 
@@ -554,7 +559,7 @@ def _focused(draw: st.DrawFn, f: Focus, kinds: tuple[str, ...], max_args: int, m
     x64 = f.dimension == "dtype" and f.value == X64_DTYPE
     rank, dtype = argument_constraint(f, x64)
     n_args = draw(st.integers(1, max_args), label="n_args")
-    if dtype not in ("float32", "bfloat16", "float16", X64_DTYPE):
+    if not is_float(dtype):
         n_args = max(n_args, 2)  # a float argument too: grad differentiates it
     inputs, in_specs, vals = [], [], []
     for i in range(n_args):
@@ -575,14 +580,5 @@ def _focused(draw: st.DrawFn, f: Focus, kinds: tuple[str, ...], max_args: int, m
             op = body.ops[at - len(inputs)]
             body.ops[at - len(inputs)] = Op.make(op.kind, op.operands, **op.param_dict, wrap=f.value)
     outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs, first=at)
-    program = Program(
-        mesh=mesh,
-        inputs=tuple(inputs),
-        in_specs=tuple(in_specs),
-        body=tuple(body.ops),
-        outputs=tuple(outputs),
-        out_specs=tuple(out_specs),
-        axis_names=None,
-        check_vma=vma_flag,
-    )
+    program = _program(body, inputs, in_specs, outputs, out_specs)
     return _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)
