@@ -124,10 +124,11 @@ entries = [
    # (or a later one: errors_downstream), and only the errors a wrong shape can cause, or
    # untiled the all_to_all's own AssertionError, raised before an invalid program's defect
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
-               *SHAPE_ERRORS, "wrong_error|*|*->AssertionError", "shape|*|all_to_all", "value|*|all_to_all",
+               *SHAPE_ERRORS, "wrong_error|*|*->AssertionError",
+               "wrong_error|*|*->MLIRError", "shape|*|all_to_all", "value|*|all_to_all",
                "value|grad,grad_remat|*all_to_all*"],
    when=["all_to_all:split_axis<0"],
-   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values; untiled, all_to_all's own axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: split_axis < concat_axis, expand_dims) compares the raw negative axes, so the primitive gets the wrong split axis and fails an internal assert (AssertionError '(1, 6)'), before an invalid program's own defect is reached (fuzz seed 0). The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values; untiled, all_to_all's own axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: split_axis < concat_axis, expand_dims) compares the raw negative axes, so the primitive gets the wrong split axis and fails an internal assert (AssertionError '(1, 6)'), before an invalid program's own defect is reached (fuzz seed 0). Eagerly the all_to_all runs, and fails verification with its MLIRError, before a later op's defect is traced (reports/corpus/known/neg_split_eager_invalid.json: a dead all_to_all, then a psum naming a non-manual axis). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="negative-all-to-all-concat-axis", case="neg_concat", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,
@@ -136,10 +137,11 @@ entries = [
    # (or a later one: errors_downstream), and only the errors a wrong shape can cause, or
    # untiled the all_to_all's own AssertionError, raised before an invalid program's defect
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
-               *SHAPE_ERRORS, "wrong_error|*|*->AssertionError", "shape|*|all_to_all", "value|*|all_to_all",
+               *SHAPE_ERRORS, "wrong_error|*|*->AssertionError",
+               "wrong_error|*|*->MLIRError", "shape|*|all_to_all", "value|*|all_to_all",
                "value|grad,grad_remat|*all_to_all*"],
    when=["all_to_all:concat_axis<0"],
-   reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong, or all_to_all's axis arithmetic (_all_to_all_is_async: concat_axis < split_axis, expand_dims at the raw negative concat_axis) hands the primitive the wrong split axis and its internal assert fails (AssertionError '(1, 6)' for split_axis=0, concat_axis=-2), before an invalid program's own defect is reached (fuzz seed 0, 5e6727b00434). The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong, or all_to_all's axis arithmetic (_all_to_all_is_async: concat_axis < split_axis, expand_dims at the raw negative concat_axis) hands the primitive the wrong split axis and its internal assert fails (AssertionError '(1, 6)' for split_axis=0, concat_axis=-2), before an invalid program's own defect is reached (fuzz seed 0, 5e6727b00434); eagerly its verification MLIRError comes before a later op's defect is traced. The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="zero-size-output-blocks", case="zero_jit", mode="eager", jax_versions=SINCE_0_8,
    signatures=["shape|*|device_block", "unexpected_error|*|read_output->ValueError"],

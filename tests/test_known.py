@@ -321,3 +321,32 @@ def replace_kind(p: Program, kind: str) -> Program:
     from dataclasses import replace
 
     return replace(p, body=tuple(replace(o, kind=kind) for o in p.body))
+
+
+def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a_later_defect() -> None:
+    """Eagerly, a negative-split all_to_all runs (and fails MLIR verification with a
+    garbage split size) before a later op's defect is traced (seed 0's 2000-program value
+    run, reports/corpus/known/neg_split_eager_invalid.json). The entry explains that wrong
+    error where jax raised at the all_to_all, and not where it raised at the psum, nor
+    for the same program with the axis non-negative."""
+    from dataclasses import replace
+
+    from programs.model import Op
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_split_eager_invalid.json").read_text())
+    assert p.body[0].kind == "all_to_all" and p.body[0].p("split_axis") < 0 and p.defect
+    pred = predict(p)
+    assert pred.error is not None and pred.error.op_index == 1
+
+    def wrong(raised_at: int) -> Divergence:
+        return Divergence(DivergenceKind.WRONG_ERROR, "eager", "", f"{pred.error.kind.value}->MLIRError",
+                          op_index=1, raised_at=raised_at)
+
+    e = find(ENTRIES, wrong(0), [wrong(0)], p, pred, "0.10.2")
+    assert e is not None and e.id == "negative-all-to-all-split-axis"
+    assert find(ENTRIES, wrong(1), [wrong(1)], p, pred, "0.10.2") is None
+    a2a = Op.make("all_to_all", p.body[0].operands, **{**dict(p.body[0].params), "split_axis": 2})
+    q = replace(p, body=(a2a, *p.body[1:]))
+    assert find(ENTRIES, wrong(0), [wrong(0)], q, predict(q), "0.10.2") is None
+    assert find(ENTRIES, wrong(0), [wrong(0)], p, pred, "0.11.2") is None  # fixed upstream
