@@ -87,7 +87,7 @@ def _run_defaults() -> dict[str, object]:
     d = RunConfig()
     return {"modes": ",".join(d.modes), "max_examples": d.max_examples, "budget": d.budget_s, "minimize_budget": d.minimize_budget_s,
             "minimize_total": d.minimize_total_s, "value_share": d.value_share, "batch": d.batch,
-            "invalid": d.invalid, "workers": d.workers, "timeout": d.timeout_s, "seed": d.seed}
+            "invalid": d.invalid, "workers": d.workers, "timeout": d.timeout_s, "seed": d.seed, "sweep": d.sweep}
 
 
 FUZZ_DEFAULTS: dict[str, object] = _run_defaults()
@@ -152,6 +152,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         shard=parse_shard(a.shard) if a.shard is not None else None,
         large=a.large,
         database=a.database,
+        sweep=a.sweep,
     )
     s = fuzz(cfg)
     print_summary(s, report)
@@ -272,6 +273,10 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     f.add_argument("--shard", default=None, metavar="K/N",
                    help="check only shard K of N (0 <= K < N) of the program stream; the N shards of one seed and "
                    "count check exactly what the unsharded run checks; `shardfuzz merge` joins their reports (default: all)")
+    f.add_argument("--no-sweep", dest="sweep", action="store_false", default=FUZZ_DEFAULTS["sweep"],
+                   help="skip the sweep: by default a run first draws a program around every few cells of the "
+                   "coverage table (every op kind's parameter classes, dtypes, ranks, wrappers, axis tuples; by "
+                   "value and by error), then Hypothesis' stream; the sweep's programs count toward --max-examples")
     f.set_defaults(fn=cmd_fuzz)
 
 

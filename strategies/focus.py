@@ -152,3 +152,77 @@ def argument_constraint(f: Focus, x64: bool) -> tuple[int | None, str | None]:
             return None, "float32"
         return None, f.value
     return None, "float64" if x64 else "float32"
+
+
+# ------------------------------------------------------------------------ the sweep
+
+SWEEP_GROUP = 4  # foci per sweep program
+
+
+def _special(f: Focus) -> bool:
+    """A focus that fixes the program's mesh (its axis-tuple class) or flags (psum /
+    pmean groups: check_vma off): first in its group, one per group."""
+    return f.dimension == "axes" or f.needs_check_vma_off
+
+
+def _groups_of(foci: list[Focus], k: int) -> list[tuple[Focus, ...]]:
+    """`foci` (one kind, profile and by_error-ness) in groups of at most `k`: each
+    special focus (`_special`) heads a group of its own, the others fill the groups."""
+    special = [f for f in foci if _special(f)]
+    plain = [f for f in foci if not _special(f)]
+    groups: list[list[Focus]] = [[f] for f in special]
+    for g in groups:
+        while len(g) < k and plain:
+            g.append(plain.pop(0))
+    while plain:
+        groups.append(plain[:k])
+        plain = plain[k:]
+    return [tuple(g) for g in groups]
+
+
+def _spread(a: list[tuple[Focus, ...]], b: list[tuple[Focus, ...]]) -> list[tuple[Focus, ...]]:
+    """`a` and `b` merged, each in its order, `b`'s spread evenly among `a`'s (`a` first)."""
+    out, i, j = [], 0, 0
+    while i < len(a) or j < len(b):
+        if j >= len(b) or (i < len(a) and i * len(b) <= j * len(a)):
+            out.append(a[i])
+            i += 1
+        else:
+            out.append(b[j])
+            j += 1
+    return out
+
+
+def sweep_groups(seed: int, k: int = SWEEP_GROUP, foci: tuple[Focus, ...] = FOCI) -> tuple[tuple[Focus, ...], ...]:
+    """Every focus once, in groups of `k` of one kind and profile (one sweep program
+    each: `strategies.programs.programs_around(group)`), in the sweep's order:
+
+    1. the spmd profile before the smap one (the spmd programs run in every value mode
+       but smap; the smap ones add the smap mode);
+    2. within a profile, the collectives (shard_map's own semantics) before the other
+       kinds, and a kind's groups by error spread evenly among its groups by value (an
+       invalid program is cheap: it stops at tracing);
+    3. round robin over the kinds, so every kind is reached early.
+
+    The order of the cells within a kind is shuffled by `seed`, so runs with other seeds
+    sweep in another order (and draw other programs around each group)."""
+    import random
+
+    from programs.ops import COLLECTIVES
+
+    rnd = random.Random(seed)
+    order: list[tuple[Focus, ...]] = []
+    for profile in PROFILES:
+        for collective in (True, False):
+            per_kind: list[list[tuple[Focus, ...]]] = []
+            for kind in KINDS:
+                if (kind in COLLECTIVES) != collective:
+                    continue
+                mine = [f for f in foci if f.profile == profile and f.kind == kind]
+                rnd.shuffle(mine)
+                gs = _spread(_groups_of([f for f in mine if not f.by_error], k), _groups_of([f for f in mine if f.by_error], k))
+                if gs:
+                    per_kind.append(gs)
+            for n in range(max((len(g) for g in per_kind), default=0)):
+                order.extend(gs[n] for gs in per_kind if n < len(gs))
+    return tuple(order)

@@ -277,22 +277,25 @@ def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
 
 
 def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
-             first: int | None = None) -> tuple[list[int], list[Spec]]:
-    """The outputs and their out_specs; the first is value `first` when given (a scalar
-    that varies, which no out_spec can take, through a psum over its axes)."""
+             first: int | None | list[int] = None) -> tuple[list[int], list[Spec]]:
+    """The outputs and their out_specs; the first ones are the values `first` (one, or a
+    list) when given (a scalar that varies, which no out_spec can take, through a psum
+    over its axes)."""
     n_out = draw(st.integers(1, max_outputs), label="n_outputs")
     outputs, out_specs = [], []
-    if first is not None and body.check_vma and body.vals[first].vma and not body.vals[first].shape:
-        v = body.vals[first]
-        if not (v.unreduced or v.reduced):
-            first = body.push(Op.make("psum", (first,), axes=tuple(sorted(v.vma))))
+    firsts = [] if first is None else [first] if isinstance(first, int) else list(first)
+    for n, f in enumerate(firsts):
+        if body.check_vma and body.vals[f].vma and not body.vals[f].shape:
+            v = body.vals[f]
+            if not (v.unreduced or v.reduced):
+                firsts[n] = body.push(Op.make("psum", (f,), axes=tuple(sorted(v.vma))))
     # the body values no op reads (sinks): an op none of the outputs depends on is dead
     # (jit drops it, and its cells count for nothing: 49% of the ops of seed 0's first
     # 450 programs when outputs were drawn among all values), so the outputs take the
     # sinks first, as many as max_outputs allows
     read = {j for o in body.ops for j in o.operands}
-    sinks = [j for j in range(n_in, len(body.vals)) if j not in read and j != first]
-    n_out = max(n_out, min(len(sinks) + (first is not None), max_outputs))
+    sinks = [j for j in range(n_in, len(body.vals)) if j not in read and j not in firsts]
+    n_out = max(n_out, len(firsts), min(len(sinks) + len(firsts), max_outputs))
     for k in range(n_out):
         # favour body values (the last one most)
         lo = n_in if body.ops else 0
@@ -301,8 +304,8 @@ def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
             idx = len(body.vals) - 1
         if sinks and draw(st.integers(0, 3), label="output_sink") != 0:
             idx = sinks.pop(draw(st.integers(0, len(sinks) - 1), label="sink"))
-        if k == 0 and first is not None:
-            idx = first
+        if k < len(firsts):
+            idx = firsts[k]
         spec = _out_spec(draw, body.vals[idx], body.usable, body.check_vma)
         if spec is not None:  # with the value's unreduced / reduced axes (None: jax cannot take them)
             spec = out_spec_ur(body.mesh, body.manual, body.vals[idx], spec)
@@ -540,31 +543,45 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus) -> int | None:
 
 
 @st.composite
-def programs_around(draw: st.DrawFn, f: Focus, *, max_args: int = 3, max_outputs: int = 3) -> Program:
-    """A program drawn around the focus `f` (what `programs` draws for its focused share)."""
-    return _focused(draw, f, ALL_KINDS, max_args, max_outputs, tuple(DEFECTS))
+def programs_around(draw: st.DrawFn, f: Focus | tuple[Focus, ...], *, max_args: int = 3, max_outputs: int = 3,
+                    defects: tuple[str, ...] = ()) -> Program:
+    """A program drawn around the focus `f` (what `programs` draws for its focused share),
+    or around every focus of a sweep group (strategies/focus.py `sweep_groups`): each
+    focus op is an output. A `|by_error` focus's defect comes from `defects` (default:
+    all)."""
+    return _focused(draw, f, ALL_KINDS, max_args, max_outputs, defects or tuple(DEFECTS))
 
 
-def _focused(draw: st.DrawFn, f: Focus, kinds: tuple[str, ...], max_args: int, max_outputs: int,
+def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus, ...], kinds: tuple[str, ...], max_args: int, max_outputs: int,
              defects: tuple[str, ...]) -> Program:
-    """A program around the focus `f` (strategies/focus.py): its profile's mesh (Auto,
-    passed as mesh=) and flags,
-    a first argument of the cell's rank or dtype, a few ops, then the focus op, made an
-    output; invalid (one defect) for a `|by_error` cell, valid otherwise."""
+    """A program around the focus `foci` (one, or a sweep group: strategies/focus.py):
+    the first focus's profile mesh (Auto, passed as mesh=) and flags, the first
+    arguments of the foci's ranks or dtypes, a few ops, then each focus op, made an
+    output; invalid (one defect) for `|by_error` cells, valid otherwise."""
+    group = (foci,) if isinstance(foci, Focus) else tuple(foci)
+    f = group[0]
     # (an Auto mesh passed as mesh=: the grad and multiprocess modes do not run a
     # program under a mesh context, harness/run/compat.py `_explicit_mode_gaps`)
     mesh, usable = focus_mesh(draw, f, AXIS_NAMES)
     manual = mesh.names
-    vma_flag = not f.needs_check_vma_off
-    x64 = f.dimension == "dtype" and f.value == X64_DTYPE
+    vma_flag = not any(g.needs_check_vma_off for g in group)
+    x64 = any(g.dimension == "dtype" and g.value == X64_DTYPE for g in group)
     rank, dtype = argument_constraint(f, x64)
+    # a sweep group's other foci of a rank or dtype: the next arguments take them
+    more = [argument_constraint(g, x64) for g in group[1:] if g.dimension in ("rank", "dtype")]
     n_args = draw(st.integers(1, max_args), label="n_args")
     if not is_float(dtype):
         n_args = max(n_args, 2)  # a float argument too: grad differentiates it
+    if more:
+        n_args = max(n_args, 2 + len(more))  # (argument 1 stays float32)
     inputs, in_specs, vals = [], [], []
     for i in range(n_args):
         dts: tuple[str, ...] = ((dtype or "float32",) if i == 0 else ("float32",) if i == 1 else (DTYPES if x64 else _X32_DTYPES))
-        x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=rank if i == 0 else None), label=f"arg{i}")
+        r = rank if i == 0 else None
+        if i >= 2 and i - 2 < len(more):
+            r, d = more[i - 2]
+            dts = (d or ("float64" if x64 else "float32"),)
+        x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=r), label=f"arg{i}")
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
@@ -572,13 +589,18 @@ def _focused(draw: st.DrawFn, f: Focus, kinds: tuple[str, ...], max_args: int, m
     enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
     for _ in range(draw(st.integers(0, 3), label="n_ops")):
         body.try_op(draw, draw(st.sampled_from(enabled or kinds), label="op_kind"))
-    at = _focus_op(draw, body, f)
-    event(f"focus: {'drawn' if at is not None else 'not drawn'}")
-    if at is not None and f.dimension == "wrap" and f.value != "plain":
-        some, plain = _wrappable(body, at - len(inputs))
-        if some and (plain or f.value in ("scan", "cond")):
-            op = body.ops[at - len(inputs)]
-            body.ops[at - len(inputs)] = Op.make(op.kind, op.operands, **op.param_dict, wrap=f.value)
-    outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs, first=at)
+    ats = []
+    for g in group:
+        at = _focus_op(draw, body, g)
+        event(f"focus: {'drawn' if at is not None else 'not drawn'}")
+        if at is not None and g.dimension == "wrap" and g.value != "plain":
+            some, plain = _wrappable(body, at - len(inputs))
+            if some and (plain or g.value in ("scan", "cond")):
+                op = body.ops[at - len(inputs)]
+                body.ops[at - len(inputs)] = Op.make(op.kind, op.operands, **op.param_dict, wrap=g.value)
+        if at is not None and at not in ats:
+            ats.append(at)
+    first: int | None | list[int] = (ats[0] if ats else None) if len(group) == 1 else ats
+    outputs, out_specs = _outputs(draw, body, len(inputs), max(max_outputs, len(ats)), first=first)
     program = _program(body, inputs, in_specs, outputs, out_specs)
     return _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)

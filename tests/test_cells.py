@@ -87,3 +87,53 @@ def test_the_cpu_runnable_part_drops_only_what_an_unrunnable_op_reaches() -> Non
     assert cpu_runnable_part(only) is None
     plain = Program(mesh, p.inputs, p.in_specs, body[1:], (1,), (Spec((None,)),))
     assert cpu_runnable_part(plain) is None  # (nothing to drop: the program runs whole)
+
+
+def test_a_program_recorded_in_parts_counts_once_and_its_case_keeps_every_part(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A program whose costly mode ran in a late part (harness/campaign/fuzz.py) is
+    recorded twice: one program, one divergent and failing program, its cells checked in
+    both parts' modes at its own index, and its case holding both parts' divergences."""
+    import io
+    import json
+
+    from harness.campaign.state import Run
+    from harness.judge.check import CheckResult
+    from harness.judge.compare import Divergence, DivergenceKind
+    from harness.run.observation import Observation
+    from oracles import predict
+
+    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
+    p, q = _psum(1), _psum(2)
+    pred = predict(p)
+
+    def part(prog: Program, mode: str, bad: bool) -> CheckResult:
+        divs = (Divergence(DivergenceKind.VALUE, mode, f"({mode}) wrong", "psum", output=0),) if bad else ()
+        return CheckResult(prog, predict(prog), (Observation(mode, status="ok"),), divs)
+
+    run.record(part(p, "jit", True))
+    run.record(part(q, "jit", False))
+    run.record(part(p, "eager", True))  # p's late part
+    assert run.n == 2 and run.n_with_divergences == 1 and run.n_failing_programs == 1
+    cell = "psum|dtype=float32"
+    assert run.cells.checks[(cell, "jit")] == 2 and run.cells.checks[(cell, "eager")] == 1
+    assert run.cells.first[(cell, "eager")][0] == run.cells.first[(cell, "jit")][0] == 1  # p's own index
+    doc = json.loads((tmp_path / "cases" / f"{program_id(p)}.json").read_text())
+    assert sorted(d["mode"] for d in doc["divergences"]) == ["eager", "jit"]
+    assert pred.error is None
+
+
+def test_a_run_sweeps_first_and_runs_every_late_part_without_a_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The sweep's programs count toward max_examples; without a budget every late part
+    (eager) runs, so eager checks the sweep's cells too."""
+    import io
+
+    from harness.campaign.fuzz import fuzz
+    from harness.judge.known import load
+
+    s = fuzz(RunConfig(seed=0, max_examples=6, modes=("abstract", "jit", "eager"), workers=1, report_dir=tmp_path,
+                       progress=io.StringIO(), minimize_budget_s=0, suppressions=load()))
+    assert s.programs_drawn == s.programs_swept == 6 and s.late_dropped == 0
+    assert s.counts.programs_run + s.repeats_skipped == 6
+    eager = {c.cell for c in s.cells if c.mode == "eager" and c.checks}
+    jit = {c.cell for c in s.cells if c.mode == "jit" and c.checks}
+    assert eager and eager <= jit | {c.cell for c in s.cells if c.cell.endswith("|by_error")}

@@ -48,6 +48,7 @@ class RunConfig:
     large: float | None = None  # share of large programs (>= 4 MiB per device); None: LARGE_SHARE with multiprocess, else 0
     shard: Shard | None = None  # check only this shard's slice of the program stream (harness/campaign/shard.py)
     database: str | None = None  # a shared Hypothesis example database (harness/campaign/database.py)
+    sweep: bool = True  # first every cell of the table, a few per program (strategies/focus.py); they count toward max_examples
 
     @property
     def large_share(self) -> float:

@@ -33,6 +33,7 @@ from harness.campaign.generation import (
     hypothesis_shrink,
     hypothesis_test,
     seeded_programs,
+    sweep_programs,
 )
 from harness.campaign.state import Bucket, Run, case_document, coverage_keys, spec_pattern
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
@@ -104,12 +105,22 @@ class _Scheduler:
         self.parts: dict[int, tuple[int, list[Observation], Prediction]] = {}  # token -> parts left, observations, prediction
         self.queues: dict[int, list[tuple[Program, int]]] = {}  # device count -> (program, token) waiting
         self.tokens = iter(range(1 << 62))
+        # late parts: the costly modes of programs whose other modes already went out
+        # (`submit`), sent when more than `late_bound` wait (and at the end); None while
+        # the sweep runs, so its programs' other modes all come first
+        self.late: list[tuple[Program, tuple[str, ...]]] = []
+        self.late_bound: int | None = LATE_BOUND
+        self.out_of_time = False  # the budget is spent: late parts not yet out are dropped
+        self.since_late = 0  # sweep programs submitted since the last late part went out
 
     def check(self, p: Program, reused: bool = False) -> None:
         """One drawn (or replayed) program: skipped when drawn again, else submitted."""
         run = self.run
         if self.cfg.budget_s is not None and run.elapsed() > self.cfg.budget_s:
+            self.out_of_time = True
             raise _BudgetSpent
+        if self.cfg.sweep and not reused and len(run.generated_ids) >= self.cfg.max_examples:
+            raise _BudgetSpent  # (the sweep's programs count toward max_examples)
         pid = program_id(p)
         if reused:
             run.database_replayed += 1
@@ -151,6 +162,36 @@ class _Scheduler:
     def submit(self, p: Program) -> None:
         assert self.pool is not None
         modes = tier_modes(p, self.cfg, self.run.cells)
+        late = tuple(m for m in modes if m in COSTLY_MODES) if len(modes) > 1 else ()
+        if late:
+            # the costly modes (eager: ~0.4 s a program, the others ~0.2 s together) go in
+            # a late part, recorded on its own: the other modes' verdict comes first
+            modes = tuple(m for m in modes if m not in late)
+            self.late.append((p, late))
+        self._submit(p, modes)
+        self.submit_late()
+
+    def submit_late(self, everything: bool = False) -> None:
+        """The late parts beyond `late_bound` (all of them with `everything`); while the
+        sweep runs (`late_bound` None), one for every SWEEP_LATE_EVERY programs."""
+        assert self.pool is not None
+        if everything:
+            keep = 0
+        elif self.late_bound is None:
+            self.since_late += 1
+            if not (SWEEP_LATE_EVERY and self.since_late >= SWEEP_LATE_EVERY and self.late):
+                return
+            self.since_late = 0
+            keep = len(self.late) - 1
+        else:
+            keep = self.late_bound
+        while self.late and len(self.late) > keep:
+            q, modes = self.late.pop(0)
+            self.wait_for_free_worker()
+            self.pool.submit(q, modes)
+
+    def _submit(self, p: Program, modes: tuple[str, ...]) -> None:
+        assert self.pool is not None
         pred = predict(p) if self.cfg.batch > 1 and "jit" in modes else None
         # a program the oracle expects to fail, or one with the features of a known jax
         # bug, would only make its batch fail and be bisected: it runs alone
@@ -240,6 +281,10 @@ class _Scheduler:
             return
         for size_ in list(self.queues):
             self.flush(size_)
+        if self.out_of_time:
+            self.run.late_dropped += len(self.late)
+            self.late.clear()
+        self.submit_late(everything=True)
         while self.pool.busy() or self.parts or self.run.derived_pending:
             self.submit_derived()
             for c in self.pool.drain():
@@ -268,9 +313,19 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
     if fixed is not None:
         for p in fixed:
             sched.check(p)
-    else:
-        with collector.with_value(stats.append), _handling(sched.check):
-            hypothesis_test(cfg, [Phase.generate])()
+        return
+    if cfg.sweep:
+        # every cell of the table first, a few per program (strategies/focus.py
+        # `sweep_groups`), their costly modes once the sweep is out
+        sched.late_bound = None
+        for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append):
+            sched.check(p)
+            sched.run.swept += 1
+        sched.late_bound = LATE_BOUND
+        print(f"swept {sched.run.swept} programs (every cell of the table), then Hypothesis' stream",
+              file=cfg.progress, flush=True)
+    with collector.with_value(stats.append), _handling(sched.check):
+        hypothesis_test(cfg, [Phase.generate])()
 
 
 def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | None = None) -> RunSummary:
@@ -341,6 +396,12 @@ def cpu_runnable_part(p: Program) -> Program | None:
 # that brings a cell new to such a mode runs it there always.
 COSTLY_MODES = frozenset({"eager"})
 COSTLY_SHARE = 0.25
+LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go out first
+# During the sweep, one late part goes out per SWEEP_LATE_EVERY programs. Measured (seed 0,
+# 60 s, 2 cores): late parts only after the sweep, 318 programs swept and eager never ran;
+# one per 3, 186 swept and eager ran 66 times (704 ms a sweep program, the other modes
+# together ~330 ms). Faults show in the cheap modes, so the sweep keeps most of its pace.
+SWEEP_LATE_EVERY = 5
 
 
 def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None) -> tuple[str, ...]:

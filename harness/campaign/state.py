@@ -102,6 +102,8 @@ class Run:
         self.accidents = 0
         self.fixed: list[dict[str, Any]] = []
         self.corpus_replayed = 0
+        self.swept = 0  # the sweep's programs (drawn, in generated_ids too)
+        self.late_dropped = 0  # late parts (costly modes) not run: the budget ended first
         self.database_replayed = 0
         self.checked: set[str] = set()  # program ids checked in this run
         self.repeats = 0  # programs drawn again (the same id) and not checked again
@@ -121,6 +123,11 @@ class Run:
         self.entry_matches: Counter[str] = Counter()  # entry id -> divergences it explained
         self.entry_shows: dict[str, bool] = {}  # entry id -> its own case showed the bug here
         self.cells = CellLedger.new()  # configuration cells: scheduled, and checked per mode
+        # a program whose costly modes run in a late part (harness/campaign/fuzz.py) is
+        # recorded once per part: counted once, its case holding every part's divergences
+        self.recorded: dict[str, int] = {}  # program id -> its index (self.n) when first recorded
+        self.counted: set[tuple[str, str]] = set()  # (what, program id): "divergent", "failing", "known"
+        self.case_divergences: dict[str, list[Any]] = {}  # program id -> the divergences its case holds
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
@@ -128,9 +135,14 @@ class Run:
     def save_case(self, res: CheckResult, from_corpus: bool = False) -> Path:
         """The failing program goes to disk first, named by its program id (so a later
         re-labelling overwrites it), atomically: into the corpus (when there is one)
-        and then the report, so a case in the report is always in the corpus too."""
-        name = f"{program_id(res.program)}.json"
-        doc = case_document(res.program, res.divergences, self.jax_version)
+        and then the report, so a case in the report is always in the corpus too. A
+        program recorded in parts keeps the divergences of its other parts' modes."""
+        pid = program_id(res.program)
+        name = f"{pid}.json"
+        modes = {d.mode for d in res.divergences}
+        divs = [d for d in self.case_divergences.get(pid, []) if d.mode not in modes] + list(res.divergences)
+        self.case_divergences[pid] = divs
+        doc = case_document(res.program, divs, self.jax_version)
         if self.cfg.corpus is not None and not from_corpus:
             atomic_write(self.cfg.corpus / name, doc)
         path = self.cfg.report_dir / "cases" / name
@@ -151,12 +163,19 @@ class Run:
 
     def record(self, res: CheckResult, from_corpus: bool = False) -> None:
         p = res.program
-        derived = program_id(p) in self.derived_ids
-        if derived:
+        pid = program_id(p)
+        derived = pid in self.derived_ids
+        # a late part (the program's costly modes, harness/campaign/fuzz.py) is the same
+        # program again: counted once
+        part = pid in self.recorded
+        if part:
+            pass
+        elif derived:
             self.derived_checked += 1
         else:
             self.n += 1
-        if res.prediction.error is not None and p.defect is None:
+        index = self.recorded.setdefault(pid, self.n)
+        if res.prediction.error is not None and p.defect is None and not part:
             self.accidents += 1  # (results arrive after their Hypothesis test case: no event())
         for key in coverage_keys(res):
             self.coverage[key] += 1
@@ -167,19 +186,19 @@ class Run:
         cells = program_cells(p, [(t.shape, t.dtype) for t in res.prediction.value_types])
         if not valid:
             cells = by_error(cells)
-        self.cells.record(cells, checked, self.n, round(self.elapsed(), 2))
+        self.cells.record(cells, checked, index, round(self.elapsed(), 2))
         if not res.divergences:
             return
         path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
         explained = explain_all(self.cfg.suppressions, res.divergences, p, res.prediction, self.jax_version)
-        if not derived:
+        if not derived and self._first("divergent", pid):
             self.n_with_divergences += 1
-        if any(x.entry is None for x in explained):
+        if any(x.entry is None for x in explained) and self._first("failing", pid):
             self.n_failing_programs += 1  # (a derived program's new divergence is its parent's failure)
         used = list({x.entry.id: x.entry for x in explained if x.entry is not None}.values())
         if used:
             q = derived_program(used, p, res.prediction)
-            if not derived:
+            if not derived and self._first("known", pid):
                 self.with_known += 1
                 self.in_full_by_rewrite += q is not None and q.outputs == p.outputs and len(q.body) == len(p.body)
             if q is not None and not self.is_known(q):
@@ -204,6 +223,14 @@ class Run:
             b.count += 1
             if len(b.programs) < 5:
                 b.programs.append(str(path))
+
+    def _first(self, what: str, pid: str) -> bool:
+        """Whether program `pid` is counted as `what` for the first time (and count it)."""
+        key = (what, pid)
+        if key in self.counted:
+            return False
+        self.counted.add(key)
+        return True
 
     def progress(self, force: bool = False) -> None:
         """A live line on a terminal (redrawn twice a second), plain lines every 5 s

@@ -5,6 +5,8 @@ global value or aligned tiles); under vmap, the batch against the per-member pre
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from harness.judge.divergence import Divergence, DivergenceKind, producer, short
@@ -302,13 +304,20 @@ def _auto_layout(p: Program, blocks: dict[tuple[int, ...], np.ndarray], want: np
     return diff
 
 
+@functools.lru_cache(maxsize=32)
+def _member(p: Program, b: int) -> Prediction:
+    """The prediction for batch member `b` (vmap and vmap_spmd ask for the same ones)."""
+    from oracles import predict
+
+    return predict(p, batch=b)
+
+
 def compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
     """vmap: each output is the batch of the per-member predictions, stacked on axis 0."""
     from harness.run.modes import MODES
-    from oracles import predict
 
     n_batch = MODES[obs.mode].batch_size(p)  # type: ignore[attr-defined]
-    members = [pred] + [predict(p, batch=b) for b in range(1, n_batch)]
+    members = [pred] + [_member(p, b) for b in range(1, n_batch)]
     out = []
     for k, o in enumerate(obs.outputs):
         e = pred.outputs[k]

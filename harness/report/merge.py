@@ -200,6 +200,8 @@ def merge(dirs: Sequence[Path], out: Path) -> RunSummary:
         coverage=tuple(CoverageCell(c, r, dt, m, sp, n) for (c, r, dt, m, sp), n in sorted(cov.items())),
         cells=_cells(sums), shard="", programs_drawn=max(s.programs_drawn for s in sums),
         merged_from=tuple(str(d) for d, _ in reports),
+        programs_swept=max(s.programs_swept for s in sums),  # (every shard draws the whole sweep)
+        late_dropped=total("late_dropped"),
     )
     atomic_write(out / "summary.json", json.dumps(merged.to_json(), indent=1))
     write_reports(merged, out)

@@ -143,6 +143,8 @@ class RunSummary:
     shard: str = ""  # "K/N" for one shard of a run (--shard); "" for a whole run
     programs_drawn: int = 0  # programs Hypothesis drew (every shard draws the whole stream)
     merged_from: tuple[str, ...] = ()  # `shardfuzz merge`: the report directories merged, in order
+    programs_swept: int = 0  # of programs_drawn, the sweep's (every cell of the table, strategies/focus.py)
+    late_dropped: int = 0  # programs whose costly modes (eager) never ran: the budget ended first
     schema: int = SUMMARY_SCHEMA
 
     @property
@@ -194,6 +196,7 @@ class RunSummary:
                 cells=tuple(CellCheck(**c) for c in d.get("cells", [])),
                 shard=str(d.get("shard", "")), programs_drawn=int(d.get("programs_drawn", 0)),
                 merged_from=tuple(str(x) for x in d.get("merged_from", ())),
+                programs_swept=int(d.get("programs_swept", 0)), late_dropped=int(d.get("late_dropped", 0)),
             )
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, SummaryFormatError):
