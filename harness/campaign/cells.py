@@ -66,7 +66,7 @@ def applies(p: Program, mode: str) -> bool:
         return not isinstance(p.smap_form(), str)
     # (harness/run/compat.py `_explicit_mode_gaps`: what these modes do not run yet)
     if mode in ("grad", "grad_remat"):
-        return p.check_vma and any(is_float(x.dtype) for x in p.inputs) and not p.needs_mesh_context()
+        return p.check_vma and any(is_float(x.dtype) for x in p.inputs) and not (p.explicit_axes or p.wrap is not None)
     if mode == "multiprocess":  # (harness/run/modes_multiprocess.py: half the mesh in each process)
         return p.mesh.size % 2 == 0 and not p.needs_mesh_context()
     return True

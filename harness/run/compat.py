@@ -406,10 +406,11 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
         # smap leaves the other mesh axes automatic: jax 0.10.2 does not handle reduced /
         # unreduced values outside full manual ("TODO ... partial manual unreduced")
         out.append(f"{' / '.join(_UR_KINDS)} under smap: jax {v} handles them only in a full-manual shard_map")
-    if mode in ("grad", "grad_remat") and p.needs_mesh_context():
+    if mode in ("grad", "grad_remat") and (p.explicit_axes or p.wrap is not None):
         # harness gap: the grad modes make cotangents as unsharded arrays and flatten
-        # outputs with reshape, which an Explicit output's sharding type refuses
-        out.append("the grad modes under a mesh context: their cotangents carry no sharding types yet (shardfuzz)")
+        # outputs with reshape, which an Explicit output's sharding type refuses (an
+        # Auto mesh entered with jax.set_mesh has no sharding types: they run it)
+        out.append("the grad modes with Explicit axes: their cotangents carry no sharding types yet (shardfuzz)")
     if p.wrap is not None and mode in ("vmap", "vmap_spmd", "smap"):
         out.append(f"{p.wrap} around the call under {mode}: the mode does not wrap its call that way (shardfuzz)")
     if mode == "multiprocess" and p.needs_mesh_context():
