@@ -137,3 +137,31 @@ def test_a_run_sweeps_first_and_runs_every_late_part_without_a_budget(tmp_path) 
     eager = {c.cell for c in s.cells if c.mode == "eager" and c.checks}
     jit = {c.cell for c in s.cells if c.mode == "jit" and c.checks}
     assert eager and eager <= jit | {c.cell for c in s.cells if c.cell.endswith("|by_error")}
+
+
+def test_a_value_divergence_is_put_on_the_first_wrong_op_its_output_depends_on() -> None:
+    """The probe names every body value that went wrong; an output's divergence goes on
+    the first of them in its own cone, never on a wrong op it does not read (a known bug
+    elsewhere in the body: the reach benchmark's psum_scatter fault was once bucketed as
+    `value|jit|pshuffle`, after a pshuffle out of mesh order the output never read)."""
+    import numpy as np
+
+    from harness.judge.check import CheckResult, localise_values
+    from harness.judge.compare import Divergence, DivergenceKind
+    from harness.run.observation import Observation, ObservedOutput
+    from oracles import predict, trace
+
+    p = Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
+                (Op.make("neg", (0,)), Op.make("psum", (0,), axes=("x",)), Op.make("neg", (2,))), (1, 3), (Spec((("x",),)),) * 2)
+    st, err = trace(p)
+    assert err is None
+
+    def observed(v: int, delta: float) -> ObservedOutput:
+        blocks = {c: np.asarray(st.values[v][c]) + delta for c in p.mesh.coords()}
+        return ObservedOutput((4,), "float32", None, blocks)
+
+    # the probe: op 0 (neg, output 0) and op 1 (psum, read by op 2, output 1) both wrong
+    probe = Observation("probe", outputs=(observed(1, 1.0), observed(2, 1.0), observed(3, 0.0)), facts={"values": [1, 2, 3]})
+    divs = tuple(Divergence(DivergenceKind.VALUE, "jit", "", "neg", output=k) for k in (0, 1))
+    res = localise_values(CheckResult(p, predict(p), (), divs), probe)
+    assert [d.where for d in res.divergences] == ["neg", "psum"]

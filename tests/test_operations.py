@@ -114,6 +114,25 @@ def test_minimize_total_budget_goes_to_the_most_frequent_bucket_first(tmp_path: 
     assert sf("fuzz", "--minimize-total", "-1", "--report", str(tmp_path / "x")).returncode == 2
 
 
+def test_a_budget_run_minimizes_a_sweep_program_without_replaying_the_stream(tmp_path: Path) -> None:
+    """A sweep program was drawn by a Hypothesis run of its own: the shrink search, which
+    replays the run's stream (here 10^9 examples) until it meets the failing program,
+    must not look for it there (it would never stop); the minimizer shrinks it."""
+    rep = tmp_path / "rep"
+    r = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "fuzz", "--seed", "0", "--budget", "12", "--max-examples", "1000000000",
+         "--report", str(rep), "--modes", "jit", "--workers", "1", "--invalid", "0", "--minimize-budget", "4",
+         "--minimize-total", "4"],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "SHARDFUZZ_FAULTS": "psum_counts_device0_twice"},
+        timeout=300,
+    )
+    assert r.returncode == 1, r.stderr[-1500:]
+    s = json.loads((rep / "summary.json").read_text())
+    new = [b for b in s["buckets"] if not b["suppressed_by"]]
+    assert s["programs_swept"] > 0 and new and any(b["minimized_case"] for b in new), r.stderr[-1500:]
+    assert "Hypothesis shrinking" not in r.stderr
+
+
 def test_console_json_junit_and_html_give_the_same_counts(tmp_path: Path) -> None:
     """One definition of every count: a real run (a fault makes new buckets, invalid
     programs meet known entries) read back from summary.json, its console summary, its

@@ -100,7 +100,9 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
                 continue
         t0 = time.monotonic()
         n_hyp, original = 0, p
-        if program_id(p) in set(run.generated_ids):  # drawn by this run: Hypothesis shrinks it first
+        # drawn by this run's Hypothesis stream: Hypothesis shrinks it first (a sweep
+        # program was drawn by a run of its own, which the shrink search does not replay)
+        if program_id(p) in set(run.generated_ids) and program_id(p) not in run.swept_ids:
             db = run_database(run.cfg.database, run.cfg.corpus)
             check = pool_check(pool, modes_for(b.signature, run.cfg.modes))
             shrunk, n_hyp = hypothesis_shrink(run.cfg, program_id(p), b.signature, check,
@@ -165,11 +167,14 @@ def _events(stats: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def cell_checks(run: Run) -> tuple[CellCheck, ...]:
-    """Every cell any program held, in every mode of the run: its checks and first hit,
-    or (never checked) why it cannot be reached here."""
+    """Every cell of the coverage table (strategies/cell_table.txt) and every other cell
+    any program held, in every mode of the run: its checks and first hit, or (never
+    checked) why it cannot be reached here."""
     from harness.campaign.cells import unreachable
+    from strategies.focus import CELLS
 
-    seen = sorted({c for c, _ in run.cells.checks} | {pair.rsplit("@", 1)[0] for pair in run.cells.scheduled})
+    seen = sorted({c for c, _ in run.cells.checks} | {pair.rsplit("@", 1)[0] for pair in run.cells.scheduled}
+                  | set(CELLS))
     out = []
     for c in seen:
         for m in run.cfg.modes:
@@ -178,8 +183,17 @@ def cell_checks(run: Run) -> tuple[CellCheck, ...]:
                 i, t = run.cells.first[(c, m)]
                 out.append(CellCheck(c, m, n, i, t))
             else:
-                out.append(CellCheck(c, m, 0, why=unreachable(c, m) or ""))
+                out.append(CellCheck(c, m, 0, why=unreachable(c, m) or _not_drawn(run, c)))
     return tuple(out)
+
+
+def _not_drawn(run: Run, cell: str) -> str:
+    """Why this run draws no program that could check `cell` (its options), or ''."""
+    if cell.endswith("|by_error") and run.cfg.invalid == 0:
+        return "the run draws no invalid program (--invalid 0)"
+    if not cell.endswith("|by_error") and run.cfg.invalid == 1:
+        return "the run draws only invalid programs (--invalid 1)"
+    return ""
 
 
 def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:

@@ -319,6 +319,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
         # `sweep_groups`), their costly modes once the sweep is out
         sched.late_bound = None
         for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append):
+            sched.run.swept_ids.add(program_id(p))
             sched.check(p)
             sched.run.swept += 1
         sched.late_bound = LATE_BOUND

@@ -103,6 +103,7 @@ class Run:
         self.fixed: list[dict[str, Any]] = []
         self.corpus_replayed = 0
         self.swept = 0  # the sweep's programs (drawn, in generated_ids too)
+        self.swept_ids: set[str] = set()
         self.late_dropped = 0  # late parts (costly modes) not run: the budget ended first
         self.database_replayed = 0
         self.checked: set[str] = set()  # program ids checked in this run

@@ -87,10 +87,13 @@ def probe_mode(res: CheckResult) -> str | None:
 
 def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     """Re-label value divergences with the kind of the first body op whose per-device
-    values (from the probe run, `probe_mode`) differ from the oracle's; the output's
-    producer is only where the damage shows."""
+    values (from the probe run, `probe_mode`) differ from the oracle's, among the ops the
+    divergent output depends on (its cone: a wrong op elsewhere in the body, a known
+    bug's say, is not this output's culprit); the output's producer is only where the
+    damage shows."""
     from oracles import trace
     from oracles.interpreter import tolerance
+    from programs.graph import cone
 
     p = res.program
     if probe.status != "ok" or not probe.facts.get("values"):
@@ -98,39 +101,46 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     st, err = trace(p)
     if err is not None:
         return res
-    culprit = None
+    wrong: list[int] = []  # the probed values that differ, in body order
     for v, o in zip(probe.facts["values"], probe.outputs):
         want = st.values[v]
         blocks = o.device_values or {}
-        bad = False
         for c in p.mesh.coords():
             got = blocks.get(c)
             w = want[c]
             if got is not None and w.ndim == 0 and got.shape == (1,):
                 got = got.reshape(())  # (the probe returns a rank-0 value as a (1,) block)
             if got is None or got.shape != w.shape:
-                bad = True
+                wrong.append(v)
                 break
             g64, w64 = got.astype(np.float64), w.astype(np.float64)
             exact, rtol, atol = tolerance(st, v)
             same = np.array_equal(g64, w64) if exact else np.isinf(atol) or np.allclose(g64, w64, rtol=rtol, atol=atol)
             if not same:
-                bad = True
+                wrong.append(v)
                 break
-        if bad:
-            culprit = p.body[v - len(p.inputs)].kind
-            break
-    if culprit is None:
+    if not wrong:
         return res
+
+    def culprit(d: Divergence) -> str | None:
+        if d.output is None or d.output >= len(p.outputs):
+            return p.body[wrong[0] - len(p.inputs)].kind  # (no one output: the first wrong op)
+        mine = cone(p, p.outputs[d.output])
+        first = next((v for v in wrong if v - len(p.inputs) in mine), None)
+        return None if first is None else p.body[first - len(p.inputs)].kind
+
     # the op that goes wrong first is a property of the program, not of the mode: value
     # divergences of the other modes (which only see the outputs, or for grad only
     # <u, J v>) are put on it too, so one bug is one bucket per mode, not one per output op
     def relabel(d: Divergence) -> Divergence:
         if d.kind != DivergenceKind.VALUE:
             return d
+        c = culprit(d)
+        if c is None:
+            return d
         if d.mode in ("grad", "grad_remat"):
-            return replace(d, where=f"{d.where.split(':')[0]}:{culprit}")
-        return replace(d, where=culprit)
+            return replace(d, where=f"{d.where.split(':')[0]}:{c}")
+        return replace(d, where=c)
 
     return replace(res, divergences=tuple(relabel(d) for d in res.divergences))
 
