@@ -64,6 +64,21 @@ def _estimate(p: Program, point: list[np.ndarray], v: list[np.ndarray | None], o
     return jv, abs(float(w @ d1) - float(w @ d2)) <= 1e-2 * max(1.0, abs(rich), abs(g0) * 1e-2), w
 
 
+def _may_overflow(p: Program, point: list[np.ndarray], out_idx: list[int]) -> bool:
+    """Whether a value the chosen outputs depend on may overflow its dtype at the point
+    (its error bound is infinite, oracles/rounding.py `combine`): jax computes inf or nan
+    there, and its derivatives with it (seen: float16 * uint32 4294967295), where the
+    float64 differences stay finite. No derivative is predicted then, as no value is."""
+    from programs.graph import cone
+
+    st, err = trace(p, inputs=point)
+    if err is not None:
+        return False
+    n_in = len(p.inputs)
+    ops = frozenset().union(*(cone(p, p.outputs[k]) for k in out_idx)) if out_idx else frozenset()
+    return any(n_in + i < len(st.err) and bool(np.any(np.isinf(st.err[n_in + i]))) for i in ops)
+
+
 # relative error of the derivative in float32 (measured: the default grad tolerance since
 # the mode exists), and per further op, in units of the lowest precision's unit roundoff
 F32_RTOL = 2e-3
@@ -96,7 +111,7 @@ def _directional_derivative(p: Program, out_idx_t: tuple[int, ...], steps: tuple
     jv = ests[-1][0]
     rich, prev = float(w @ jv), float(w @ ests[-2][0])
     scale = max(1.0, abs(rich), abs(g0) * 1e-2)
-    smooth = all(ok for _, ok, _ in ests) and abs(rich - prev) <= 1e-3 * scale
+    smooth = all(ok for _, ok, _ in ests) and abs(rich - prev) <= 1e-3 * scale and not _may_overflow(p, point, out_idx)
     st, _ = trace(p, with_values=False)
     u = max([unit_roundoff(t.dtype) for t in st.types] + [0.0])
     if u <= unit_roundoff("float32"):

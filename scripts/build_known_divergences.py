@@ -125,10 +125,10 @@ entries = [
    # untiled the all_to_all's own AssertionError, raised before an invalid program's defect
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
                *SHAPE_ERRORS, "wrong_error|*|*->AssertionError",
-               "wrong_error|*|*->MLIRError", "shape|*|all_to_all", "value|*|all_to_all",
+               "wrong_error|*|*->MLIRError", "wrong_error|*|*->ValueError", "shape|*|all_to_all", "value|*|all_to_all",
                "value|grad,grad_remat|*all_to_all*"],
    when=["all_to_all:split_axis<0"],
-   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values; untiled, all_to_all's own axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: split_axis < concat_axis, expand_dims) compares the raw negative axes, so the primitive gets the wrong split axis and fails an internal assert (AssertionError '(1, 6)'), before an invalid program's own defect is reached (fuzz seed 0). Eagerly the all_to_all runs, and fails verification with its MLIRError, before a later op's defect is traced (reports/corpus/known/neg_split_eager_invalid.json: a dead all_to_all, then a psum naming a non-manual axis). The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values; untiled, all_to_all's own axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: split_axis < concat_axis, expand_dims) compares the raw negative axes, so the primitive gets the wrong split axis and fails an internal assert (AssertionError '(1, 6)'), before an invalid program's own defect is reached (fuzz seed 0). Eagerly the all_to_all runs, and fails verification (MLIRError, or ValueError 'Cannot lower jaxpr with verifier errors'), before a later op's defect is traced (reports/corpus/known/neg_split_eager_invalid.json: a dead all_to_all, then a psum naming a non-manual axis). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="negative-all-to-all-concat-axis", case="neg_concat", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,
@@ -138,10 +138,10 @@ entries = [
    # untiled the all_to_all's own AssertionError, raised before an invalid program's defect
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
                *SHAPE_ERRORS, "wrong_error|*|*->AssertionError",
-               "wrong_error|*|*->MLIRError", "shape|*|all_to_all", "value|*|all_to_all",
+               "wrong_error|*|*->MLIRError", "wrong_error|*|*->ValueError", "shape|*|all_to_all", "value|*|all_to_all",
                "value|grad,grad_remat|*all_to_all*"],
    when=["all_to_all:concat_axis<0"],
-   reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong, or all_to_all's axis arithmetic (_all_to_all_is_async: concat_axis < split_axis, expand_dims at the raw negative concat_axis) hands the primitive the wrong split axis and its internal assert fails (AssertionError '(1, 6)' for split_axis=0, concat_axis=-2), before an invalid program's own defect is reached (fuzz seed 0, 5e6727b00434); eagerly its verification MLIRError comes before a later op's defect is traced. The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong, or all_to_all's axis arithmetic (_all_to_all_is_async: concat_axis < split_axis, expand_dims at the raw negative concat_axis) hands the primitive the wrong split axis and its internal assert fails (AssertionError '(1, 6)' for split_axis=0, concat_axis=-2), before an invalid program's own defect is reached (fuzz seed 0, 5e6727b00434); eagerly its verification error (MLIRError, or ValueError 'Cannot lower jaxpr with verifier errors') comes before a later op's defect is traced. The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="zero-size-output-blocks", case="zero_jit", mode="eager", jax_versions=SINCE_0_8,
    signatures=["shape|*|device_block", "unexpected_error|*|read_output->ValueError"],
@@ -387,12 +387,14 @@ E(id="vmap-spmd-inner-vmap-closure-vma", case="vmap_spmd_inner_vmap_closure", mo
    reason="The transpose-rule bug of all-to-all-untiled-transpose-shape before 0.9: the wrongly shaped cotangent reaches the next op's transpose, and jax raises TypeError there ('dot_general requires contracting dimensions to have the same shape, got (6,) and (18,).') instead of the cotangent type check of 0.9+.",
    link="jax/_src/lax/parallel.py _all_to_all_transpose_rule; " + NONE + "'all_to_all transpose tiled=False', 'dot_general requires contracting dimensions shard_map'"),
  E(id="ppermute-multi-axis-order", case="ppermute_order", mode="jit", rewrite="mesh_order_axes", jax_versions=UNTIL_0_10,
-   signatures=["value|*|ppermute", "value|grad,grad_remat|*ppermute*"],  # the ppermute is the first op going wrong
+   # the ppermute is the first op going wrong (a derivative transform's step: the transform)
+   signatures=["value|*|ppermute", "value|grad,grad_remat|*ppermute*", "value|*|transform"],
    when=["ppermute:axes_order==unordered"],
    reason="ppermute over a tuple of mesh axes listed out of mesh order, e.g. axis_name=('y', 'x') on an ('x', 'y') mesh, numbers the devices in mesh order, while axis_index(('y', 'x')) and all_gather(..., ('y', 'x')) number them in the listed order (major first); the perm pairs are axis_index values, so the wrong devices receive the data. The rewrite (axes in mesh order, perm renumbered) is checked in full. Later jax raises for this form (issue 15).",
    link=NONE + "'ppermute tuple axis_name order', 'ppermute multiple axes wrong devices'"),
  E(id="pshuffle-multi-axis-order", case="pshuffle_order", mode="jit", rewrite="mesh_order_axes", jax_versions=UNTIL_0_10,
-   signatures=["value|*|pshuffle", "value|grad,grad_remat|*pshuffle*"],  # the pshuffle is the first op going wrong
+   # the pshuffle is the first op going wrong (a derivative transform's step: the transform)
+   signatures=["value|*|pshuffle", "value|grad,grad_remat|*pshuffle*", "value|*|transform"],
    when=["pshuffle:axes_order==unordered"],
    reason="pshuffle is ppermute underneath and numbers devices the same way for axes listed out of mesh order (see ppermute-multi-axis-order). The rewrite is checked in full.",
    link=NONE + "'pshuffle multiple axes order'"),

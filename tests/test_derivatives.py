@@ -103,3 +103,19 @@ def test_a_tie_within_the_large_step_is_not_a_smooth_point() -> None:
     h = 1e-6
     tiny = (_g(p, point, v, h, [0]) - _g(p, point, v, -h, [0])) / (2 * h)
     assert not d.smooth or abs(d.value - tiny) <= d.tolerance
+
+
+def test_no_derivative_is_predicted_where_a_value_overflows_its_dtype() -> None:
+    """float16: 60000 * x overflows at the grad point (max 65504), so jax's jvp and vjp
+    are inf or nan while the float64 differences stay finite (a 60 s default run: float16
+    times a uint32 4294967295); as for values, nothing is predicted there. In float32
+    the same program has its derivative."""
+    from programs.model import Input
+
+    def program(dtype: str):  # type: ignore[no-untyped-def]
+        return prog(X4, [Input((4,), dtype, "small")], [P("i")],
+                    [op("const", shape=(), dtype=dtype, value=60000), op("mul", 0, 1)], [2], [P("i")])
+
+    assert not directional_derivative(program("float16"), [0]).smooth
+    d = directional_derivative(program("float32"), [0])
+    assert d.smooth and d.value != 0

@@ -339,9 +339,13 @@ def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a
     pred = predict(p)
     assert pred.error is not None and pred.error.op_index == 1
 
-    def wrong(raised_at: int) -> Divergence:
-        return Divergence(DivergenceKind.WRONG_ERROR, "eager", "", f"{pred.error.kind.value}->MLIRError",
+    def wrong(raised_at: int, error: str = "MLIRError") -> Divergence:
+        return Divergence(DivergenceKind.WRONG_ERROR, "eager", "", f"{pred.error.kind.value}->{error}",
                           op_index=1, raised_at=raised_at)
+
+    # (or, in another program, ValueError 'Cannot lower jaxpr with verifier errors')
+    e = find(ENTRIES, wrong(0, "ValueError"), [wrong(0, "ValueError")], p, pred, "0.10.2")
+    assert e is not None and e.id == "negative-all-to-all-split-axis"
 
     e = find(ENTRIES, wrong(0), [wrong(0)], p, pred, "0.10.2")
     assert e is not None and e.id == "negative-all-to-all-split-axis"
@@ -350,3 +354,19 @@ def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a
     q = replace(p, body=(a2a, *p.body[1:]))
     assert find(ENTRIES, wrong(0), [wrong(0)], q, predict(q), "0.10.2") is None
     assert find(ENTRIES, wrong(0), [wrong(0)], p, pred, "0.11.2") is None  # fixed upstream
+
+
+def test_an_out_of_order_ppermute_inside_a_transform_explains_the_transforms_wrong_value() -> None:
+    """The probe sees a derivative transform as one op, so a ppermute out of mesh order
+    among its steps makes the transform the first op going wrong (a 60 s default run of
+    seed 0, reports/corpus/known/ppermute_order_transform.json). The entry explains the
+    output that reads that transform, not one that does not."""
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/ppermute_order_transform.json").read_text())
+    pred = predict(p)
+    reads = div("value", "transform", output=2)  # out[2]: the fori_loop over the vjp of the ppermute
+    e = find(ENTRIES, reads, [reads], p, pred, "0.10.2")
+    assert e is not None and e.id == "ppermute-multi-axis-order"
+    other = div("value", "transform", output=0)  # out[0]: a scan over the grad of an all_to_all
+    assert find(ENTRIES, other, [other], p, pred, "0.10.2") is None
