@@ -370,3 +370,32 @@ def test_an_out_of_order_ppermute_inside_a_transform_explains_the_transforms_wro
     assert e is not None and e.id == "ppermute-multi-axis-order"
     other = div("value", "transform", output=0)  # out[0]: a scan over the grad of an all_to_all
     assert find(ENTRIES, other, [other], p, pred, "0.10.2") is None
+
+
+def test_a_bf16_vjp_that_sums_its_cotangent_in_partial_manual_is_the_abort_entry() -> None:
+    """bf16-partial-manual-transform-cotangent-abort (a default 60 s run of seed 1): a vjp
+    whose pshuffle makes a P() bfloat16 operand vary sums its cotangent over those manual
+    axes, the bfloat16 all-reduce XLA:CPU aborts on. The feature holds there, not for a
+    float32 operand, not for a jvp (no transpose)."""
+    from dataclasses import replace
+
+    from harness.judge.known_features import OpFeature
+    from programs.model import Input, Op
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/bf16_partial_manual_vjp.json").read_text())
+    f = OpFeature.parse("transform:cotangent_sum_dtype==bfloat16")
+    t = p.body[0]
+
+    def holds(q: Program) -> bool:
+        types = predict(q).value_types
+        return f.holds(q, q.body[0], [types[j] for j in (*q.body[0].operands, len(q.inputs))])
+
+    assert t.kind == "transform" and holds(p)
+    f32 = replace(p, inputs=(Input(p.inputs[0].shape, "float32", p.inputs[0].fill, p.inputs[0].seed), *p.inputs[1:]))
+    assert not holds(f32)
+    jvp = replace(p, body=(Op.make("transform", t.operands, **{**dict(t.params), "transform": "jvp"}),))
+    assert not holds(jvp)
+    crash = Divergence(DivergenceKind.CRASH, "eager", "", "crash")
+    e = find(ENTRIES, crash, [crash], p, predict(p), "0.10.2")
+    assert e is not None and e.id == "bf16-partial-manual-transform-cotangent-abort"

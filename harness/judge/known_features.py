@@ -125,6 +125,15 @@ OUTPUT_FEATURES = {
 PROGRAM_FEATURES.update({f: (lambda p, f=f: any(OUTPUT_FEATURES[f](p, k) for k in range(len(p.out_specs)))) for f in OUTPUT_FEATURES})
 VALUE_FEATURES = {"value:zero_size"}
 _ALLREDUCE = ("psum", "pmean", "pmax", "pmin", "psum_scatter")
+
+
+def _cotangent_sum_dtype(p: Program, op: Op, types: list[ValueType]) -> str | None:
+    """See OpFeature: the operand's dtype where a vjp / grad sums its cotangent over a
+    manual axis (its steps name an axis the operand does not vary along), else None."""
+    if op.kind != "transform" or op.p("transform") not in ("vjp", "grad") or not types or types[0].vma is None:
+        return None
+    named = {a for st in op.steps() for a in (st.p("axes") or ())}  # type: ignore[union-attr]
+    return types[0].dtype if (named & set(p.manual_axes)) - set(types[0].vma) else None
 _OP = re.compile(r"^(?P<kind>[a-z_]+|any)(?::(?P<param>[a-z_]+)(?:(?P<op><|>|==)(?P<value>-?\w+))?)?$")
 
 
@@ -137,7 +146,10 @@ class OpFeature:
     lower to an all-reduce or reduce-scatter: psum, pmean, pmax, pmin, psum_scatter),
     'operands' (how many operands it reads: 'any:operands>1' is every binary op),
     'n_groups' (how many axis_index_groups: 'pmax:n_groups>1' is a grouped pmax whose
-    groups hold different values; one group is the whole reduction)."""
+    groups hold different values; one group is the whole reduction),
+    'cotangent_sum_dtype' (a reverse-mode transform, vjp or grad, whose steps make its
+    operand vary along a manual axis it was invariant along: the operand's dtype, which
+    the transpose's all-reduce of the cotangent over that axis has)."""
 
     kind: str
     param: str | None
@@ -174,6 +186,8 @@ class OpFeature:
             v = len(op.p("groups")) if op.p("groups") is not None else None  # type: ignore[arg-type]
         elif self.param == "allreduce_dtype":
             v = types[0].dtype if op.kind in _ALLREDUCE and op.operands and types else None
+        elif self.param == "cotangent_sum_dtype":
+            v = _cotangent_sum_dtype(p, op, types)
         if v is None:
             return False
         if self.op is None:
