@@ -112,6 +112,7 @@ class _Scheduler:
         self.late_bound: int | None = LATE_BOUND
         self.out_of_time = False  # the budget is spent: late parts not yet out are dropped
         self.since_late = 0  # sweep programs submitted since the last late part went out
+        self.limit: int | None = None  # with the sweep: the programs drawn in all (max_examples)
 
     def check(self, p: Program, reused: bool = False) -> None:
         """One drawn (or replayed) program: skipped when drawn again, else submitted."""
@@ -119,7 +120,7 @@ class _Scheduler:
         if self.cfg.budget_s is not None and run.elapsed() > self.cfg.budget_s:
             self.out_of_time = True
             raise _BudgetSpent
-        if self.cfg.sweep and not reused and len(run.generated_ids) >= self.cfg.max_examples:
+        if self.limit is not None and not reused and len(run.generated_ids) >= self.limit:
             raise _BudgetSpent  # (the sweep's programs count toward max_examples)
         pid = program_id(p)
         if reused:
@@ -317,6 +318,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
     if cfg.sweep:
         # every cell of the table first, a few per program (strategies/focus.py
         # `sweep_groups`), their costly modes once the sweep is out
+        sched.limit = cfg.max_examples
         sched.late_bound = None
         for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append):
             sched.run.swept_ids.add(program_id(p))
