@@ -165,3 +165,15 @@ def test_a_value_divergence_is_put_on_the_first_wrong_op_its_output_depends_on()
     divs = tuple(Divergence(DivergenceKind.VALUE, "jit", "", "neg", output=k) for k in (0, 1))
     res = localise_values(CheckResult(p, predict(p), (), divs), probe)
     assert [d.where for d in res.divergences] == ["neg", "psum"]
+
+
+def test_fixed_programs_are_all_checked_whatever_max_examples_says(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Only the sweep's run counts its programs toward max_examples: a run over fixed
+    programs (the benchmarks) checks every one of them."""
+    import io
+
+    from harness.campaign.fuzz import fuzz
+
+    s = fuzz(RunConfig(max_examples=1, modes=("abstract",), workers=1, report_dir=tmp_path, progress=io.StringIO(),
+                       minimize_budget_s=0), fixed=[_psum(1), _psum(2), _psum(3)])
+    assert s.counts.programs_run == 3 and s.programs_swept == 0
