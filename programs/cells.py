@@ -46,7 +46,15 @@ def _perm_class(op: Op, n: int) -> str:
 
 
 def op_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
-    """The cells of one op on `mesh` (its operand's rank and the result's dtype given)."""
+    """The cells of one op on `mesh` (its operand's rank and the result's dtype given);
+    a nested shard_map's with those of the one op inside it."""
+    out = _own_cells(mesh, op, rank, dtype)
+    if op.kind == "shard_map":
+        out |= _own_cells(mesh, op.inner_op(), rank, dtype)
+    return out
+
+
+def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     k = op.kind
     out = {f"{k}|dtype={dtype}", f"{k}|rank={min(rank, 3) if rank is not None else '?'}"}
     out.add(f"{k}|wrap={op.p('wrap') or 'plain'}")
@@ -82,6 +90,4 @@ def program_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = 
         rank = len(types[op.operands[0]][0]) if types and op.operands and op.operands[0] < len(types) else None
         dtype = types[n_in + i][1] if types else "?"
         out |= op_cells(p.mesh, op, rank, dtype)
-        if op.kind == "shard_map":
-            out |= op_cells(p.mesh, op.inner_op(), rank, dtype)
     return frozenset(out)

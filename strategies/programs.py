@@ -277,13 +277,12 @@ def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
 
 
 def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
-             first: int | None | list[int] = None) -> tuple[list[int], list[Spec]]:
-    """The outputs and their out_specs; the first ones are the values `first` (one, or a
-    list) when given (a scalar that varies, which no out_spec can take, through a psum
-    over its axes)."""
+             first: tuple[int, ...] = ()) -> tuple[list[int], list[Spec]]:
+    """The outputs and their out_specs; the first ones are the values `first` (a scalar
+    that varies, which no out_spec can take, through a psum over its axes)."""
     n_out = draw(st.integers(1, max_outputs), label="n_outputs")
     outputs, out_specs = [], []
-    firsts = [] if first is None else [first] if isinstance(first, int) else list(first)
+    firsts = list(first)
     for n, f in enumerate(firsts):
         if body.check_vma and body.vals[f].vma and not body.vals[f].shape:
             v = body.vals[f]
@@ -535,8 +534,6 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus) -> int | None:
             rank = len(body.vals[op.operands[0]].shape) if op.operands else None
             dtype = body.vals[n_in + i].dtype
             cells = op_cells(body.mesh, op, rank, dtype)
-            if op.kind == "shard_map":
-                cells |= op_cells(body.mesh, op.inner_op(), rank, dtype)
             if want in cells or (f.dimension == "wrap" and f"{f.kind}|wrap=plain" in cells):
                 return n_in + i
     return None
@@ -546,7 +543,7 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus) -> int | None:
 def programs_around(draw: st.DrawFn, f: Focus | tuple[Focus, ...], *, max_args: int = 3, max_outputs: int = 3,
                     defects: tuple[str, ...] = ()) -> Program:
     """A program drawn around the focus `f` (what `programs` draws for its focused share),
-    or around every focus of a sweep group (strategies/focus.py `sweep_groups`): each
+    or around every focus of a sweep group (harness/campaign/sweep.py `sweep_groups`): each
     focus op is an output. A `|by_error` focus's defect comes from `defects` (default:
     all)."""
     return _focused(draw, f, ALL_KINDS, max_args, max_outputs, defects or tuple(DEFECTS))
@@ -600,7 +597,6 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus, ...], kinds: tuple[str,
                 body.ops[at - len(inputs)] = Op.make(op.kind, op.operands, **op.param_dict, wrap=g.value)
         if at is not None and at not in ats:
             ats.append(at)
-    first: int | None | list[int] = (ats[0] if ats else None) if len(group) == 1 else ats
-    outputs, out_specs = _outputs(draw, body, len(inputs), max(max_outputs, len(ats)), first=first)
+    outputs, out_specs = _outputs(draw, body, len(inputs), max(max_outputs, len(ats)), first=tuple(ats))
     program = _program(body, inputs, in_specs, outputs, out_specs)
     return _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)

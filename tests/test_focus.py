@@ -80,8 +80,8 @@ def test_the_focus_is_a_drawn_value() -> None:
 
 
 def test_the_sweep_holds_every_focus_once_in_groups_of_one_kind_and_profile() -> None:
+    from harness.campaign.sweep import SWEEP_GROUP, _special, sweep_groups
     from programs.ops import COLLECTIVES
-    from strategies.focus import SWEEP_GROUP, _special, sweep_groups
 
     groups = sweep_groups(0)
     flat = [f for g in groups for f in g]
@@ -105,8 +105,7 @@ def test_the_sweep_holds_every_focus_once_in_groups_of_one_kind_and_profile() ->
 def test_a_sweep_is_repeatable_and_its_programs_hold_their_cells() -> None:
     from itertools import islice
 
-    from harness.campaign.generation import sweep_programs
-    from strategies.focus import sweep_groups
+    from harness.campaign.sweep import sweep_groups, sweep_programs
 
     first = list(islice(sweep_programs(3), 40))
     assert [program_id(p) for p in first] == [program_id(p) for p in islice(sweep_programs(3), 40)]

@@ -236,7 +236,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         cells=cell_checks(run),
         shard=str(cfg.shard) if cfg.shard is not None else "",
         programs_drawn=len(run.generated_ids),
-        programs_swept=run.swept,
+        programs_swept=len(run.swept_ids),
         late_dropped=run.late_dropped,
     )
     atomic_write(cfg.report_dir / "summary.json", json.dumps(summary.to_json(), indent=1))

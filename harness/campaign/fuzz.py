@@ -33,9 +33,9 @@ from harness.campaign.generation import (
     hypothesis_shrink,
     hypothesis_test,
     seeded_programs,
-    sweep_programs,
 )
 from harness.campaign.state import Bucket, Run, case_document, coverage_keys, spec_pattern
+from harness.campaign.sweep import sweep_programs
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
 from harness.judge.known import known_trouble
 from harness.report.markup import write as atomic_write
@@ -106,12 +106,12 @@ class _Scheduler:
         self.queues: dict[int, list[tuple[Program, int]]] = {}  # device count -> (program, token) waiting
         self.tokens = iter(range(1 << 62))
         # late parts: the costly modes of programs whose other modes already went out
-        # (`submit`), sent when more than `late_bound` wait (and at the end); None while
-        # the sweep runs, so its programs' other modes all come first
+        # (`submit`), sent when more than LATE_BOUND wait, one per SWEEP_LATE_EVERY
+        # programs while the sweep runs, and the rest at the end
         self.late: list[tuple[Program, tuple[str, ...]]] = []
-        self.late_bound: int | None = LATE_BOUND
-        self.out_of_time = False  # the budget is spent: late parts not yet out are dropped
+        self.sweeping = False
         self.since_late = 0  # sweep programs submitted since the last late part went out
+        self.out_of_time = False  # the budget is spent: late parts not yet out are dropped
         self.limit: int | None = None  # with the sweep: the programs drawn in all (max_examples)
 
     def check(self, p: Program, reused: bool = False) -> None:
@@ -173,20 +173,19 @@ class _Scheduler:
         self.submit_late()
 
     def submit_late(self, everything: bool = False) -> None:
-        """The late parts beyond `late_bound` (all of them with `everything`); while the
-        sweep runs (`late_bound` None), one for every SWEEP_LATE_EVERY programs."""
+        """The late parts beyond LATE_BOUND, or while the sweep runs one for every
+        SWEEP_LATE_EVERY programs, or (`everything`) all of them."""
         assert self.pool is not None
         if everything:
-            keep = 0
-        elif self.late_bound is None:
+            n = len(self.late)
+        elif self.sweeping:
             self.since_late += 1
-            if not (SWEEP_LATE_EVERY and self.since_late >= SWEEP_LATE_EVERY and self.late):
+            if self.since_late < SWEEP_LATE_EVERY or not self.late:
                 return
-            self.since_late = 0
-            keep = len(self.late) - 1
+            self.since_late, n = 0, 1
         else:
-            keep = self.late_bound
-        while self.late and len(self.late) > keep:
+            n = len(self.late) - LATE_BOUND
+        for _ in range(n):
             q, modes = self.late.pop(0)
             self.wait_for_free_worker()
             self.pool.submit(q, modes)
@@ -316,16 +315,14 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
             sched.check(p)
         return
     if cfg.sweep:
-        # every cell of the table first, a few per program (strategies/focus.py
+        # every cell of the table first, a few per program (harness/campaign/sweep.py
         # `sweep_groups`), their costly modes once the sweep is out
-        sched.limit = cfg.max_examples
-        sched.late_bound = None
+        sched.limit, sched.sweeping = cfg.max_examples, True
         for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append):
-            sched.run.swept_ids.add(program_id(p))
             sched.check(p)
-            sched.run.swept += 1
-        sched.late_bound = LATE_BOUND
-        print(f"swept {sched.run.swept} programs (every cell of the table), then Hypothesis' stream",
+            sched.run.swept_ids.add(program_id(p))
+        sched.sweeping = False
+        print(f"swept {len(sched.run.swept_ids)} programs (every cell of the table), then Hypothesis' stream",
               file=cfg.progress, flush=True)
     with collector.with_value(stats.append), _handling(sched.check):
         hypothesis_test(cfg, [Phase.generate])()

@@ -21,7 +21,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
-from hypothesis.statistics import collector
 
 from harness.campaign.cells import checked_cells
 from harness.campaign.config import RunConfig
@@ -213,45 +212,6 @@ def hypothesis_shrink(
         except Exception:  # noqa: BLE001 - e.g. Flaky: keep the smallest program seen to reproduce
             pass
     return state["best"], state["checks"]
-
-
-def sweep_programs(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
-                   stats: Callable[[dict[str, Any]], None] | None = None) -> Iterator[Program]:
-    """The sweep of a run with seed `s`: one program drawn around each group of foci of
-    `strategies.focus.sweep_groups(s)` (every cell of the table, by value and by error,
-    in the spmd and smap profiles), in the sweep's order, each by a Hypothesis run of
-    its own (seeded by the run's seed and the group's place: the same seed always sweeps
-    the same programs). Hypothesis' first example is the simplest one whatever the seed,
-    so each group takes its second, a random draw. With `invalid` 0 the groups by error
-    are left out (their cells by value are swept anyway), with 1 the groups by value; a
-    group by error draws its defect from `defects` (default: all); `stats` gets each
-    draw's Hypothesis statistics (its second test case: the program kept)."""
-    from strategies.focus import sweep_groups
-    from strategies.programs import programs_around
-
-    stable_constants()
-    for n, group in enumerate(sweep_groups(s)):
-        if (invalid == 0 and group[0].by_error) or (invalid == 1 and not group[0].by_error):
-            continue
-        got: list[Program] = []
-
-        @settings(GENERATION, max_examples=2, database=None, verbosity=Verbosity.quiet)
-        @seed(s * 100_003 + n)
-        @given(programs_around(group, defects=defects))
-        def draw_one(p: Program) -> None:
-            got.append(p)  # noqa: B023 - run at once, in this iteration
-
-        if stats is None:
-            draw_one()
-        else:
-            kept: list[dict[str, Any]] = []
-            with collector.with_value(kept.append):
-                draw_one()
-            for d in kept:
-                cases = (d.get("generate-phase") or {}).get("test-cases", [])
-                stats({"generate-phase": {"test-cases": cases[-1:]}})
-        if got:
-            yield got[-1]
 
 
 def seeded_programs(n: int, s: int, invalid: float = 0.25) -> list[Program]:

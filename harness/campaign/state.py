@@ -102,8 +102,7 @@ class Run:
         self.accidents = 0
         self.fixed: list[dict[str, Any]] = []
         self.corpus_replayed = 0
-        self.swept = 0  # the sweep's programs (drawn, in generated_ids too)
-        self.swept_ids: set[str] = set()
+        self.swept_ids: set[str] = set()  # the sweep's programs (drawn: in generated_ids too)
         self.late_dropped = 0  # late parts (costly modes) not run: the budget ended first
         self.database_replayed = 0
         self.checked: set[str] = set()  # program ids checked in this run
@@ -169,12 +168,11 @@ class Run:
         # a late part (the program's costly modes, harness/campaign/fuzz.py) is the same
         # program again: counted once
         part = pid in self.recorded
-        if part:
-            pass
-        elif derived:
-            self.derived_checked += 1
-        else:
-            self.n += 1
+        if not part:
+            if derived:
+                self.derived_checked += 1
+            else:
+                self.n += 1
         index = self.recorded.setdefault(pid, self.n)
         if res.prediction.error is not None and p.defect is None and not part:
             self.accidents += 1  # (results arrive after their Hypothesis test case: no event())
