@@ -4,7 +4,7 @@ them). Pure functions of the program: no jax, no oracle."""
 
 from __future__ import annotations
 
-from programs.graph import live_ops
+from programs.graph import cone, live_ops
 from programs.model import Mesh, Op, Program
 from programs.ops import LOCAL_OPS
 
@@ -81,9 +81,19 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
 def program_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:
     """Every cell of the program's live ops (with the oracle's types of its values, when
     given: operand rank and result dtype); the op inside a live nested shard_map too."""
+    return _cells_of(p, live_ops(p), types)
+
+
+def output_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = None) -> tuple[frozenset[str], ...]:
+    """Per output, the cells of the ops it depends on (`program_cells` of the program
+    cut to that output, programs/graph.py `slice_outputs`)."""
+    return tuple(_cells_of(p, cone(p, o), types) for o in p.outputs)
+
+
+def _cells_of(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None) -> frozenset[str]:
     n_in = len(p.inputs)
     out: set[str] = set()
-    for i in sorted(live_ops(p)):
+    for i in sorted(ops):
         op = p.body[i]
         if types is not None and n_in + i >= len(types):
             break  # past the op an invalid program fails at: never checked

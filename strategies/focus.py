@@ -143,13 +143,17 @@ def focus_mesh(draw: st.DrawFn, f: Focus, names: tuple[str, ...]) -> tuple[Mesh,
     return mesh, mesh.names[:-1]  # the last (even, > 1) axis stays free
 
 
-def argument_constraint(f: Focus, x64: bool) -> tuple[int | None, str | None]:
-    """(rank, dtype) the first argument takes for the focus (None: drawn)."""
-    if f.dimension == "rank" and f.value.isdigit():
-        return int(f.value), "float32"
-    if f.dimension == "dtype" and f.value in DTYPES and f.kind != "cast":  # (a cast's cell is its result's dtype)
-        if f.value == "float64" and not x64:
-            return None, "float32"
-        return None, f.value
+def argument_constraint(f: Focus, x64: bool, extra: tuple[Focus, ...] = ()) -> tuple[int | None, str | None]:
+    """(rank, dtype) the first argument takes for the focus and the `extra` foci its op
+    should also have (a sweep's compound focus, harness/campaign/sweep.py; None: drawn)."""
+    members = (f, *extra)
+    rank = next((int(g.value) for g in members if g.dimension == "rank" and g.value.isdigit()), None)
+    # (a cast's dtype cell is its result's dtype: the argument's stays drawn)
+    dtype = next((g.value for g in members if g.dimension == "dtype" and g.value in DTYPES and g.kind != "cast"), None)
+    if dtype == "float64" and not x64:
+        dtype = "float32"
+    if rank is not None:
+        return rank, dtype or "float32"
+    if dtype is not None:
+        return None, dtype
     return None, "float64" if x64 else "float32"
-

@@ -492,37 +492,44 @@ def programs(
     return _maybe_invalid(draw, program, body, invalid, defects)
 
 
-def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus) -> int | None:
-    """A value the focus op may read: of the focus's dtype or rank when it names one (a
-    cast to the dtype made first when no value has it)."""
-    want_dtype = f.value if f.dimension == "dtype" and f.kind != "cast" else None
-    want_rank = int(f.value) if f.dimension == "rank" and f.value.isdigit() else None
+def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
+    """A value the focus op may read: of the dtype or rank the focus (or its `extra`
+    foci) names (a cast to the dtype made first when no value has it)."""
+    members = (f, *extra)
+    want_dtype = next((g.value for g in members if g.dimension == "dtype" and g.kind != "cast"), None)
+    want_rank = next((int(g.value) for g in members if g.dimension == "rank" and g.value.isdigit()), None)
     ok = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced)
           and (want_dtype is None or v.dtype == want_dtype)
           and (want_rank is None or min(len(v.shape), 3) == want_rank)
           and not (f.kind == "cast" and j in body.python_numbers)]
     if not ok and want_dtype is not None and want_dtype in body.dtypes:
-        src = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced) and j not in body.python_numbers]
+        src = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced) and j not in body.python_numbers
+               and (want_rank is None or min(len(v.shape), 3) == want_rank)]
         if src:
             c = body.push(Op.make("cast", (draw(st.sampled_from(src), label="focus_cast_from"),), dtype=want_dtype))
             ok = [] if c is None else [c]
     return draw(st.sampled_from(ok), label="focus_operand") if ok else None
 
 
-def _focus_op(draw: st.DrawFn, body: _Body, f: Focus) -> int | None:
+def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
     """The index of a value made by an op with the focus's cell, drawn among the ops of
-    its kind on a matching operand (a few tries); None when none came out with it."""
+    its kind on a matching operand (a few tries); None when none came out with it. With
+    `extra` foci (of other dimensions: a sweep's compound focus), the first op that also
+    has all their cells, else the one with most (a wrapper's is applied afterwards)."""
     from programs.cells import op_cells
 
     want = f.cell.removesuffix("|by_error")
+    wants = {g.cell.removesuffix("|by_error") for g in extra if g.dimension != "wrap"}
+    cast_to = next((g.value for g in (f, *extra) if g.kind == "cast" and g.dimension == "dtype"), None)
     n_in = len(body.vals) - len(body.ops)
+    best: tuple[int, int] | None = None  # (extra cells it has, value index)
     for _ in range(6):
-        idx = _focus_operand(draw, body, f)
+        idx = _focus_operand(draw, body, f, extra)
         if idx is None:
-            return None
+            break
         before = len(body.ops)
-        if f.kind == "cast" and f.dimension == "dtype":
-            ok = f.value in body.dtypes and body.vals[idx].dtype != f.value and body.push(Op.make("cast", (idx,), dtype=f.value)) is not None
+        if cast_to is not None:
+            ok = cast_to in body.dtypes and body.vals[idx].dtype != cast_to and body.push(Op.make("cast", (idx,), dtype=cast_to)) is not None
         else:
             ok = body.try_op(draw, f.kind, operand=idx)
         if not ok:
@@ -535,37 +542,44 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus) -> int | None:
             dtype = body.vals[n_in + i].dtype
             cells = op_cells(body.mesh, op, rank, dtype)
             if want in cells or (f.dimension == "wrap" and f"{f.kind}|wrap=plain" in cells):
-                return n_in + i
-    return None
+                score = len(wants & cells)
+                if score == len(wants):
+                    return n_in + i
+                if best is None or score > best[0]:
+                    best = (score, n_in + i)
+                break
+    return None if best is None else best[1]
 
 
 @st.composite
-def programs_around(draw: st.DrawFn, f: Focus | tuple[Focus, ...], *, max_args: int = 3, max_outputs: int = 3,
+def programs_around(draw: st.DrawFn, f: Focus | tuple[Focus | tuple[Focus, ...], ...], *, max_args: int = 3, max_outputs: int = 3,
                     defects: tuple[str, ...] = ()) -> Program:
     """A program drawn around the focus `f` (what `programs` draws for its focused share),
     or around every focus of a sweep group (harness/campaign/sweep.py `sweep_groups`): each
-    focus op is an output. A `|by_error` focus's defect comes from `defects` (default:
-    all)."""
+    focus op is an output. A group's member may be a compound focus, a tuple of foci of
+    one kind and other dimensions: one op drawn to have all their cells (as many as it
+    can). A `|by_error` focus's defect comes from `defects` (default: all)."""
     return _focused(draw, f, ALL_KINDS, max_args, max_outputs, defects or tuple(DEFECTS))
 
 
-def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus, ...], kinds: tuple[str, ...], max_args: int, max_outputs: int,
+def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...], kinds: tuple[str, ...], max_args: int, max_outputs: int,
              defects: tuple[str, ...]) -> Program:
     """A program around the focus `foci` (one, or a sweep group: strategies/focus.py):
     the first focus's profile mesh (Auto, passed as mesh=) and flags, the first
     arguments of the foci's ranks or dtypes, a few ops, then each focus op, made an
     output; invalid (one defect) for `|by_error` cells, valid otherwise."""
-    group = (foci,) if isinstance(foci, Focus) else tuple(foci)
-    f = group[0]
+    group = [(g,) if isinstance(g, Focus) else tuple(g) for g in ((foci,) if isinstance(foci, Focus) else foci)]
+    every = [g for c in group for g in c]
+    f = group[0][0]
     # (an Auto mesh passed as mesh=: the grad and multiprocess modes do not run a
     # program under a mesh context, harness/run/compat.py `_explicit_mode_gaps`)
     mesh, usable = focus_mesh(draw, f, AXIS_NAMES)
     manual = mesh.names
-    vma_flag = not any(g.needs_check_vma_off for g in group)
-    x64 = any(g.dimension == "dtype" and g.value == X64_DTYPE for g in group)
-    rank, dtype = argument_constraint(f, x64)
-    # a sweep group's other foci of a rank or dtype: the next arguments take them
-    more = [argument_constraint(g, x64) for g in group[1:] if g.dimension in ("rank", "dtype")]
+    vma_flag = not any(g.needs_check_vma_off for g in every)
+    x64 = any(g.dimension == "dtype" and g.value == X64_DTYPE for g in every)
+    rank, dtype = argument_constraint(f, x64, group[0][1:])
+    # a sweep group's other (compound) foci of a rank or dtype: the next arguments take them
+    more = [argument_constraint(c[0], x64, c[1:]) for c in group[1:] if any(g.dimension in ("rank", "dtype") for g in c)]
     n_args = draw(st.integers(1, max_args), label="n_args")
     if not is_float(dtype):
         n_args = max(n_args, 2)  # a float argument too: grad differentiates it
@@ -587,14 +601,15 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus, ...], kinds: tuple[str,
     for _ in range(draw(st.integers(0, 3), label="n_ops")):
         body.try_op(draw, draw(st.sampled_from(enabled or kinds), label="op_kind"))
     ats = []
-    for g in group:
-        at = _focus_op(draw, body, g)
+    for c in group:
+        at = _focus_op(draw, body, c[0], c[1:])
         event(f"focus: {'drawn' if at is not None else 'not drawn'}")
-        if at is not None and g.dimension == "wrap" and g.value != "plain":
+        w = next((g for g in c if g.dimension == "wrap"), None)
+        if at is not None and w is not None and w.value != "plain":
             some, plain = _wrappable(body, at - len(inputs))
-            if some and (plain or g.value in ("scan", "cond")):
+            if some and (plain or w.value in ("scan", "cond")):
                 op = body.ops[at - len(inputs)]
-                body.ops[at - len(inputs)] = Op.make(op.kind, op.operands, **op.param_dict, wrap=g.value)
+                body.ops[at - len(inputs)] = Op.make(op.kind, op.operands, **op.param_dict, wrap=w.value)
         if at is not None and at not in ats:
             ats.append(at)
     outputs, out_specs = _outputs(draw, body, len(inputs), max(max_outputs, len(ats)), first=tuple(ats))

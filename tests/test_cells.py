@@ -177,3 +177,80 @@ def test_fixed_programs_are_all_checked_whatever_max_examples_says(tmp_path) -> 
     s = fuzz(RunConfig(max_examples=1, modes=("abstract",), workers=1, report_dir=tmp_path, progress=io.StringIO(),
                        minimize_budget_s=0), fixed=[_psum(1), _psum(2), _psum(3)])
     assert s.counts.programs_run == 3 and s.programs_swept == 0
+
+
+def _two_outputs() -> Program:
+    """psum (output 0) and neg (output 1) of one argument."""
+    return Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
+                   (Op.make("psum", (0,), axes=("x",)), Op.make("neg", (0,))), (1, 2), (Spec((None,)), Spec((("x",),))))
+
+
+def test_a_costly_mode_runs_the_program_cut_to_the_outputs_that_bring_it_new_cells() -> None:
+    """Eager (costly) runs the program cut to the outputs whose ops bring it a cell no
+    program had, and claims only theirs; the cheap modes run it whole. While the sweep
+    runs (`lean`), a claimed program runs only the modes it brings a new cell (and abstract)."""
+    from harness.campaign.cells import typed_cells, typed_output_cells
+    from programs.graph import slice_outputs
+
+    p = _two_outputs()
+    cells, fails = typed_cells(p)
+    parts = typed_output_cells(p)
+    assert not fails and "psum|dtype=float32" in parts[0] and "neg|dtype=float32" in parts[1]
+    assert parts[0] | parts[1] == cells
+    led = CellLedger.new()
+    led.scheduled |= {f"{c}@eager" for c in parts[0]}  # psum's cells: eager had them
+    assert led.claim(p, cells, DEFAULT_MODES, COSTLY_MODES, parts) == DEFAULT_MODES
+    assert led.cut[(program_id(p), "eager")] == (1,)
+    assert {x for x in led.scheduled if x.endswith("@eager")} == {f"{c}@eager" for c in parts[0] | parts[1]}
+    assert {x.rsplit("@", 1)[0] for x in led.scheduled if x.endswith("@jit")} == cells  # jit: the whole program
+    q = slice_outputs(p, led.cut[(program_id(p), "eager")])
+    assert [op.kind for op in q.body] == ["neg"] and typed_cells(q)[0] == parts[1]
+    # every output new to eager: no cut
+    led2 = CellLedger.new()
+    led2.claim(p, cells, DEFAULT_MODES, COSTLY_MODES, parts)
+    assert (program_id(p), "eager") not in led2.cut
+    # lean: the cheap modes had every cell, eager had none
+    led3 = CellLedger.new()
+    led3.scheduled |= {f"{c}@{m}" for c in cells for m in DEFAULT_MODES if m != "eager"}
+    assert led3.claim(p, cells, DEFAULT_MODES, COSTLY_MODES, parts, lean=True) == ("abstract", "eager")
+    led4 = CellLedger.new()
+    led4.scheduled |= {f"{c}@{m}" for c in cells for m in DEFAULT_MODES if m != "eager"}
+    assert led4.claim(p, cells, DEFAULT_MODES, COSTLY_MODES, parts) == tuple(m for m in DEFAULT_MODES)
+
+
+def test_a_late_part_cut_to_some_outputs_is_its_programs_part(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The late part of a program cut to some outputs (`Run.part_of`) is recorded as that
+    program's: counted once, its cells at the program's index."""
+    import io
+
+    from harness.campaign.state import Run
+    from harness.judge.check import CheckResult
+    from harness.run.observation import Observation
+    from oracles import predict
+    from programs.graph import slice_outputs
+
+    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
+    p = _two_outputs()
+    q = slice_outputs(p, (1,))
+    run.part_of[program_id(q)] = program_id(p)
+    run.record(CheckResult(_psum(1), predict(_psum(1)), (Observation("jit", status="ok"),), ()))
+    run.record(CheckResult(p, predict(p), (Observation("jit", status="ok"),), ()))
+    run.record(CheckResult(q, predict(q), (Observation("eager", status="ok"),), ()))
+    assert run.n == 2
+    assert run.cells.first[("neg|dtype=float32", "eager")][0] == run.cells.first[("neg|dtype=float32", "jit")][0] == 2
+    assert ("psum|dtype=float32", "eager") not in run.cells.checks
+
+
+def test_the_grad_modes_claim_no_program_they_cannot_differentiate() -> None:
+    """A program holding a lax.while_loop (jax has no reverse-mode derivative of it), or
+    a valid one without a float output, is not a grad-mode program: its cells stay open
+    there; a wrap=while cell is unreachable in the grad modes."""
+    from harness.campaign.cells import applies, unreachable
+
+    p = _two_outputs()
+    assert applies(p, "grad") and applies(p, "grad_remat")
+    w = Program(p.mesh, p.inputs, p.in_specs, (Op.make("neg", (0,), wrap="while"), p.body[1]), p.outputs, p.out_specs)
+    assert not applies(w, "grad") and not applies(w, "grad_remat") and applies(w, "jit")
+    ints = Program(p.mesh, p.inputs, p.in_specs, (Op.make("cast", (0,), dtype="int32"),), (1,), (Spec((("x",),)),))
+    assert not applies(ints, "grad") and applies(ints, "jit")
+    assert unreachable("neg|wrap=while", "grad") and unreachable("neg|wrap=while", "jit") is None

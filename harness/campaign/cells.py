@@ -18,13 +18,23 @@ reached, and why a cell cannot be reached here.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from programs.cells import op_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
+from programs.cells import op_cells, output_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
+from programs.serialize import program_id
 
 VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
+
+
+@functools.lru_cache(maxsize=256)
+def _typed(p: Program) -> tuple[list[tuple[tuple[int, ...], str]], bool]:
+    """(the oracle's types of the program's values, whether it expects the program to fail)."""
+    from oracles.interpreter import trace
+
+    st, err = trace(p, with_values=False)
+    return [(t.shape, t.dtype) for t in st.types], err is not None
 
 
 @functools.lru_cache(maxsize=256)
@@ -32,10 +42,13 @@ def typed_cells(p: Program) -> tuple[frozenset[str], bool]:
     """(the program's cells with the oracle's types, whether the oracle expects it to
     fail): computed once per program for generation's target (`CellNovelty`) and the
     value-tier choice (`tier_modes`), which both ask."""
-    from oracles.interpreter import trace
+    types, fails = _typed(p)
+    return program_cells(p, types), fails
 
-    st, err = trace(p, with_values=False)
-    return program_cells(p, [(t.shape, t.dtype) for t in st.types]), err is not None
+
+def typed_output_cells(p: Program) -> tuple[frozenset[str], ...]:
+    """Per output, the cells (with the oracle's types) of the ops it depends on."""
+    return output_cells(p, _typed(p)[0])
 
 
 def by_error(cells: frozenset[str]) -> frozenset[str]:
@@ -66,7 +79,14 @@ def applies(p: Program, mode: str) -> bool:
         return not isinstance(p.smap_form(), str)
     # (harness/run/compat.py `_explicit_mode_gaps`: what these modes do not run yet)
     if mode in ("grad", "grad_remat"):
-        return p.check_vma and any(is_float(x.dtype) for x in p.inputs) and not (p.explicit_axes or p.wrap is not None)
+        if not p.check_vma or not any(is_float(x.dtype) for x in p.inputs) or p.explicit_axes or p.wrap is not None:
+            return False
+        if any(op.p("wrap") == "while" for op in p.body):
+            return False  # (harness/run/compat.py: jax has no reverse-mode derivative of lax.while_loop)
+        # a valid program checks a derivative only of a float output (the grad modes skip it
+        # otherwise); an invalid one checks its error
+        types, fails = _typed(p)
+        return fails or any(is_float(types[o][1]) for o in p.outputs if o < len(types))
     if mode == "multiprocess":  # (harness/run/modes_multiprocess.py: half the mesh in each process)
         return p.mesh.size % 2 == 0 and not p.needs_mesh_context()
     return True
@@ -86,6 +106,8 @@ def unreachable(cell: str, mode: str, backend: str = "cpu") -> str | None:
     dim = cell.split("|")[1]
     if mode in ("grad", "grad_remat") and dim.startswith("dtype=") and not is_float(dim[6:]):
         return "integer values have no derivative"
+    if mode in ("grad", "grad_remat") and dim == "wrap=while":
+        return "jax has no reverse-mode derivative of lax.while_loop (a program holding one runs no grad mode)"
     if mode == "smap" and dim.startswith("axes=") and dim != "axes=one":
         return "smap takes a program that names one mesh axis (Program.smap_form), so every collective names that one"
     if mode in ("grad", "grad_remat", "smap") and kind in ("psum", "pmean") and dim == "groups=yes":
@@ -101,23 +123,45 @@ class CellLedger:
     checks: dict[tuple[str, str], int]
     first: dict[tuple[str, str], tuple[int, float]]
     scheduled: set[str]  # "cell@mode" pairs some program was already sent to the value tier with
+    # (program id, costly mode) -> the outputs that mode runs the program cut to (`claim`)
+    cut: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
 
     @staticmethod
     def new() -> CellLedger:
         return CellLedger({}, {}, set())
 
     def claim(self, p: Program, cells: frozenset[str], modes: tuple[str, ...],
-              costly: frozenset[str] = frozenset()) -> tuple[str, ...]:
+              costly: frozenset[str] = frozenset(), parts: tuple[frozenset[str], ...] | None = None,
+              lean: bool = False) -> tuple[str, ...]:
         """The modes the value tier runs `p` in: none unless it brings a (cell, mode)
         pair, in a mode that runs it, that no value-tier program had yet; else every
         mode of `modes` but the `costly` ones in which it brings nothing new. Claims the
-        pairs of the modes returned."""
+        pairs of the modes returned. `lean`: only the modes it brings a new pair (and
+        abstract, every program's base check).
+
+        With `parts` (per output, its cells: `typed_output_cells`), a costly mode runs
+        `p` cut to the outputs that bring it a new cell, each beyond those before it
+        (`cut`, programs/graph.py `slice_outputs`), and claims only theirs: eager
+        shard_map runs each primitive on its own, so the cut runs the same primitives
+        for those outputs and none of the others'."""
         pairs = {(c, m) for c in cells for m in modes if applies(p, m)}
         fresh = {m for c, m in pairs if f"{c}@{m}" not in self.scheduled}
         if not fresh:
             return ()
-        run = tuple(m for m in modes if m not in costly or m in fresh)
-        self.scheduled |= {f"{c}@{m}" for c, m in pairs if m in run}
+        run = tuple(m for m in modes if m in fresh or m == "abstract" or not (lean or m in costly))
+        for m in run:
+            if not applies(p, m):
+                continue
+            mine = cells
+            if m in costly and parts is not None and len(parts) > 1:
+                keep, mine = [], frozenset()
+                for k, cs in enumerate(parts):
+                    if any(f"{c}@{m}" not in self.scheduled and c not in mine for c in cs):
+                        keep.append(k)
+                        mine |= cs
+                if len(keep) < len(parts):
+                    self.cut[(program_id(p), m)] = tuple(keep)
+            self.scheduled |= {f"{c}@{m}" for c in mine}
         return run
 
     def record(self, cells: frozenset[str], modes: list[str], index: int, t: float) -> None:

@@ -20,7 +20,7 @@ from hypothesis.database import ReadOnlyDatabase
 from hypothesis.errors import FlakyFailure
 from hypothesis.statistics import collector
 
-from harness.campaign.cells import CellLedger, checked_cells, typed_cells
+from harness.campaign.cells import CellLedger, by_error, typed_cells, typed_output_cells
 from harness.campaign.config import LARGE_MODES, RunConfig
 from harness.campaign.corpus import check_sync, load_corpus, replay_corpus
 from harness.campaign.database import run_database
@@ -45,6 +45,7 @@ from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.pool import Completed, Pool
 from oracles import Prediction, predict
 from programs.model import Program
+from programs.graph import slice_outputs
 from programs.serialize import program_id
 
 __all__ = [
@@ -137,11 +138,13 @@ class _Scheduler:
             # another shard checks it; its cells are claimed here too, so every later
             # program gets the tier it gets in the unsharded run
             run.elsewhere.add(pid)
-            tier_modes(p, self.cfg, run.cells)
+            tier_modes(p, self.cfg, run.cells, self.sweeping)
+            for m in COSTLY_MODES:
+                run.cells.cut.pop((pid, m), None)
             return
         run.checked.add(pid)
         if self.pool is None:
-            run.record(check_program(p, tier_modes(p, self.cfg, run.cells)))
+            run.record(check_program(p, tier_modes(p, self.cfg, run.cells, self.sweeping)))
         else:
             self.submit(p)
         self.runnable_part(p)
@@ -156,19 +159,24 @@ class _Scheduler:
         other (its value modes only: the whole program had its abstract check)."""
         q = cpu_runnable_part(p)
         if q is not None and not self.run.is_known(q):
-            modes = tuple(m for m in tier_modes(q, self.cfg, self.run.cells) if m != "abstract")
+            modes = tuple(m for m in tier_modes(q, self.cfg, self.run.cells, self.sweeping) if m != "abstract")
             if modes:
                 self.run.queue_derived(q, p, modes)
 
     def submit(self, p: Program) -> None:
         assert self.pool is not None
-        modes = tier_modes(p, self.cfg, self.run.cells)
+        modes = tier_modes(p, self.cfg, self.run.cells, self.sweeping)
         late = tuple(m for m in modes if m in COSTLY_MODES) if len(modes) > 1 else ()
         if late:
-            # the costly modes (eager: ~0.4 s a program, the others ~0.2 s together) go in
-            # a late part, recorded on its own: the other modes' verdict comes first
+            # the costly modes (eager: ~1 s a sweep program, the others ~0.4 s together) go
+            # in late parts, recorded on their own: the other modes' verdict comes first.
+            # Each runs the program cut to the outputs that bring it new cells (CellLedger.claim)
             modes = tuple(m for m in modes if m not in late)
-            self.late.append((p, late))
+            for m in late:
+                keep = self.run.cells.cut.pop((program_id(p), m), None)
+                q = p if keep is None else slice_outputs(p, keep)
+                self.run.part_of[program_id(q)] = program_id(p)
+                self.late.append((q, (m,)))
         self._submit(p, modes)
         self.submit_late()
 
@@ -318,7 +326,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
         # every cell of the table first, a few per program (harness/campaign/sweep.py
         # `sweep_groups`), their costly modes once the sweep is out
         sched.limit, sched.sweeping = cfg.max_examples, True
-        for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append):
+        for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append, sched.run.cells, cfg.modes):
             sched.check(p)
             sched.run.swept_ids.add(program_id(p))
         sched.sweeping = False
@@ -404,14 +412,16 @@ LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go o
 SWEEP_LATE_EVERY = 5
 
 
-def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None) -> tuple[str, ...]:
+def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lean: bool = False) -> tuple[str, ...]:
     """Tiers: every program is checked abstractly (errors, shapes, dtypes, varying axes:
     no compile); every value mode also runs a program that brings a configuration cell
     (harness/campaign/cells.py; an invalid program's cells by error) no earlier
     value-tier program had, and a share chosen by program id. A costly mode
     (`COSTLY_MODES`) runs a claimed program only where it brings that mode a new cell,
-    and a quarter of the share. All of it depends only on the programs drawn so far, in
-    order: repeatable."""
+    and a quarter of the share. While the sweep runs (`lean`), a claimed program runs
+    only the modes it brings a new cell (and abstract): the sweep is there to reach
+    every (cell, mode) pair soon, the stream after it runs every mode. All of it depends
+    only on the programs drawn so far, in order: repeatable."""
     if block_bytes(p) >= LARGE_BLOCK_BYTES:  # a large program: the transport's chunked path, not every mode
         return tuple(m for m in cfg.modes if m in LARGE_MODES)
     if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
@@ -419,7 +429,9 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None) -> 
     if ledger is not None:
         # only a valid program checks a cell by value; an invalid one checks its cells by
         # error (`CELL|by_error`, as Run.record counts them): cheap, it stops at tracing
-        claimed = ledger.claim(p, checked_cells(p), cfg.modes, COSTLY_MODES)
+        cells, fails = typed_cells(p)
+        claimed = ledger.claim(p, by_error(cells) if fails else cells, cfg.modes, COSTLY_MODES,
+                               None if fails else typed_output_cells(p), lean)
         if claimed:
             return claimed
     h = int(program_id(p), 16) % 10000

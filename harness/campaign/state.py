@@ -126,6 +126,8 @@ class Run:
         # a program whose costly modes run in a late part (harness/campaign/fuzz.py) is
         # recorded once per part: counted once, its case holding every part's divergences
         self.recorded: dict[str, int] = {}  # program id -> its index (self.n) when first recorded
+        # a late part's program (the program, or it cut to some outputs: fuzz.py) -> the program's id
+        self.part_of: dict[str, str] = {}
         self.counted: set[tuple[str, str]] = set()  # (what, program id): "divergent", "failing", "known"
         self.case_divergences: dict[str, list[Any]] = {}  # program id -> the divergences its case holds
 
@@ -163,10 +165,10 @@ class Run:
 
     def record(self, res: CheckResult, from_corpus: bool = False) -> None:
         p = res.program
-        pid = program_id(p)
+        # a late part (the program's costly modes, maybe on the program cut to some of its
+        # outputs: harness/campaign/fuzz.py) is the same program again: counted once
+        pid = self.part_of.get(program_id(p), program_id(p))
         derived = pid in self.derived_ids
-        # a late part (the program's costly modes, harness/campaign/fuzz.py) is the same
-        # program again: counted once
         part = pid in self.recorded
         if not part:
             if derived:
@@ -181,7 +183,9 @@ class Run:
         # a cell is checked by value by a valid program that ran; an invalid program checks
         # its cells by error (recorded apart: `CELL|by_error`), never by value
         valid = res.prediction.error is None
-        checked = [o.mode for o in res.observations if o.status == ("ok" if valid else "error") and o.mode != "probe"]
+        # (a grad mode that found no float output checked no derivative: `skipped`)
+        checked = [o.mode for o in res.observations if o.status == ("ok" if valid else "error") and o.mode != "probe"
+                   and not (o.facts or {}).get("skipped")]
         cells = program_cells(p, [(t.shape, t.dtype) for t in res.prediction.value_types])
         if not valid:
             cells = by_error(cells)
@@ -213,7 +217,7 @@ class Run:
                 b = Bucket(d.signature, d.kind.value, d.mode, case=str(path), message=d.message,
                            suppressed_by=sup.id if sup else None, new=not from_corpus and sup is None,
                            first_seen_at=self.n, first_seen_s=round(self.elapsed(), 2),
-                           first_seen_index=-1 if from_corpus else self.stream_index.get(program_id(p), -1))
+                           first_seen_index=-1 if from_corpus else self.stream_index.get(pid, -1))
                 self.buckets[key] = b
                 if sup:
                     print(f"[known: {sup.id}] {d.signature}", file=self.cfg.progress)
