@@ -11,6 +11,10 @@ configuration cell (programs/cells.py, e.g. `pshuffle|dtype=int32`, `pmean|group
   (cell, mode) pairs the run's programs held, the other modes 26 to 99.
 - "smap": the smap mode, which takes a valid program over one mesh axis only.
 
+A nested shard_map's focus (kind "shard_map") is spmd only, with the free axis Auto (the
+nested one's axes are Auto outside it), so its programs run every value mode but smap
+and vmap_spmd.
+
 The focus is a drawn value: the kind uniformly among the kinds of `strategies/cell_table.txt`
 (the cells unfocused generation reaches, scripts/build_cell_table.py), then one of its
 cells uniformly, then the profile. So a rare cell gets its share whatever the op draws
@@ -79,7 +83,9 @@ def _fits(cell: str, profile: str) -> bool:
     over one axis with check_vma."""
     f = Focus(cell, profile)
     if profile == "smap":
-        return not f.by_error and not f.needs_check_vma_off and not (f.dimension == "axes" and f.value != "one")
+        # (a nested shard_map needs an Auto axis outside it: the smap profile's mesh has one axis)
+        return (not f.by_error and not f.needs_check_vma_off and not (f.dimension == "axes" and f.value != "one")
+                and f.kind != "shard_map")
     return True
 
 

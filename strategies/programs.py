@@ -502,13 +502,33 @@ def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, .
           and (want_dtype is None or v.dtype == want_dtype)
           and (want_rank is None or min(len(v.shape), 3) == want_rank)
           and not (f.kind == "cast" and j in body.python_numbers)]
-    if not ok and want_dtype is not None and want_dtype in body.dtypes:
+    if not ok and want_dtype is not None and (want_dtype in body.dtypes or want_dtype in _PROMOTED):
         src = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced) and j not in body.python_numbers
                and (want_rank is None or min(len(v.shape), 3) == want_rank)]
         if src:
-            c = body.push(Op.make("cast", (draw(st.sampled_from(src), label="focus_cast_from"),), dtype=want_dtype))
+            j = draw(st.sampled_from(src), label="focus_cast_from")
+            c = _promoted(draw, body, j, want_dtype) if want_dtype in _PROMOTED else body.push(Op.make("cast", (j,), dtype=want_dtype))
             ok = [] if c is None else [c]
     return draw(st.sampled_from(ok), label="focus_operand") if ok else None
+
+
+# dtypes only an op's result has, never an argument's or a cast's (programs/model.py
+# `_STORAGE`): int16 is int8 + uint8 (jnp's promotion), int64 an int32 sum under x64
+_PROMOTED = ("int16", "int64")
+
+
+def _promoted(draw: st.DrawFn, body: _Body, j: int, dtype: str) -> int | None:
+    """A value of `dtype` (one of _PROMOTED) made from value `j`, or None."""
+    def cast(to: str) -> int | None:
+        return j if body.vals[j].dtype == to else body.push(Op.make("cast", (j,), dtype=to))
+
+    if dtype == "int16":
+        a, b = cast("int8"), cast("uint8")
+        return None if a is None or b is None else body.push(Op.make("add", (a, b)))
+    a = cast("int32") if body.x64 else None
+    if a is None or not body.try_op(draw, "reduce_sum", operand=a):
+        return None
+    return len(body.vals) - 1 if body.vals[-1].dtype == "int64" else None
 
 
 def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
@@ -575,8 +595,10 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     # program under a mesh context, harness/run/compat.py `_explicit_mode_gaps`)
     mesh, usable = focus_mesh(draw, f, AXIS_NAMES)
     manual = mesh.names
+    if f.kind == "shard_map" and f.profile == "spmd":
+        manual = usable  # a nested shard_map's axes are Auto outside it: the free axis is
     vma_flag = not any(g.needs_check_vma_off for g in every)
-    x64 = any(g.dimension == "dtype" and g.value == X64_DTYPE for g in every)
+    x64 = any(g.dimension == "dtype" and g.value in (X64_DTYPE, "int64") for g in every)
     rank, dtype = argument_constraint(f, x64, group[0][1:])
     # a sweep group's other (compound) foci of a rank or dtype: the next arguments take them
     more = [argument_constraint(c[0], x64, c[1:]) for c in group[1:] if any(g.dimension in ("rank", "dtype") for g in c)]
