@@ -45,7 +45,6 @@ ALL_KINDS = (
 NOT_DRAWN: dict[str, str] = {}
 # the dtypes of a program that does not name float64 (one that does runs under jax_enable_x64)
 _X32_DTYPES = tuple(d for d in DTYPES if d != X64_DTYPE)
-SWEEP_TRIES_LIVE = 4  # a sweep program's focus-op tries made outputs too, at most
 
 
 def _check_devices(min_devices: int, max_devices: int, max_axes: int) -> None:
@@ -532,8 +531,7 @@ def _promoted(draw: st.DrawFn, body: _Body, j: int, dtype: str) -> int | None:
     return len(body.vals) - 1 if body.vals[-1].dtype == "int64" else None
 
 
-def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = (),
-              tried: list[int] | None = None) -> int | None:
+def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
     """The index of a value made by an op with the focus's cell, drawn among the ops of
     its kind on a matching operand (a few tries); None when none came out with it. With
     `extra` foci (of other dimensions: a sweep's compound focus), the first op that also
@@ -563,8 +561,6 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
             rank = len(body.vals[op.operands[0]].shape) if op.operands else None
             dtype = body.vals[n_in + i].dtype
             cells = op_cells(body.mesh, op, rank, dtype)
-            if tried is not None:
-                tried.append(n_in + i)  # (an op of the kind: the caller may make it live too)
             if want in cells or (f.dimension == "wrap" and f"{f.kind}|wrap=plain" in cells):
                 score = len(wants & cells)
                 if score == len(wants):
@@ -627,14 +623,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     for _ in range(draw(st.integers(0, 3), label="n_ops")):
         body.try_op(draw, draw(st.sampled_from(enabled or kinds), label="op_kind"))
     ats = []
-    # a sweep group (several foci, or compound ones): the ops of its kind the focus ops'
-    # tries made stay live too (outputs), so the kind's other parameter combinations are
-    # checked as well (one op per compound would check few: e.g. a tiled psum_scatter on
-    # its last dimension)
-    sweep = len(group) > 1 or len(group[0]) > 1
-    tries: list[int] = []
     for c in group:
-        at = _focus_op(draw, body, c[0], c[1:], tries if sweep else None)
+        at = _focus_op(draw, body, c[0], c[1:])
         event(f"focus: {'drawn' if at is not None else 'not drawn'}")
         w = next((g for g in c if g.dimension == "wrap"), None)
         if at is not None and w is not None and w.value != "plain":
@@ -644,8 +634,6 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
                 body.ops[at - len(inputs)] = Op.make(op.kind, op.operands, **op.param_dict, wrap=w.value)
         if at is not None and at not in ats:
             ats.append(at)
-    if sweep:
-        ats += [v for v in tries if v not in ats][: SWEEP_TRIES_LIVE]
     outputs, out_specs = _outputs(draw, body, len(inputs), max(max_outputs, len(ats)), first=tuple(ats))
     program = _program(body, inputs, in_specs, outputs, out_specs)
     return _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)

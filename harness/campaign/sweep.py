@@ -145,21 +145,11 @@ def _alone(f: Focus) -> bool:
     return f.profile == "spmd" and f.dimension == "wrap" and f.value == "while"
 
 
-_DATA = ("dtype", "rank", "wrap", "axes")  # the dimensions a compound focus combines freely
-
-
 def _together(a: Focus, b: Focus) -> bool:
-    """Whether one op should have both cells: at most one of the op's own parameter
-    classes (tiled, an axis, to=, perm, groups: they interact, e.g. a tiled psum_scatter
-    on its last dimension, so the others stay drawn at random), and a dimension in the
-    middle needs rank 3."""
-    if a.dimension not in _DATA and b.dimension not in _DATA:
-        return False
+    """Whether one op can have both cells (a dimension in the middle needs rank 3)."""
     for x, y in ((a, b), (b, a)):
         if x.value == "middle" and y.dimension == "rank" and y.value != "3":
             return False
-        if x.value == "last" and y.dimension == "rank" and y.value in ("0", "1"):
-            return False  # (an axis 0 of rank 1 is "first")
     return True
 
 
