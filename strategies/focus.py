@@ -149,13 +149,21 @@ def focus_mesh(draw: st.DrawFn, f: Focus, names: tuple[str, ...]) -> tuple[Mesh,
     return mesh, mesh.names[:-1]  # the last (even, > 1) axis stays free
 
 
+def wanted(foci: tuple[Focus, ...]) -> tuple[int | None, str | None]:
+    """(rank, dtype) the operand of an op with all of `foci`'s cells has, where one of
+    them names it (None: any). A cast's dtype cell is its result's: its operand's is any."""
+    rank = next((int(g.value) for g in foci if g.dimension == "rank" and g.value.isdigit()), None)
+    dtype = next((g.value for g in foci if g.dimension == "dtype" and g.kind != "cast"), None)
+    return rank, dtype
+
+
 def argument_constraint(f: Focus, x64: bool, extra: tuple[Focus, ...] = ()) -> tuple[int | None, str | None]:
     """(rank, dtype) the first argument takes for the focus and the `extra` foci its op
-    should also have (a sweep's compound focus, harness/campaign/sweep.py; None: drawn)."""
-    members = (f, *extra)
-    rank = next((int(g.value) for g in members if g.dimension == "rank" and g.value.isdigit()), None)
-    # (a cast's dtype cell is its result's dtype: the argument's stays drawn)
-    dtype = next((g.value for g in members if g.dimension == "dtype" and g.value in DTYPES and g.kind != "cast"), None)
+    should also have (a sweep's compound focus, harness/campaign/sweep.py; None: drawn).
+    A dtype no argument takes (int16, int64: made by promotion) leaves it drawn."""
+    rank, dtype = wanted((f, *extra))
+    if dtype not in DTYPES:
+        dtype = None
     if dtype == "float64" and not x64:
         dtype = "float32"
     if rank is not None:

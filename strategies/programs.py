@@ -29,7 +29,7 @@ from programs.ops import COLLECTIVES
 from strategies.body import _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
-from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh
+from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
 from strategies.invalid import DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
@@ -495,9 +495,7 @@ def programs(
 def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
     """A value the focus op may read: of the dtype or rank the focus (or its `extra`
     foci) names (a cast to the dtype made first when no value has it)."""
-    members = (f, *extra)
-    want_dtype = next((g.value for g in members if g.dimension == "dtype" and g.kind != "cast"), None)
-    want_rank = next((int(g.value) for g in members if g.dimension == "rank" and g.value.isdigit()), None)
+    want_rank, want_dtype = wanted((f, *extra))
     ok = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced)
           and (want_dtype is None or v.dtype == want_dtype)
           and (want_rank is None or min(len(v.shape), 3) == want_rank)

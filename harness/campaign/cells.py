@@ -144,13 +144,13 @@ class CellLedger:
         (`cut`, programs/graph.py `slice_outputs`), and claims only theirs: eager
         shard_map runs each primitive on its own, so the cut runs the same primitives
         for those outputs and none of the others'."""
-        pairs = {(c, m) for c in cells for m in modes if applies(p, m)}
-        fresh = {m for c, m in pairs if f"{c}@{m}" not in self.scheduled}
+        runs = [m for m in modes if applies(p, m)]
+        fresh = {m for m in runs if any(f"{c}@{m}" not in self.scheduled for c in cells)}
         if not fresh:
             return ()
         run = tuple(m for m in modes if m in fresh or m == "abstract" or not (lean or m in costly))
         for m in run:
-            if not applies(p, m):
+            if m not in runs:
                 continue
             mine = cells
             if m in costly and parts is not None and len(parts) > 1:

@@ -20,7 +20,7 @@ from hypothesis.database import ReadOnlyDatabase
 from hypothesis.errors import FlakyFailure
 from hypothesis.statistics import collector
 
-from harness.campaign.cells import CellLedger, by_error, typed_cells, typed_output_cells
+from harness.campaign.cells import CellLedger, checked_cells, typed_cells, typed_output_cells
 from harness.campaign.config import LARGE_MODES, RunConfig
 from harness.campaign.corpus import check_sync, load_corpus, replay_corpus
 from harness.campaign.database import run_database
@@ -433,9 +433,8 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
     if ledger is not None:
         # only a valid program checks a cell by value; an invalid one checks its cells by
         # error (`CELL|by_error`, as Run.record counts them): cheap, it stops at tracing
-        cells, fails = typed_cells(p)
-        claimed = ledger.claim(p, by_error(cells) if fails else cells, cfg.modes, COSTLY_MODES,
-                               None if fails else typed_output_cells(p), lean)
+        fails = typed_cells(p)[1]
+        claimed = ledger.claim(p, checked_cells(p), cfg.modes, COSTLY_MODES, None if fails else typed_output_cells(p), lean)
         if claimed:
             return claimed
     h = int(program_id(p), 16) % 10000

@@ -116,7 +116,13 @@ def profile_modes(f: Focus, modes: tuple[str, ...]) -> tuple[str, ...]:
 def holds(f: Focus, p: Program, modes: tuple[str, ...]) -> bool:
     """Whether `p` checks `f`'s cell in every mode of `f`'s profile (harness/campaign/cells.py
     `checked_cells`, `applies`)."""
-    return f.cell in checked_cells(p) and all(applies(p, m) for m in profile_modes(f, modes))
+    return f in _held((f,), p, modes)
+
+
+def _held(foci: list[Focus] | tuple[Focus, ...], p: Program, modes: tuple[str, ...]) -> frozenset[Focus]:
+    """The foci of `foci` that `p` holds (`holds`), its cells and modes looked up once."""
+    cells, runs = checked_cells(p), {m for m in modes if applies(p, m)}
+    return frozenset(f for f in foci if f.cell in cells and runs.issuperset(profile_modes(f, modes)))
 
 
 def _dim(f: Focus) -> str:
@@ -265,23 +271,22 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
         if not group:
             continue
         members = [f for c in group for f in c]
-        best: tuple[int, Program, list[dict[str, Any]]] | None = None
+        best: tuple[frozenset[Focus], Program, list[dict[str, Any]]] | None = None
         for d in range(DRAWS):
             got, kept = _draw(s * 100_003 + n + 1_000_000_007 * d, group, defects)
             if got is None:
                 continue
-            score = sum(holds(f, got, modes) for f in members)
-            if best is None or score > best[0]:
-                best = (score, got, kept)
-            if score == len(members):
+            held = _held(members, got, modes)
+            if best is None or len(held) > len(best[0]):
+                best = (held, got, kept)
+            if len(held) == len(members):
                 break
         n += 1
         if best is None:
             for f in members:
                 pending.again(f)
             continue
-        _, p, kept = best
-        held = frozenset(f for f in members if holds(f, p, modes))
+        held, p, kept = best
         for f in members:
             if f not in held:
                 pending.again(f)
