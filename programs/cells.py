@@ -54,10 +54,20 @@ def op_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     return out
 
 
+# Pair cells (pairwise coverage of classes that interact in one op: a bug of one dtype at
+# one rank, of a tiled gather on its last axis), "kind|a=x&b=y": every rank at the base
+# dtype (base choice: the marginal rank cells are often first reached at a rare dtype,
+# the marginal dtype cells at any rank), and every pair of one op's parameter classes
+PAIRED = ("tiled", "axis", "scatter_dimension", "split_axis", "concat_axis")
+BASE_DTYPE = "float32"
+
+
 def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     k = op.kind
     out = {f"{k}|dtype={dtype}", f"{k}|rank={min(rank, 3) if rank is not None else '?'}"}
     out.add(f"{k}|wrap={op.p('wrap') or 'plain'}")
+    if rank is not None and dtype == BASE_DTYPE and k != "cast":  # (a cast's dtype cell is its result's)
+        out.add(f"{k}|rank={min(rank, 3)}&dtype={dtype}")
     if k in LOCAL_OPS:
         return out
     axes = tuple(op.p("axes") or ())  # type: ignore[call-overload]
@@ -69,6 +79,8 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     for name in ("axis", "scatter_dimension", "split_axis", "concat_axis"):
         if op.p(name) is not None:
             out.add(f"{k}|{name}={_axis_class(op.p(name), rank)}")
+    params = [f"{n}={op.p(n) if n == 'tiled' else _axis_class(op.p(n), rank)}" for n in PAIRED if op.p(n) is not None]
+    out.update(f"{k}|{a}&{b}" for i, a in enumerate(params) for b in params[i + 1:])
     if k == "all_to_all" and op.p("split_axis") is not None:
         out.add(f"{k}|split{'!=' if op.p('split_axis') != op.p('concat_axis') else '=='}concat")
     if op.p("groups") is not None:

@@ -61,15 +61,20 @@ class Focus:
         return self.cell.split("|")[0]
 
     @property
+    def parts(self) -> tuple[tuple[str, str], ...]:
+        """(dimension, value) of each class the cell names: one, two for a pair cell
+        (programs/cells.py `PAIRED`, "kind|a=x&b=y")."""
+        return tuple((p.split("=")[0], p.split("=", 1)[1]) if "=" in p else (p, "") for p in self.cell.split("|")[1].split("&"))
+
+    @property
     def dimension(self) -> str:
-        """"dtype", "rank", "wrap", "axes", "tiled", ... (`split!=concat` for all_to_all's)."""
-        part = self.cell.split("|")[1]
-        return part.split("=")[0] if "=" in part else part
+        """"dtype", "rank", "wrap", "axes", "tiled", ... (`split!=concat` for all_to_all's;
+        "a&b" for a pair cell's)."""
+        return "&".join(d for d, _ in self.parts)
 
     @property
     def value(self) -> str:
-        part = self.cell.split("|")[1]
-        return part.split("=", 1)[1] if "=" in part else ""
+        return "&".join(v for _, v in self.parts)
 
     @property
     def needs_check_vma_off(self) -> bool:
@@ -151,9 +156,11 @@ def focus_mesh(draw: st.DrawFn, f: Focus, names: tuple[str, ...]) -> tuple[Mesh,
 
 def wanted(foci: tuple[Focus, ...]) -> tuple[int | None, str | None]:
     """(rank, dtype) the operand of an op with all of `foci`'s cells has, where one of
-    them names it (None: any). A cast's dtype cell is its result's: its operand's is any."""
-    rank = next((int(g.value) for g in foci if g.dimension == "rank" and g.value.isdigit()), None)
-    dtype = next((g.value for g in foci if g.dimension == "dtype" and g.kind != "cast"), None)
+    them names it (None: any; rank 3 for a dimension in the middle). A cast's dtype cell
+    is its result's: its operand's is any."""
+    parts = [(d, v) for g in foci for d, v in g.parts if not (d == "dtype" and g.kind == "cast")]
+    rank = next((int(v) for d, v in parts if d == "rank" and v.isdigit()), 3 if any(v == "middle" for _, v in parts) else None)
+    dtype = next((v for d, v in parts if d == "dtype"), None)
     return rank, dtype
 
 

@@ -254,3 +254,22 @@ def test_the_grad_modes_claim_no_program_they_cannot_differentiate() -> None:
     ints = Program(p.mesh, p.inputs, p.in_specs, (Op.make("cast", (0,), dtype="int32"),), (1,), (Spec((("x",),)),))
     assert not applies(ints, "grad") and applies(ints, "jit")
     assert unreachable("neg|wrap=while", "grad") and unreachable("neg|wrap=while", "jit") is None
+
+
+def test_pair_cells_name_the_rank_at_the_base_dtype_and_each_pair_of_one_ops_parameter_classes() -> None:
+    """programs/cells.py `PAIRED`: a rank's pair cell only at float32, an op's parameter
+    classes pairwise, and an invalid program's cells by error without the pairs."""
+    from harness.campaign.cells import by_error
+    from programs.cells import op_cells
+
+    mesh = Mesh(("x", "y"), (2, 2))
+    f32 = op_cells(mesh, Op.make("psum", (0,), axes=("x",)), 3, "float32")
+    assert "psum|rank=3&dtype=float32" in f32 and "psum|rank=3" in f32
+    bf16 = op_cells(mesh, Op.make("psum", (0,), axes=("x",)), 3, "bfloat16")
+    assert not any("&" in c for c in bf16), bf16
+    ps = op_cells(mesh, Op.make("psum_scatter", (0,), axes=("x",), scatter_dimension=-1, tiled=True), 2, "float32")
+    assert {"psum_scatter|tiled=True&scatter_dimension=negative", "psum_scatter|rank=2&dtype=float32"} <= ps
+    a2a = op_cells(mesh, Op.make("all_to_all", (0,), axes=("x",), split_axis=2, concat_axis=1, tiled=False), 3, "int8")
+    assert {"all_to_all|tiled=False&split_axis=last", "all_to_all|tiled=False&concat_axis=middle",
+            "all_to_all|split_axis=last&concat_axis=middle"} <= a2a
+    assert not any("&" in c for c in by_error(frozenset(a2a))) and "all_to_all|dtype=int8|by_error" in by_error(frozenset(a2a))

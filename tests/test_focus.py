@@ -29,6 +29,19 @@ def test_the_table_names_cells_of_drawn_kinds() -> None:
         assert rest in ([], ["by_error"]), c
     assert set(KINDS) <= set(ALL_KINDS)
     assert all(f.profile == "spmd" or not f.by_error for f in FOCI)
+    pairs = [c for c in CELLS if "&" in c]
+    assert pairs and not any(c.endswith("|by_error") for c in pairs), "pair cells are value cells only"
+
+
+def test_a_pair_focus_fixes_both_classes_and_a_middle_dimension_asks_rank_3() -> None:
+    from strategies.focus import wanted
+
+    f = Focus("psum|rank=3&dtype=float32", "spmd")
+    assert f.parts == (("rank", "3"), ("dtype", "float32")) and f.dimension == "rank&dtype"
+    assert wanted((f,)) == (3, "float32")
+    assert wanted((Focus("all_to_all|split_axis=middle&concat_axis=first", "spmd"),)) == (3, None)
+    assert wanted((Focus("psum|rank=1", "spmd"), Focus("pswapaxes|axis=middle", "spmd"))) == (1, None)
+    assert Focus("all_to_all|split!=concat", "spmd").parts == (("split!", "concat"),)
 
 
 @FOCUSED

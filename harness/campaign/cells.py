@@ -52,8 +52,10 @@ def typed_output_cells(p: Program) -> tuple[frozenset[str], ...]:
 
 
 def by_error(cells: frozenset[str]) -> frozenset[str]:
-    """An invalid program's cells, which it checks by error only (`CELL|by_error`)."""
-    return frozenset(f"{c}|by_error" for c in cells)
+    """An invalid program's cells, which it checks by error only (`CELL|by_error`); the
+    pair cells (programs/cells.py `PAIRED`: classes whose values interact) are value
+    cells only."""
+    return frozenset(f"{c}|by_error" for c in cells if "&" not in c)
 
 
 def checked_cells(p: Program) -> frozenset[str]:

@@ -125,10 +125,10 @@ def _held(foci: list[Focus] | tuple[Focus, ...], p: Program, modes: tuple[str, .
     return frozenset(f for f in foci if f.cell in cells and runs.issuperset(profile_modes(f, modes)))
 
 
-def _dim(f: Focus) -> str:
-    """The dimension a focus fixes (all_to_all's `split!=concat` and `split==concat` are
-    one)."""
-    return "split" if f.dimension.startswith("split") and "_axis" not in f.dimension else f.dimension
+def _dims(f: Focus) -> frozenset[str]:
+    """The dimensions a focus fixes (all_to_all's `split!=concat` and `split==concat` are
+    one; a pair cell's two)."""
+    return frozenset(_dims_list(f))
 
 
 def _compatible(head: Focus, f: Focus) -> bool:
@@ -146,17 +146,47 @@ def _compatible(head: Focus, f: Focus) -> bool:
 
 def _alone(f: Focus) -> bool:
     """A focus whose op costs its program the grad modes (lax.while_loop has no
-    reverse-mode derivative): in the spmd profile it goes in a group of its own, so the
+    reverse-mode derivative; psum / pmean groups need check_vma off, and the grad modes
+    run only under check_vma): in the spmd profile it goes in a group of its own, so the
     other foci keep theirs."""
-    return f.profile == "spmd" and f.dimension == "wrap" and f.value == "while"
+    return f.profile == "spmd" and ((f.dimension == "wrap" and f.value == "while") or f.needs_check_vma_off)
 
 
 def _together(a: Focus, b: Focus) -> bool:
     """Whether one op can have both cells (a dimension in the middle needs rank 3)."""
     for x, y in ((a, b), (b, a)):
-        if x.value == "middle" and y.dimension == "rank" and y.value != "3":
+        if any(v == "middle" for _, v in x.parts) and any(d == "rank" and v != "3" for d, v in y.parts):
             return False
     return True
+
+
+# dimensions whose classes interact in one op (a fault or bug of one dtype at one rank, of
+# a tiled gather on its last axis): their pairs are cells of their own (programs/cells.py
+# `PAIRED`), and a compound fixes two of one set only as one pair focus's (with the
+# single foci that agree with it): the other foci of one leave the rest drawn freely (an
+# argument's default dtype is float32, the base dtype of the pairs)
+_APART = (frozenset({"dtype", "rank"}), frozenset({"tiled", "axis", "scatter_dimension", "split_axis", "concat_axis"}))
+
+
+def _fits_compound(members: list[Focus], g: Focus) -> bool:
+    """Whether `g` can join the compound `members`: one op can have all their cells (its
+    classes agree with theirs where both fix a dimension, `_together`: a single focus
+    joins a pair of its class), and of each `_APART` set the compound fixes at most one
+    dimension, or only those of one pair focus."""
+    fixed = {d: v for m in members for d, v in zip(_dims_list(m), (v for _, v in m.parts))}
+    mine = dict(zip(_dims_list(g), (v for _, v in g.parts)))
+    if any(fixed.get(d, v) != v for d, v in mine.items()):
+        return False
+    if not all(_together(m, g) for m in members):
+        return False
+    every = [*members, g]
+    dims = set(fixed) | set(mine)
+    return all(len(dims & s) <= 1 or any(dims & s <= _dims(m) for m in every if len(m.parts) > 1) for s in _APART)
+
+
+def _dims_list(f: Focus) -> list[str]:
+    """`_dims` in the cell's order, one per part."""
+    return ["split" if d.startswith("split") and "_axis" not in d else d for d, _ in f.parts]
 
 
 class _Pending:
@@ -190,8 +220,7 @@ class _Pending:
                 group.append((f,))
                 break
             for g in left:
-                if g not in used and not _alone(g) and _dim(g) not in {_dim(m) for m in members} \
-                        and _compatible(group[0][0] if group else f, g) and all(_together(m, g) for m in members):
+                if g not in used and not _alone(g) and _compatible(group[0][0] if group else f, g) and _fits_compound(members, g):
                     members.append(g)
                     used.add(g)
             group.append(tuple(members))
