@@ -103,6 +103,19 @@ PROFILES: dict[str, dict[str, object]] = {
 }
 
 
+def compile_cache_env(option: str | None, corpus: Path | None) -> dict[str, str]:
+    """The worker environment for `--compile-cache` (jax reads its config from these
+    variables at import): every compile kept, however quick or small, so eager's
+    per-primitive executables are too; {} for none. The cache key holds the jax and
+    jaxlib versions, the XLA flags and the compile options, so a cache shared by runs of
+    other jax versions or --codegen never hands one another's executables."""
+    if option is None and corpus is None or option == "none":
+        return {}
+    d = writable_dir(option, "--compile-cache") if option is not None else writable_dir(str(corpus / ".jax_cache"), "--corpus")
+    return {"JAX_COMPILATION_CACHE_DIR": str(d.resolve()), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+
+
 def cmd_fuzz(a: argparse.Namespace) -> int:
     from harness.campaign.fuzz import RunConfig, fuzz
 
@@ -128,6 +141,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             raise UsageError(f"--corpus {corpus}: a file there cannot be read as a JSON case ({e}); fix or remove it") from None
         for f, p, _ in cases:
             fits(p, f"--corpus: {f}")
+    worker_env = {"SHARDFUZZ_CODEGEN": a.codegen, **compile_cache_env(a.compile_cache, corpus)}
     if a.database is not None:
         from harness.campaign.database import open_database
 
@@ -148,7 +162,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         minimize_total_s=a.minimize_total,
         value_share=a.value_share,
         batch=a.batch,
-        worker_env={"SHARDFUZZ_CODEGEN": a.codegen},
+        worker_env=worker_env,
         shard=parse_shard(a.shard) if a.shard is not None else None,
         large=a.large,
         database=a.database,
@@ -254,6 +268,9 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     )
     f.add_argument("--corpus", default=None,
                    help="persistent corpus directory: replayed first, failing cases added (default: none)")
+    f.add_argument("--compile-cache", default=None,
+                   help="jax's persistent compilation cache for the workers, shared across runs (every compile kept, "
+                   "the per-primitive ones of eager too): a directory, or 'none' (default: CORPUS/.jax_cache with --corpus, else none)")
     f.add_argument("--minimize-budget", type=at_least(0.0, float, "0: off"), default=FUZZ_DEFAULTS["minimize_budget"],
                    help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--minimize-total", type=at_least(0.0, float, "0: no limit"), default=FUZZ_DEFAULTS["minimize_total"],

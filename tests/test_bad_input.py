@@ -299,3 +299,17 @@ def test_a_killed_parent_leaves_no_worker_log(tmp_path: Path) -> None:
     while list(tmp_path.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_compile_cache_option_names_an_unwritable_directory_and_none_turns_it_off(tmp_path: Path) -> None:
+    from harness.cli import compile_cache_env
+
+    assert compile_cache_env(None, None) == {} and compile_cache_env("none", tmp_path) == {}
+    env = compile_cache_env(None, tmp_path)
+    assert env["JAX_COMPILATION_CACHE_DIR"] == str((tmp_path / ".jax_cache").resolve()) and (tmp_path / ".jax_cache").is_dir()
+    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"  # eager's quick per-primitive compiles too
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = sf("fuzz", "--compile-cache", str(blocker / "cache"), "--report", str(tmp_path / "rep"), "--max-examples", "1")
+    assert r.returncode == 2 and "--compile-cache" in one_line(r) and "writable directory" in one_line(r), r.stderr
+    assert not (tmp_path / "rep" / "summary.json").exists()

@@ -64,6 +64,8 @@ def test_corpus_replay_reports_fixed(tmp_path: Path) -> None:
            env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
     assert r.returncode == 1, r.stdout[-1500:] + r.stderr[-1500:]
     assert list(corpus.glob("*.json"))
+    # jax's persistent compilation cache, under the corpus by default: the workers' compiles were kept
+    assert [f for f in (corpus / ".jax_cache").rglob("*") if f.is_file()], "no executable in CORPUS/.jax_cache"
     # the "bug" is fixed: the same corpus replayed without the fault
     r = sf("fuzz", "--seed", "22", "--max-examples", "3", "--invalid", "0", "--report", str(rep2), "--corpus", str(corpus), *FAST)
     s = json.loads((rep2 / "summary.json").read_text())
