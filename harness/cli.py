@@ -109,7 +109,7 @@ def compile_cache_env(option: str | None, corpus: Path | None) -> dict[str, str]
     per-primitive executables are too; {} for none. The cache key holds the jax and
     jaxlib versions, the XLA flags and the compile options, so a cache shared by runs of
     other jax versions or --codegen never hands one another's executables."""
-    if option is None and corpus is None or option == "none":
+    if option == "none" or (option is None and corpus is None):
         return {}
     d = writable_dir(option, "--compile-cache") if option is not None else writable_dir(str(corpus / ".jax_cache"), "--corpus")
     return {"JAX_COMPILATION_CACHE_DIR": str(d.resolve()), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",

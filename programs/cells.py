@@ -73,13 +73,10 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     axes = tuple(op.p("axes") or ())  # type: ignore[call-overload]
     if axes:
         out.add(f"{k}|axes={_axes_class(axes, mesh)}")
-    for name in ("tiled", "to"):
-        if op.p(name) is not None:
-            out.add(f"{k}|{name}={op.p(name)}")
-    for name in ("axis", "scatter_dimension", "split_axis", "concat_axis"):
-        if op.p(name) is not None:
-            out.add(f"{k}|{name}={_axis_class(op.p(name), rank)}")
+    if op.p("to") is not None:
+        out.add(f"{k}|to={op.p('to')}")
     params = [f"{n}={op.p(n) if n == 'tiled' else _axis_class(op.p(n), rank)}" for n in PAIRED if op.p(n) is not None]
+    out.update(f"{k}|{c}" for c in params)
     out.update(f"{k}|{a}&{b}" for i, a in enumerate(params) for b in params[i + 1:])
     if k == "all_to_all" and op.p("split_axis") is not None:
         out.add(f"{k}|split{'!=' if op.p('split_axis') != op.p('concat_axis') else '=='}concat")

@@ -599,8 +599,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     x64 = any(g.dimension == "dtype" and g.value in (X64_DTYPE, "int64") for g in every)
     rank, dtype = argument_constraint(f, x64, group[0][1:])
     # a sweep group's other (compound) foci of a rank or dtype: the next arguments take them
-    more = [argument_constraint(c[0], x64, c[1:]) for c in group[1:] 
-            if any(d in ("rank", "dtype") for g in c for d, _ in g.parts) or wanted(c)[0] is not None]
+    more = [argument_constraint(c[0], x64, c[1:]) for c in group[1:]
+            if any(d in ("rank", "dtype") or v == "middle" for g in c for d, v in g.parts)]
     n_args = draw(st.integers(1, max_args), label="n_args")
     if not is_float(dtype):
         n_args = max(n_args, 2)  # a float argument too: grad differentiates it

@@ -28,6 +28,7 @@ from harness.campaign.cells import CellLedger, applies, checked_cells, unreachab
 from harness.campaign.generation import GENERATION, stable_constants
 from harness.run.modes import DEFAULT_MODES
 from programs.model import Program
+from programs.cells import PAIRED
 from programs.ops import COLLECTIVES
 from strategies.focus import FOCI, KINDS, PROFILES, Focus
 from strategies.programs import programs_around
@@ -125,10 +126,10 @@ def _held(foci: list[Focus] | tuple[Focus, ...], p: Program, modes: tuple[str, .
     return frozenset(f for f in foci if f.cell in cells and runs.issuperset(profile_modes(f, modes)))
 
 
-def _dims(f: Focus) -> frozenset[str]:
-    """The dimensions a focus fixes (all_to_all's `split!=concat` and `split==concat` are
-    one; a pair cell's two)."""
-    return frozenset(_dims_list(f))
+def _fixed(f: Focus) -> dict[str, str]:
+    """The dimensions a focus fixes, with their classes (all_to_all's `split!=concat` and
+    `split==concat` are one dimension; a pair cell fixes two)."""
+    return {("split" if d.startswith("split") and "_axis" not in d else d): v for d, v in f.parts}
 
 
 def _compatible(head: Focus, f: Focus) -> bool:
@@ -165,7 +166,7 @@ def _together(a: Focus, b: Focus) -> bool:
 # `PAIRED`), and a compound fixes two of one set only as one pair focus's (with the
 # single foci that agree with it): the other foci of one leave the rest drawn freely (an
 # argument's default dtype is float32, the base dtype of the pairs)
-_APART = (frozenset({"dtype", "rank"}), frozenset({"tiled", "axis", "scatter_dimension", "split_axis", "concat_axis"}))
+_APART = (frozenset({"dtype", "rank"}), frozenset(PAIRED))
 
 
 def _fits_compound(members: list[Focus], g: Focus) -> bool:
@@ -173,20 +174,13 @@ def _fits_compound(members: list[Focus], g: Focus) -> bool:
     classes agree with theirs where both fix a dimension, `_together`: a single focus
     joins a pair of its class), and of each `_APART` set the compound fixes at most one
     dimension, or only those of one pair focus."""
-    fixed = {d: v for m in members for d, v in zip(_dims_list(m), (v for _, v in m.parts))}
-    mine = dict(zip(_dims_list(g), (v for _, v in g.parts)))
-    if any(fixed.get(d, v) != v for d, v in mine.items()):
+    fixed = {d: v for m in members for d, v in _fixed(m).items()}
+    mine = _fixed(g)
+    if any(fixed.get(d, v) != v for d, v in mine.items()) or not all(_together(m, g) for m in members):
         return False
-    if not all(_together(m, g) for m in members):
-        return False
-    every = [*members, g]
     dims = set(fixed) | set(mine)
-    return all(len(dims & s) <= 1 or any(dims & s <= _dims(m) for m in every if len(m.parts) > 1) for s in _APART)
-
-
-def _dims_list(f: Focus) -> list[str]:
-    """`_dims` in the cell's order, one per part."""
-    return ["split" if d.startswith("split") and "_axis" not in d else d for d, _ in f.parts]
+    pairs = [set(_fixed(m)) for m in (*members, g) if len(m.parts) > 1]
+    return all(len(dims & s) <= 1 or any(dims & s <= q for q in pairs) for s in _APART)
 
 
 class _Pending:
