@@ -13,6 +13,7 @@ temporary file for replay, explain, emit and minimize).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -103,17 +104,48 @@ PROFILES: dict[str, dict[str, object]] = {
 }
 
 
+COMPILE_CACHE_MAX_BYTES = 2 << 30  # the shared per-user cache: least recently used out past 2 GiB
+
+
+def default_compile_cache() -> Path:
+    """The per-user compilation cache every run without --corpus or --compile-cache
+    shares: `$SHARDFUZZ_COMPILE_CACHE`, else `$XDG_CACHE_HOME/shardfuzz/jax` (else
+    `~/.cache/shardfuzz/jax`)."""
+    if os.environ.get("SHARDFUZZ_COMPILE_CACHE"):
+        return Path(os.environ["SHARDFUZZ_COMPILE_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "shardfuzz" / "jax"
+
+
 def compile_cache_env(option: str | None, corpus: Path | None) -> dict[str, str]:
     """The worker environment for `--compile-cache` (jax reads its config from these
     variables at import): every compile kept, however quick or small, so eager's
     per-primitive executables are too; {} for none. The cache key holds the jax and
     jaxlib versions, the XLA flags and the compile options, so a cache shared by runs of
-    other jax versions or --codegen never hands one another's executables."""
-    if option == "none" or (option is None and corpus is None):
+    other jax versions or --codegen never hands one another's executables.
+
+    Without the option: CORPUS/.jax_cache with --corpus, else the per-user cache
+    (`default_compile_cache`); a per-user cache that cannot be written is left off with
+    a warning (it was not asked for), a named directory that cannot be is a usage error.
+    Where the `filelock` package is importable (a dependency of shardfuzz), the cache is
+    capped at COMPILE_CACHE_MAX_BYTES, least recently used entries out first."""
+    if option == "none":
         return {}
-    d = writable_dir(option, "--compile-cache") if option is not None else writable_dir(str(corpus / ".jax_cache"), "--corpus")
-    return {"JAX_COMPILATION_CACHE_DIR": str(d.resolve()), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+    if option is not None:
+        d = writable_dir(option, "--compile-cache")
+    elif corpus is not None:
+        d = writable_dir(str(corpus / ".jax_cache"), "--corpus")
+    else:
+        try:
+            d = writable_dir(str(default_compile_cache()), "the per-user compilation cache")
+        except UsageError as e:
+            print(f"shardfuzz: warning: {e} (or set $SHARDFUZZ_COMPILE_CACHE); running without it", file=sys.stderr)
+            return {}
+    env = {"JAX_COMPILATION_CACHE_DIR": str(d.resolve()), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+           "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
+    if importlib.util.find_spec("filelock") is not None:  # (jax needs it to evict)
+        env["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(COMPILE_CACHE_MAX_BYTES)
+    return env
 
 
 def cmd_fuzz(a: argparse.Namespace) -> int:
@@ -270,7 +302,8 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
                    help="persistent corpus directory: replayed first, failing cases added (default: none)")
     f.add_argument("--compile-cache", default=None,
                    help="jax's persistent compilation cache for the workers, shared across runs (every compile kept, "
-                   "the per-primitive ones of eager too): a directory, or 'none' (default: CORPUS/.jax_cache with --corpus, else none)")
+                   "the per-primitive ones of eager too): a directory, or 'none' (default: CORPUS/.jax_cache with --corpus, "
+                   "else the per-user $SHARDFUZZ_COMPILE_CACHE or $XDG_CACHE_HOME/shardfuzz/jax, capped at 2 GiB)")
     f.add_argument("--minimize-budget", type=at_least(0.0, float, "0: off"), default=FUZZ_DEFAULTS["minimize_budget"],
                    help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--minimize-total", type=at_least(0.0, float, "0: no limit"), default=FUZZ_DEFAULTS["minimize_total"],

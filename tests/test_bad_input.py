@@ -301,10 +301,22 @@ def test_a_killed_parent_leaves_no_worker_log(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_compile_cache_option_names_an_unwritable_directory_and_none_turns_it_off(tmp_path: Path) -> None:
-    from harness.cli import compile_cache_env
+def test_compile_cache_option_names_an_unwritable_directory_and_none_turns_it_off(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import COMPILE_CACHE_MAX_BYTES, compile_cache_env
 
-    assert compile_cache_env(None, None) == {} and compile_cache_env("none", tmp_path) == {}
+    assert compile_cache_env("none", None) == {} and compile_cache_env("none", tmp_path) == {}
+    # no option, no corpus: the per-user cache ($XDG_CACHE_HOME/shardfuzz/jax), capped
+    monkeypatch.delenv("SHARDFUZZ_COMPILE_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    user = compile_cache_env(None, None)
+    assert user["JAX_COMPILATION_CACHE_DIR"] == str((tmp_path / "xdg" / "shardfuzz" / "jax").resolve())
+    assert user["JAX_COMPILATION_CACHE_MAX_SIZE"] == str(COMPILE_CACHE_MAX_BYTES)
+    # a per-user cache that cannot be written was not asked for: off, with a warning
+    (tmp_path / "xdg-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-file"))
+    assert compile_cache_env(None, None) == {}
+    assert "running without it" in capsys.readouterr().err
     env = compile_cache_env(None, tmp_path)
     assert env["JAX_COMPILATION_CACHE_DIR"] == str((tmp_path / ".jax_cache").resolve()) and (tmp_path / ".jax_cache").is_dir()
     assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"  # eager's quick per-primitive compiles too
