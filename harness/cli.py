@@ -94,12 +94,13 @@ def _run_defaults() -> dict[str, object]:
 FUZZ_DEFAULTS: dict[str, object] = _run_defaults()
 
 # Presets for `fuzz --profile` (the same names as the pytest Hypothesis profiles).
+NO_LIMIT = 10**9  # --max-examples when only --budget bounds the run
 PROFILES: dict[str, dict[str, object]] = {
     "dev": {"max_examples": 200},
     "ci": {"max_examples": 100, "minimize_budget": 0.0},
     # nightly adds the multiprocess mode (2 processes x 4 devices, gloo; its large programs
     # cost seconds each: benchmarks/multiprocess_cost.py), which the default modes leave out
-    "nightly": {"max_examples": 10**9, "budget": 8 * 3600.0, "minimize_total": 3600.0,
+    "nightly": {"max_examples": NO_LIMIT, "budget": 8 * 3600.0, "minimize_total": 3600.0,
                 "modes": ",".join((*DEFAULT_MODES, "multiprocess"))},
 }
 
@@ -155,8 +156,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         if a.profile not in PROFILES:
             raise UsageError(f"--profile {a.profile!r}: unknown profile; choose from {', '.join(PROFILES)}")
         for k, v in PROFILES[a.profile].items():
-            if getattr(a, k) == FUZZ_DEFAULTS[k]:
+            if getattr(a, k) is None or getattr(a, k) == FUZZ_DEFAULTS[k]:
                 setattr(a, k, v)
+    if a.max_examples is None:  # not given: a time budget alone bounds the run
+        a.max_examples = NO_LIMIT if a.budget is not None else FUZZ_DEFAULTS["max_examples"]
 
     # (every number was range-checked by its argparse type; RunConfig checks them again)
     report = writable_dir(a.report, "--report")
@@ -281,8 +284,9 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     seconds = positive(float, "seconds")
     f.add_argument("--seed", type=int, default=FUZZ_DEFAULTS["seed"],
                    help="which programs: the same seed and options draw the same programs (programs_digest in the summary)")
-    f.add_argument("--max-examples", type=at_least(1), default=FUZZ_DEFAULTS["max_examples"],
-                   help="how many programs to draw (Hypothesis examples), at least 1")
+    f.add_argument("--max-examples", type=at_least(1), default=None,
+                   help=f"how many programs to draw (Hypothesis examples), at least 1 (default: {FUZZ_DEFAULTS['max_examples']}; "
+                   "no limit with --budget, which then ends the run)")
     f.add_argument("--budget", type=seconds, default=FUZZ_DEFAULTS["budget"],
                    help="stop after this many seconds (default: none, only --max-examples)")
     f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win; default: none)")

@@ -99,6 +99,11 @@ def output_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = N
     return tuple(_cells_of(p, cone(p, o), types) for o in p.outputs)
 
 
+def ops_cells(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:
+    """The cells of those body ops of `p` that are live (`program_cells`, restricted)."""
+    return _cells_of(p, ops & live_ops(p), types)
+
+
 def _cells_of(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None) -> frozenset[str]:
     n_in = len(p.inputs)
     out: set[str] = set()

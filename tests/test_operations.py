@@ -176,3 +176,23 @@ def test_console_json_junit_and_html_give_the_same_counts(tmp_path: Path) -> Non
     assert tiles["programs run"] == c.programs_run and tiles["failing programs"] == c.failing_programs
     assert tiles["divergences (unexplained)"] == c.divergences and tiles["known divergences"] == c.suppressed
     assert all(not b.new for b in s.known)  # a known bucket is never 'new'
+
+
+def test_a_cell_jax_fails_at_is_listed_with_the_known_divergence_that_blocked_it(tmp_path: Path) -> None:
+    """A cell no mode could check because jax is known to fail there (a negative
+    scatter_dimension: jit's lowering fails StableHLO verification) is listed with the
+    known entry as why, not as a cell the run just missed; the modes jax runs it in
+    check it (abstract)."""
+    corpus, rep = tmp_path / "corpus", tmp_path / "rep"
+    corpus.mkdir()
+    program = json.loads((ROOT / "reports" / "corpus" / "known" / "neg_scatter.json").read_text())
+    (corpus / "neg_scatter.json").write_text(json.dumps({"program": program, "divergences": []}))
+    r = sf("fuzz", "--seed", "0", "--max-examples", "1", "--invalid", "0", "--report", str(rep), "--corpus", str(corpus),
+           "--compile-cache", "none", *FAST)
+    assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
+    rows = {(c["cell"], c["mode"]): c for c in json.loads((rep / "summary.json").read_text())["cells"]}
+    jit = rows[("psum_scatter|scatter_dimension=negative", "jit")]
+    assert jit["checks"] == 0 and jit["why"].startswith("known divergence") and "negative-scatter-dimension" in jit["why"], jit
+    assert rows[("psum_scatter|scatter_dimension=negative", "abstract")]["checks"] >= 1
+    # a cell no program held is not blamed on it
+    assert "negative-scatter-dimension" not in rows[("all_to_all|split_axis=negative", "jit")]["why"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from programs.cells import op_cells, output_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
+from programs.cells import op_cells, ops_cells, output_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
 from programs.serialize import program_id
@@ -127,6 +127,10 @@ class CellLedger:
     scheduled: set[str]  # "cell@mode" pairs some program was already sent to the value tier with
     # (program id, costly mode) -> the outputs that mode runs the program cut to (`claim`)
     cut: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    # (cell, mode) -> the known divergences (ids) that kept a program holding it from
+    # checking it in that mode: jax raised where the oracle predicts values, or ran where
+    # it predicts an error, and a known entry explains it at that cell's op (`block`)
+    blocked: dict[tuple[str, str], set[str]] = field(default_factory=dict)
 
     @staticmethod
     def new() -> CellLedger:
@@ -165,6 +169,10 @@ class CellLedger:
                     self.cut[(program_id(p), m)] = tuple(keep)
             self.scheduled |= {f"{c}@{m}" for c in mine}
         return run
+
+    def block(self, cells: frozenset[str], mode: str, entry: str) -> None:
+        for c in cells:
+            self.blocked.setdefault((c, mode), set()).add(entry)
 
     def record(self, cells: frozenset[str], modes: list[str], index: int, t: float) -> None:
         for c in cells:

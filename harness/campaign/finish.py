@@ -183,8 +183,19 @@ def cell_checks(run: Run) -> tuple[CellCheck, ...]:
                 i, t = run.cells.first[(c, m)]
                 out.append(CellCheck(c, m, n, i, t))
             else:
-                out.append(CellCheck(c, m, 0, why=unreachable(c, m) or _not_drawn(run, c)))
+                out.append(CellCheck(c, m, 0, why=unreachable(c, m) or _not_drawn(run, c) or _blocked(run, c, m)))
     return tuple(out)
+
+
+def _blocked(run: Run, cell: str, mode: str) -> str:
+    """Why no program checked `cell` in `mode` although some held it there: jax diverged
+    there each time, as known entries explain (harness/campaign/state.py `_block_known`), or ''."""
+    ids = run.cells.blocked.get((cell, mode))
+    if not ids:
+        return ""
+    what = "ran without the error the oracle predicts" if cell.endswith("|by_error") else "raised, crashed or hung"
+    return (f"known divergence: in every program that held it, jax {what} in {mode}, as "
+            f"{', '.join(sorted(ids))} explains (a known bucket of this report; its rewrite, when it has one, is checked)")
 
 
 def _not_drawn(run: Run, cell: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign.cells import CellLedger, by_error, program_cells
+from harness.campaign.cells import CellLedger, by_error, ops_cells, program_cells
 from harness.campaign.config import RunConfig
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence
@@ -163,6 +163,23 @@ class Run:
         self.stream_index.setdefault(program_id(q), self.stream_index.get(program_id(parent), -1))
         self.derived_pending.append((q, modes))
 
+    def _block_known(self, res: CheckResult, explained: Any, checked: list[str], valid: bool) -> None:
+        """The cells a mode did not check because jax diverged there as a known entry
+        explains (every divergence of that mode explained): those of the ops the entry's
+        op features hold on (all the program's cells for an entry scoped by the program
+        alone). The summary gives them as why a cell no program checked was not checked."""
+        p = res.program
+        types = [(t.shape, t.dtype) for t in res.prediction.value_types]
+        for m in {o.mode for o in res.observations if o.mode != "probe"} - set(checked):
+            mine = [x for x in explained if x.divergence.mode == m]
+            if not mine or any(x.entry is None for x in mine):
+                continue
+            for x in mine:
+                e = x.entry
+                ops = e.feature_ops(p, res.prediction.value_types) if e.op_features else frozenset(range(len(p.body)))
+                cells = ops_cells(p, ops, types)
+                self.cells.block(cells if valid else by_error(cells), m, e.id)
+
     def record(self, res: CheckResult, from_corpus: bool = False) -> None:
         p = res.program
         # a late part (the program's costly modes, maybe on the program cut to some of its
@@ -198,6 +215,7 @@ class Run:
             self.n_with_divergences += 1
         if any(x.entry is None for x in explained) and self._first("failing", pid):
             self.n_failing_programs += 1  # (a derived program's new divergence is its parent's failure)
+        self._block_known(res, explained, checked, valid)
         used = list({x.entry.id: x.entry for x in explained if x.entry is not None}.values())
         if used:
             q = derived_program(used, p, res.prediction)
@@ -247,7 +265,7 @@ class Run:
         budget = f"/{self.cfg.budget_s:.0f}s" if self.cfg.budget_s else "s"
         new = sum(1 for b in self.buckets.values() if not b.suppressed_by)
         line = (
-            f"[{self.n:>5}/{self.cfg.max_examples}] {rate:5.1f} programs/s, "
+            f"[{self.n:>5}{'' if self.cfg.max_examples >= 10**9 else f'/{self.cfg.max_examples}'}] {rate:5.1f} programs/s, "
             f"{new} new / {len(self.buckets) - new} known buckets, {now:.0f}{budget}"
         )
         if live:
