@@ -13,7 +13,6 @@ temporary file for replay, explain, emit and minimize).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -128,8 +127,10 @@ def compile_cache_env(option: str | None, corpus: Path | None) -> dict[str, str]
     Without the option: CORPUS/.jax_cache with --corpus, else the per-user cache
     (`default_compile_cache`); a per-user cache that cannot be written is left off with
     a warning (it was not asked for), a named directory that cannot be is a usage error.
-    Where the `filelock` package is importable (a dependency of shardfuzz), the cache is
-    capped at COMPILE_CACHE_MAX_BYTES, least recently used entries out first."""
+    The cache is pruned once, here, to COMPILE_CACHE_MAX_BYTES, oldest entries out first
+    (`prune_cache`): jax's own cap (`jax_compilation_cache_max_size`) re-reads the size of
+    every entry at each write, which costs eager, with its dozens of small executables
+    per program, more than the cache saves once it holds thousands."""
     if option == "none":
         return {}
     if option is not None:
@@ -144,9 +145,31 @@ def compile_cache_env(option: str | None, corpus: Path | None) -> dict[str, str]
             return {}
     env = {"JAX_COMPILATION_CACHE_DIR": str(d.resolve()), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}
-    if importlib.util.find_spec("filelock") is not None:  # (jax needs it to evict)
-        env["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(COMPILE_CACHE_MAX_BYTES)
+    prune_cache(d, COMPILE_CACHE_MAX_BYTES)
     return env
+
+
+def prune_cache(d: Path, max_bytes: int) -> int:
+    """Remove the oldest (by modification time) files of the cache directory `d` until
+    it holds at most `max_bytes`; the number removed."""
+    entries = []
+    with os.scandir(d) as it:
+        for e in it:
+            if e.is_file(follow_symlinks=False):
+                st = e.stat(follow_symlinks=False)
+                entries.append((st.st_mtime, st.st_size, e.path))
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, path in sorted(entries):
+        if total <= max_bytes:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+        removed += 1
+    return removed
 
 
 def cmd_fuzz(a: argparse.Namespace) -> int:
@@ -285,8 +308,8 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     f.add_argument("--seed", type=int, default=FUZZ_DEFAULTS["seed"],
                    help="which programs: the same seed and options draw the same programs (programs_digest in the summary)")
     f.add_argument("--max-examples", type=at_least(1), default=None,
-                   help=f"how many programs to draw (Hypothesis examples), at least 1 (default: {FUZZ_DEFAULTS['max_examples']}; "
-                   "no limit with --budget, which then ends the run)")
+                   help="how many programs to draw (Hypothesis examples), at least 1; without it, --budget alone "
+                   f"ends the run (default: {FUZZ_DEFAULTS['max_examples']})")
     f.add_argument("--budget", type=seconds, default=FUZZ_DEFAULTS["budget"],
                    help="stop after this many seconds (default: none, only --max-examples)")
     f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win; default: none)")
@@ -307,7 +330,7 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     f.add_argument("--compile-cache", default=None,
                    help="jax's persistent compilation cache for the workers, shared across runs (every compile kept, "
                    "the per-primitive ones of eager too): a directory, or 'none' (default: CORPUS/.jax_cache with --corpus, "
-                   "else the per-user $SHARDFUZZ_COMPILE_CACHE or $XDG_CACHE_HOME/shardfuzz/jax, capped at 2 GiB)")
+                   "else the per-user $SHARDFUZZ_COMPILE_CACHE or $XDG_CACHE_HOME/shardfuzz/jax, pruned to 2 GiB at each start)")
     f.add_argument("--minimize-budget", type=at_least(0.0, float, "0: off"), default=FUZZ_DEFAULTS["minimize_budget"],
                    help="seconds to minimize each new bucket (0: off)")
     f.add_argument("--minimize-total", type=at_least(0.0, float, "0: no limit"), default=FUZZ_DEFAULTS["minimize_total"],

@@ -311,7 +311,17 @@ def test_compile_cache_option_names_an_unwritable_directory_and_none_turns_it_of
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     user = compile_cache_env(None, None)
     assert user["JAX_COMPILATION_CACHE_DIR"] == str((tmp_path / "xdg" / "shardfuzz" / "jax").resolve())
-    assert user["JAX_COMPILATION_CACHE_MAX_SIZE"] == str(COMPILE_CACHE_MAX_BYTES)
+    assert "JAX_COMPILATION_CACHE_MAX_SIZE" not in user  # (jax's cap stats every entry at each write)
+    # the cap: pruned once per run, oldest first
+    from harness.cli import prune_cache
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for i in range(4):
+        (cache / f"e{i}").write_bytes(b"x" * 100)
+        os.utime(cache / f"e{i}", (1000 + i, 1000 + i))
+    assert prune_cache(cache, 250) == 2 and sorted(f.name for f in cache.iterdir()) == ["e2", "e3"]
+    assert COMPILE_CACHE_MAX_BYTES == 2 << 30
     # a per-user cache that cannot be written was not asked for: off, with a warning
     (tmp_path / "xdg-file").write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-file"))
