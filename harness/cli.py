@@ -104,7 +104,7 @@ PROFILES: dict[str, dict[str, object]] = {
 }
 
 
-COMPILE_CACHE_MAX_BYTES = 2 << 30  # the shared per-user cache: least recently used out past 2 GiB
+COMPILE_CACHE_MAX_BYTES = 2 << 30  # a compilation cache is pruned to this as a run starts (prune_cache)
 
 
 def default_compile_cache() -> Path:
