@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from harness.campaign.config import NO_LIMIT
 from harness.campaign.shard import parse_shard
 from harness.cli_cases import cmd_emit, cmd_explain, cmd_minimize, cmd_replay
 from harness.cli_input import (
@@ -93,7 +94,6 @@ def _run_defaults() -> dict[str, object]:
 FUZZ_DEFAULTS: dict[str, object] = _run_defaults()
 
 # Presets for `fuzz --profile` (the same names as the pytest Hypothesis profiles).
-NO_LIMIT = 10**9  # --max-examples when only --budget bounds the run
 PROFILES: dict[str, dict[str, object]] = {
     "dev": {"max_examples": 200},
     "ci": {"max_examples": 100, "minimize_budget": 0.0},

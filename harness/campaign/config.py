@@ -25,6 +25,9 @@ LARGE_SHARE = 0.05
 LARGE_MODES = ("abstract", "jit", "multiprocess")
 
 
+NO_LIMIT = 10**9  # max_examples when only the budget bounds a run (the progress line shows no cap)
+
+
 @dataclass
 class RunConfig:
     seed: int = 0

@@ -8,15 +8,16 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.campaign.cells import CellLedger, by_error, ops_cells, program_cells
-from harness.campaign.config import RunConfig
+from harness.campaign.config import NO_LIMIT, RunConfig
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence
-from harness.judge.known import derived_program, explain_all
+from harness.judge.known import Explained, derived_program, explain_all
 from harness.report.markup import write as atomic_write
 from harness.run import compat
 from programs.model import Program
@@ -163,22 +164,25 @@ class Run:
         self.stream_index.setdefault(program_id(q), self.stream_index.get(program_id(parent), -1))
         self.derived_pending.append((q, modes))
 
-    def _block_known(self, res: CheckResult, explained: Any, checked: list[str], valid: bool) -> None:
+    def _block_known(self, res: CheckResult, explained: Sequence[Explained], checked: list[str],
+                     types: list[tuple[tuple[int, ...], str]], cells: frozenset[str]) -> None:
         """The cells a mode did not check because jax diverged there as a known entry
         explains (every divergence of that mode explained): those of the ops the entry's
-        op features hold on (all the program's cells for an entry scoped by the program
-        alone). The summary gives them as why a cell no program checked was not checked."""
-        p = res.program
-        types = [(t.shape, t.dtype) for t in res.prediction.value_types]
+        op features hold on (`cells`, the program's own as `record` counts them, for an
+        entry scoped by the program alone). The summary gives them as why a cell no
+        program checked was not checked."""
+        p, valid = res.program, res.prediction.error is None
+        mine: dict[str, frozenset[str]] = {}  # entry id -> the cells it blocks in this program
         for m in {o.mode for o in res.observations if o.mode != "probe"} - set(checked):
-            mine = [x for x in explained if x.divergence.mode == m]
-            if not mine or any(x.entry is None for x in mine):
+            here = [x.entry for x in explained if x.divergence.mode == m]
+            if not here or any(e is None for e in here):
                 continue
-            for x in mine:
-                e = x.entry
-                ops = e.feature_ops(p, res.prediction.value_types) if e.op_features else frozenset(range(len(p.body)))
-                cells = ops_cells(p, ops, types)
-                self.cells.block(cells if valid else by_error(cells), m, e.id)
+            for e in here:
+                assert e is not None
+                if e.id not in mine:
+                    own = ops_cells(p, e.feature_ops(p, res.prediction.value_types), types) if e.op_features else cells
+                    mine[e.id] = own if valid else by_error(own)
+                self.cells.block(mine[e.id], m, e.id)
 
     def record(self, res: CheckResult, from_corpus: bool = False) -> None:
         p = res.program
@@ -203,10 +207,9 @@ class Run:
         # (a grad mode that found no float output checked no derivative: `skipped`)
         checked = [o.mode for o in res.observations if o.status == ("ok" if valid else "error") and o.mode != "probe"
                    and not (o.facts or {}).get("skipped")]
-        cells = program_cells(p, [(t.shape, t.dtype) for t in res.prediction.value_types])
-        if not valid:
-            cells = by_error(cells)
-        self.cells.record(cells, checked, index, round(self.elapsed(), 2))
+        types = [(t.shape, t.dtype) for t in res.prediction.value_types]
+        own = program_cells(p, types)
+        self.cells.record(own if valid else by_error(own), checked, index, round(self.elapsed(), 2))
         if not res.divergences:
             return
         path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
@@ -215,7 +218,7 @@ class Run:
             self.n_with_divergences += 1
         if any(x.entry is None for x in explained) and self._first("failing", pid):
             self.n_failing_programs += 1  # (a derived program's new divergence is its parent's failure)
-        self._block_known(res, explained, checked, valid)
+        self._block_known(res, explained, checked, types, own)
         used = list({x.entry.id: x.entry for x in explained if x.entry is not None}.values())
         if used:
             q = derived_program(used, p, res.prediction)
@@ -265,7 +268,7 @@ class Run:
         budget = f"/{self.cfg.budget_s:.0f}s" if self.cfg.budget_s else "s"
         new = sum(1 for b in self.buckets.values() if not b.suppressed_by)
         line = (
-            f"[{self.n:>5}{'' if self.cfg.max_examples >= 10**9 else f'/{self.cfg.max_examples}'}] {rate:5.1f} programs/s, "
+            f"[{self.n:>5}{'' if self.cfg.max_examples >= NO_LIMIT else f'/{self.cfg.max_examples}'}] {rate:5.1f} programs/s, "
             f"{new} new / {len(self.buckets) - new} known buckets, {now:.0f}{budget}"
         )
         if live:
