@@ -57,9 +57,13 @@ def op_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
 # Pair cells (pairwise coverage of classes that interact in one op: a bug of one dtype at
 # one rank, of a tiled gather on its last axis), "kind|a=x&b=y": every rank at the base
 # dtype (base choice: the marginal rank cells are often first reached at a rare dtype,
-# the marginal dtype cells at any rank), and every pair of one op's parameter classes
+# the marginal dtype cells at any rank), every pair of one op's parameter classes, and
+# every dtype of a collective over several axes all of size > 1 (its replica groups span
+# mesh axes: a reduction or gather lowered per dtype over them; the marginal dtype cells
+# are mostly reached over one axis, the most common tuple)
 PAIRED = ("tiled", "axis", "scatter_dimension", "split_axis", "concat_axis")
 BASE_DTYPE = "float32"
+SEVERAL = "several>1"  # the axis-tuple class paired with every dtype
 
 
 def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
@@ -72,7 +76,10 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
         return out
     axes = tuple(op.p("axes") or ())  # type: ignore[call-overload]
     if axes:
-        out.add(f"{k}|axes={_axes_class(axes, mesh)}")
+        cls = _axes_class(axes, mesh)
+        out.add(f"{k}|axes={cls}")
+        if cls == SEVERAL and op.operands:  # (axis_index, axis_size: no operand, always int32)
+            out.add(f"{k}|axes={cls}&dtype={dtype}")
     if op.p("to") is not None:
         out.add(f"{k}|to={op.p('to')}")
     params = [f"{n}={op.p(n) if n == 'tiled' else _axis_class(op.p(n), rank)}" for n in PAIRED if op.p(n) is not None]

@@ -108,9 +108,10 @@ class _Body:
             return None
         return tiled, draw(st.sampled_from(dims), label=label)
 
-    def try_op(self, draw: st.DrawFn, kind: str, operand: int | None = None) -> bool:
+    def try_op(self, draw: st.DrawFn, kind: str, operand: int | None = None, axes: tuple[str, ...] | None = None) -> bool:
         """Append one op of `kind` if the current values allow it; False otherwise. Its
-        (first) operand is `operand` when given, else drawn."""
+        (first) operand is `operand` when given, else drawn; a collective's axes are
+        `axes` when given (usable axes), else drawn."""
         if operand is not None:
             idx = operand
         else:
@@ -137,7 +138,8 @@ class _Body:
         # collectives
         if not self.usable:
             return False
-        axes = draw(st.sampled_from(_axes_subsets(self.usable)), label="axes")
+        if axes is None or not axes or not set(axes) <= set(self.usable):
+            axes = draw(st.sampled_from(_axes_subsets(self.usable)), label="axes")
         event(f"collective axes: {len(axes)}")
         x = self.vals[idx]
         if kind in ("psum", "pmean", "psum_scatter") and self.check_vma:

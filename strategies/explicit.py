@@ -123,14 +123,20 @@ def wrap_call(draw: st.DrawFn, p: Program) -> Program:
     return replace(q, wrap_specs=specs)
 
 
-def draw_reduced(draw: st.DrawFn, b: _Body) -> None:
-    """One chain through the reduced / unreduced types, where the values allow it (every
-    op typed by the oracle; one it rejects is not appended)."""
+UR_CHAINS = ("unreduced_psum", "unreduced_add", "reduced_varying", "all_gather_reduced")
+
+
+def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bool = False) -> None:
+    """One chain through the reduced / unreduced types (`chain`, else drawn), where the
+    values allow it (every op typed by the oracle; one it rejects is not appended).
+    `closed`: the chain ends in a plain value (the psum of the unreduced one, the
+    reduced one cast back to varying), which an output over Auto axes can take."""
     if not b.check_vma or not b.usable or set(b.manual) != set(b.mesh.names):
         # (partial manual: jax 0.10.2 does not handle unreduced / reduced values there,
         # "TODO(yashkatariya): Handle partial manual unreduced/reduced", core.getu asserts)
         return
-    chain = draw(st.sampled_from(("unreduced_psum", "unreduced_add", "reduced_varying", "all_gather_reduced")), label="ur_chain")
+    if chain is None:
+        chain = draw(st.sampled_from(UR_CHAINS), label="ur_chain")
     # (not bool: psum of an unreduced bool raises TypeError in jax 0.10.2, where psum of
     # a bool counts: a difference the oracle does not model yet)
     varying = [i for i, v in enumerate(b.vals) if v.vma & set(b.usable) and not (v.unreduced or v.reduced) and v.dtype != "bool"]
@@ -151,7 +157,7 @@ def draw_reduced(draw: st.DrawFn, b: _Body) -> None:
             if u2 is not None and b.push(Op.make("add", (u, u2))) is not None:
                 u = len(b.vals) - 1
                 event("add of unreduced values")
-        if draw(st.booleans(), label="ur_psum") and b.push(Op.make("psum", (u,), axes=axes)) is not None:
+        if (closed or draw(st.booleans(), label="ur_psum")) and b.push(Op.make("psum", (u,), axes=axes)) is not None:
             event("psum of an unreduced value")
     elif chain == "reduced_varying" and plain:
         i = draw(st.sampled_from(plain), label="ur_operand")
@@ -162,15 +168,18 @@ def draw_reduced(draw: st.DrawFn, b: _Body) -> None:
         if r is None:
             return
         event("pcast: invarying -> reduced")
-        if draw(st.booleans(), label="ur_back") and b.push(Op.make("pcast", (r,), axes=free, to="varying")) is not None:
+        if (closed or draw(st.booleans(), label="ur_back")) and b.push(Op.make("pcast", (r,), axes=free, to="varying")) is not None:
             event("pcast: reduced -> varying")
     elif chain == "all_gather_reduced" and varying:
         i = draw(st.sampled_from(varying), label="ur_operand")
         axes = tuple(a for a in b.usable if a in b.vals[i].vma)[:1]
         r = len(b.vals[i].shape)
         tiled = r > 0 and draw(st.booleans(), label="tiled")
-        if b.push(Op.make("all_gather", (i,), axes=axes, axis=0, tiled=tiled, to="reduced")) is not None:
+        g = b.push(Op.make("all_gather", (i,), axes=axes, axis=0, tiled=tiled, to="reduced"))
+        if g is not None:
             event("all_gather(to='reduced')")
+            if closed:
+                b.push(Op.make("pcast", (g,), axes=axes, to="varying"))
 
 
 def out_spec_ur(mesh: Mesh, manual: tuple[str, ...], v: ValueView, spec: Spec) -> Spec | None:

@@ -76,6 +76,11 @@ class Focus:
     def value(self) -> str:
         return "&".join(v for _, v in self.parts)
 
+    def fixes(self, dimension: str) -> str | None:
+        """The class the focus fixes of `dimension` ("axes", "dtype", ...; one part of a
+        pair cell's), or None."""
+        return next((v for d, v in self.parts if d == dimension), None)
+
     @property
     def needs_check_vma_off(self) -> bool:
         """psum / pmean with axis_index_groups: drawn under check_vma=False only
@@ -89,7 +94,7 @@ def _fits(cell: str, profile: str) -> bool:
     f = Focus(cell, profile)
     if profile == "smap":
         # (a nested shard_map needs an Auto axis outside it: the smap profile's mesh has one axis)
-        return (not f.by_error and not f.needs_check_vma_off and not (f.dimension == "axes" and f.value != "one")
+        return (not f.by_error and not f.needs_check_vma_off and f.fixes("axes") in (None, "one")
                 and f.kind != "shard_map")
     return True
 
@@ -148,7 +153,7 @@ def focus_mesh(draw: st.DrawFn, f: Focus, names: tuple[str, ...]) -> tuple[Mesh,
     if f.profile == "smap":
         mesh = Mesh(names[:1], (draw(st.sampled_from(_SMAP_SIZES), label="focus_mesh"),))
         return mesh, mesh.names
-    key = f.value if f.dimension == "axes" else ""
+    key = f.fixes("axes") or ""
     sizes = draw(st.sampled_from(_SPMD_MESHES[key]), label="focus_mesh")
     mesh = Mesh(names[: len(sizes)], sizes)
     return mesh, mesh.names[:-1]  # the last (even, > 1) axis stays free

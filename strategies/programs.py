@@ -492,17 +492,91 @@ def programs(
     return _maybe_invalid(draw, program, body, invalid, defects)
 
 
-def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
+# the chain of strategies/explicit.py `draw_reduced` that holds each (kind, to=) cell
+_UR_CHAIN = {("pcast", "unreduced"): ("unreduced_psum", "unreduced_add"), ("pcast", "reduced"): ("reduced_varying",),
+             ("all_gather", "reduced"): ("all_gather_reduced",)}
+
+
+def _focus_reduced(draw: st.DrawFn, body: _Body, f: Focus, to: str, want: str, wants: set[str]) -> int | None:
+    """A focus on `to=reduced` / `to=unreduced` (ops the plain collective draws never
+    make): the value ending a closed chain through that type (`draw_reduced`), whose
+    cone holds the op with the cell (its result is not an output over Auto axes)."""
+    from programs.cells import op_cells
+
+    chains = _UR_CHAIN.get((f.kind, to))
+    if chains is None:
+        return None
+    n_in = len(body.vals) - len(body.ops)
+    best: tuple[int, int] | None = None
+    for _ in range(3):
+        before = len(body.ops)
+        draw_reduced(draw, body, draw(st.sampled_from(chains), label="ur_chain"), closed=True)
+        for i in range(before, len(body.ops)):
+            op = body.ops[i]
+            rank = len(body.vals[op.operands[0]].shape) if op.operands else None
+            cells = op_cells(body.mesh, op, rank, body.vals[n_in + i].dtype)
+            end = len(body.vals) - 1
+            if op.kind == f.kind and want in cells and not (body.vals[end].unreduced or body.vals[end].reduced):
+                score = len(wants & cells)
+                if score == len(wants):
+                    return end
+                if best is None or score > best[0]:
+                    best = (score, end)
+    return None if best is None else best[1]
+
+
+def _focus_axes(body: _Body, cls: str | None) -> tuple[str, ...] | None:
+    """Axes of the usable ones that make the axis-tuple class `cls` (programs/cells.py
+    `_axes_class`) on the body's mesh, or None (drawn: "one", or no such tuple): every
+    usable axis, in mesh order, or reversed for "out_of_mesh_order"."""
+    ordered = tuple(a for a in body.mesh.names if a in body.usable)
+    if cls is None or cls == "one" or len(ordered) < 2:
+        return None
+    ones = [body.mesh.axis_size(a) == 1 for a in ordered]
+    if cls == "out_of_mesh_order":
+        return ordered[::-1]
+    if (cls == "with_size_1") == any(ones):
+        return ordered
+    return None
+
+
+def _takes_all(body: _Body, kind: str, j: int, axes: tuple[str, ...]) -> bool:
+    """Whether value `j` lets a `kind` op over all of `axes` be drawn (else
+    strategies/body.py `try_op` and the collective draws narrow the axes or fail):
+    pcast (pvary) adds only axes it does not vary along; under check_vma psum, pmean and
+    psum_scatter take axes it varies along all or none of; psum_scatter and all_to_all
+    need a dimension the group size divides, pswapaxes one equal to it."""
+    v = body.vals[j]
+    inside = set(axes) & set(v.vma)
+    n = body.n(axes)
+    if kind == "pcast":
+        return not inside
+    if kind in ("psum", "pmean", "psum_scatter") and body.check_vma and inside and inside != set(axes):
+        return False
+    if kind in ("psum_scatter", "all_to_all"):
+        return any(d % n == 0 for d in v.shape)
+    if kind == "pswapaxes":
+        return n in v.shape
+    return True
+
+
+def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = (),
+                   axes: tuple[str, ...] | None = None) -> int | None:
     """A value the focus op may read: of the dtype or rank the focus (or its `extra`
-    foci) names (a cast to the dtype made first when no value has it)."""
+    foci) names (a cast to the dtype made first when no value has it); over `axes`, one
+    that keeps them all where some value does (`_takes_all`)."""
     want_rank, want_dtype = wanted((f, *extra))
     ok = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced)
           and (want_dtype is None or v.dtype == want_dtype)
           and (want_rank is None or min(len(v.shape), 3) == want_rank)
           and not (f.kind == "cast" and j in body.python_numbers)]
+    if axes is not None:
+        ok = [j for j in ok if _takes_all(body, f.kind, j, axes)] or ok
     if not ok and want_dtype is not None and (want_dtype in body.dtypes or want_dtype in _PROMOTED):
         src = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced) and j not in body.python_numbers
                and (want_rank is None or min(len(v.shape), 3) == want_rank)]
+        if axes is not None:  # (a cast keeps the shape and the varying axes)
+            src = [j for j in src if _takes_all(body, f.kind, j, axes)] or src
         if src:
             j = draw(st.sampled_from(src), label="focus_cast_from")
             c = _promoted(draw, body, j, want_dtype) if want_dtype in _PROMOTED else body.push(Op.make("cast", (j,), dtype=want_dtype))
@@ -541,15 +615,22 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
     cast_to = next((g.value for g in (f, *extra) if g.kind == "cast" and g.dimension == "dtype"), None)
     n_in = len(body.vals) - len(body.ops)
     best: tuple[int, int] | None = None  # (extra cells it has, value index)
-    for _ in range(6):
-        idx = _focus_operand(draw, body, f, extra)
+    to = next((c for g in (f, *extra) if (c := g.fixes("to")) in ("reduced", "unreduced")), None)
+    if to is not None:
+        # (not for an invalid program: with reduced values only the Explicit-axis defects
+        # apply, `_maybe_invalid`, and a focus mesh is Auto)
+        return None if f.by_error else _focus_reduced(draw, body, f, to, want, wants)
+    axes = _focus_axes(body, next((c for g in (f, *extra) if (c := g.fixes("axes")) is not None), None))
+    for n in range(6):
+        idx = _focus_operand(draw, body, f, extra, axes if n % 2 == 0 else None)
         if idx is None:
             break
         before = len(body.ops)
         if cast_to is not None:
             ok = cast_to in body.dtypes and body.vals[idx].dtype != cast_to and body.push(Op.make("cast", (idx,), dtype=cast_to)) is not None
         else:
-            ok = body.try_op(draw, f.kind, operand=idx)
+            # every other try over the axes of the focus's axis-tuple class (the others drawn)
+            ok = body.try_op(draw, f.kind, operand=idx, axes=axes if n % 2 == 0 else None)
         if not ok:
             continue
         for i in range(before, len(body.ops)):
@@ -596,7 +677,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     if f.kind == "shard_map" and f.profile == "spmd":
         manual = usable  # a nested shard_map's axes are Auto outside it: the free axis is
     vma_flag = not any(g.needs_check_vma_off for g in every)
-    x64 = any(g.dimension == "dtype" and g.value in (X64_DTYPE, "int64") for g in every)
+    x64 = any(g.fixes("dtype") in (X64_DTYPE, "int64") for g in every)
     rank, dtype = argument_constraint(f, x64, group[0][1:])
     # a sweep group's other (compound) foci of a rank or dtype: the next arguments take them
     more = [argument_constraint(c[0], x64, c[1:]) for c in group[1:]

@@ -273,3 +273,23 @@ def test_pair_cells_name_the_rank_at_the_base_dtype_and_each_pair_of_one_ops_par
     assert {"all_to_all|tiled=False&split_axis=last", "all_to_all|tiled=False&concat_axis=middle",
             "all_to_all|split_axis=last&concat_axis=middle"} <= a2a
     assert not any("&" in c for c in by_error(frozenset(a2a))) and "all_to_all|dtype=int8|by_error" in by_error(frozenset(a2a))
+
+
+def test_a_collective_over_several_axes_of_size_above_1_has_a_cell_per_dtype() -> None:
+    """programs/cells.py `SEVERAL`: the pair cell `kind|axes=several>1&dtype=D` only over
+    two or more axes all of size > 1 (not one axis, nor one of size 1, nor out of mesh
+    order), at any dtype; never for an op without an operand; in the grad modes an
+    integer dtype's pair cell is unreachable like its marginal."""
+    from harness.campaign.cells import unreachable
+    from programs.cells import op_cells
+
+    mesh = Mesh(("x", "y", "z"), (2, 2, 1))
+    two = op_cells(mesh, Op.make("all_gather", (0,), axes=("x", "y"), axis=0, tiled=True), 2, "int32")
+    assert "all_gather|axes=several>1&dtype=int32" in two and "all_gather|dtype=int32" in two
+    for axes in (("x",), ("x", "z"), ("y", "x")):
+        cells = op_cells(mesh, Op.make("all_gather", (0,), axes=axes, axis=0, tiled=True), 2, "int32")
+        assert not any("several>1&" in c for c in cells), (axes, cells)
+    assert not any("&dtype=int32" in c for c in op_cells(mesh, Op.make("axis_index", (), axes=("x", "y")), None, "int32"))
+    assert unreachable("psum|axes=several>1&dtype=int8", "grad") is not None
+    assert unreachable("psum|axes=several>1&dtype=bfloat16", "grad") is None
+    assert unreachable("psum|axes=several>1&dtype=bfloat16", "smap") is not None

@@ -173,3 +173,20 @@ def test_the_sweep_draws_no_focus_the_ledger_already_holds_and_every_open_one() 
     assert all(drawn[f] <= MAX_TRIES for f in drawn)
     assert all(f in held or drawn[f] == MAX_TRIES for f in want)
     assert not any(f.by_error for f in drawn), "--invalid 0: no group by error"
+
+
+def test_a_several_axes_dtype_focus_fixes_its_mesh_and_dtype_and_draws_both_axes() -> None:
+    """A `kind|axes=several>1&dtype=D` focus: spmd only (smap has one axis), a mesh of two
+    usable axes of size > 1, an argument of D, and the op drawn over both axes."""
+    from programs.cells import SEVERAL
+
+    pairs = [f for f in FOCI if f.fixes("axes") == SEVERAL and f.fixes("dtype") is not None]
+    assert pairs and all(f.profile == "spmd" for f in pairs)
+    held = Counter()
+    for f in pairs[:: max(1, len(pairs) // 12)]:
+        @settings(FOCUSED, max_examples=10)
+        @given(programs_around(f))
+        def check(p: Program) -> None:
+            held[f.cell in checked_cells(p)] += 1
+        check()
+    assert held[True] >= 0.7 * sum(held.values()), held

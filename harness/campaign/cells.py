@@ -106,7 +106,8 @@ def unreachable(cell: str, mode: str, backend: str = "cpu") -> str | None:
     if backend == "cpu" and mode in (*VALUE_MODES, "lowering") and kind in NO_CPU_LOWERING:
         return f"{kind}: XLA:CPU has no lowering for it (checked by abstract)"
     dim = cell.split("|")[1]
-    if mode in ("grad", "grad_remat") and dim.startswith("dtype=") and not is_float(dim[6:]):
+    dtype = next((part[6:] for part in dim.split("&") if part.startswith("dtype=")), None)
+    if mode in ("grad", "grad_remat") and dtype is not None and not is_float(dtype):
         return "integer values have no derivative"
     if mode in ("grad", "grad_remat") and dim == "wrap=while":
         return "jax has no reverse-mode derivative of lax.while_loop (a program holding one runs no grad mode)"

@@ -39,7 +39,7 @@ SWEEP_GROUP = 6  # (compound) foci per sweep program
 def _special(f: Focus) -> bool:
     """A focus that fixes the program's mesh (its axis-tuple class) or flags (psum /
     pmean groups: check_vma off): first in its group, one per group."""
-    return f.dimension == "axes" or f.needs_check_vma_off
+    return f.fixes("axes") is not None or f.needs_check_vma_off
 
 
 def _groups_of(foci: list[Focus], k: int) -> list[tuple[Focus, ...]]:
@@ -138,19 +138,23 @@ def _compatible(head: Focus, f: Focus) -> bool:
     psum / pmean groups)."""
     if f.needs_check_vma_off and not head.needs_check_vma_off:
         return False
-    if f.dimension == "axes":
+    axes = f.fixes("axes")
+    if axes is not None:
         # every focus mesh has two axes ops may name (out of mesh order: both reversed);
         # those of several>1 are both > 1, one of with_size_1's is 1
-        return f.value in ("one", "out_of_mesh_order") or (head.dimension == "axes" and f.value == head.value)
+        return axes in ("one", "out_of_mesh_order") or axes == head.fixes("axes")
     return True
 
 
 def _alone(f: Focus) -> bool:
-    """A focus whose op costs its program the grad modes (lax.while_loop has no
-    reverse-mode derivative; psum / pmean groups need check_vma off, and the grad modes
-    run only under check_vma): in the spmd profile it goes in a group of its own, so the
-    other foci keep theirs."""
-    return f.profile == "spmd" and ((f.dimension == "wrap" and f.value == "while") or f.needs_check_vma_off)
+    """A focus whose op costs its program some modes (lax.while_loop has no reverse-mode
+    derivative; psum / pmean groups need check_vma off, and the grad modes run only
+    under check_vma; vmap has no batching rule for a reduced or unreduced value,
+    harness/run/compat.py, and eager fails on one, the known eager-*-intermediate
+    divergences): in the spmd profile it goes in a group of its own, so the other foci
+    keep theirs."""
+    return f.profile == "spmd" and ((f.dimension == "wrap" and f.value == "while") or f.needs_check_vma_off
+                                    or f.fixes("to") in ("reduced", "unreduced"))
 
 
 def _together(a: Focus, b: Focus) -> bool:
