@@ -219,8 +219,9 @@ def test_a_costly_mode_runs_the_program_cut_to_the_outputs_that_bring_it_new_cel
 
 
 def test_a_late_part_cut_to_some_outputs_is_its_programs_part(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The late part of a program cut to some outputs (`Run.part_of`) is recorded as that
-    program's: counted once, its cells at the program's index."""
+    """The late part of a program cut to some outputs (`Run.record`'s parent) is recorded
+    as that program's: counted once, its cells at the program's index; the same cut
+    program drawn on its own is a program of its own, counted."""
     import io
 
     from harness.campaign.state import Run
@@ -232,13 +233,14 @@ def test_a_late_part_cut_to_some_outputs_is_its_programs_part(tmp_path) -> None:
     run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
     p = _two_outputs()
     q = slice_outputs(p, (1,))
-    run.part_of[program_id(q)] = program_id(p)
     run.record(CheckResult(_psum(1), predict(_psum(1)), (Observation("jit", status="ok"),), ()))
     run.record(CheckResult(p, predict(p), (Observation("jit", status="ok"),), ()))
-    run.record(CheckResult(q, predict(q), (Observation("eager", status="ok"),), ()))
+    run.record(CheckResult(q, predict(q), (Observation("eager", status="ok"),), ()), parent=program_id(p))
     assert run.n == 2
     assert run.cells.first[("neg|dtype=float32", "eager")][0] == run.cells.first[("neg|dtype=float32", "jit")][0] == 2
     assert ("psum|dtype=float32", "eager") not in run.cells.checks
+    run.record(CheckResult(q, predict(q), (Observation("jit", status="ok"),), ()))
+    assert run.n == 3
 
 
 def test_the_grad_modes_claim_no_program_they_cannot_differentiate() -> None:

@@ -64,9 +64,19 @@ class _BudgetSpent(Exception):
 @dataclass(frozen=True)
 class _Probe:
     """Job tag: a probe run of this diverging result (puts value divergences on the op
-    that first goes wrong)."""
+    that first goes wrong); `parent` as _Late's."""
 
     result: CheckResult
+    parent: str | None = None
+
+
+@dataclass(frozen=True)
+class _Late:
+    """Job tag: a late part (a costly mode) of the program with id `parent`, maybe cut to
+    some of its outputs: recorded as that program's part, whatever other program it
+    equals (a cut program can be one the run draws too)."""
+
+    parent: str
 
 
 @dataclass(frozen=True)
@@ -109,7 +119,7 @@ class _Scheduler:
         # late parts: the costly modes of programs whose other modes already went out
         # (`submit`), sent when more than LATE_BOUND wait, one per SWEEP_LATE_EVERY
         # programs while the sweep runs, and the rest at the end
-        self.late: list[tuple[Program, tuple[str, ...]]] = []
+        self.late: list[tuple[Program, tuple[str, ...], str]] = []  # (part, its mode, the parent's id)
         self.sweeping = False
         self.since_late = 0  # sweep programs submitted since the last late part went out
         self.out_of_time = False  # the budget is spent: late parts not yet out are dropped
@@ -131,7 +141,9 @@ class _Scheduler:
             run.stream_index.setdefault(pid, len(run.generated_ids) - 1)
         if pid in run.elsewhere:
             return  # drawn again, and another shard's
-        if pid in run.checked:  # Hypothesis drew the same program again: its result is known
+        if pid in run.checked or pid in run.derived_ids:
+            # Hypothesis drew the same program again, or one an earlier program's derived
+            # program (without its known bug) already is: its result is known
             run.repeats += 1
             return
         if not reused and self.cfg.shard is not None and not self.cfg.shard.owns(pid):
@@ -175,8 +187,7 @@ class _Scheduler:
             for m in late:
                 keep = self.run.cells.cut.pop((program_id(p), m), None)
                 q = p if keep is None else slice_outputs(p, keep)
-                self.run.part_of[program_id(q)] = program_id(p)
-                self.late.append((q, (m,)))
+                self.late.append((q, (m,), program_id(p)))
         self._submit(p, modes)
         self.submit_late()
 
@@ -198,8 +209,8 @@ class _Scheduler:
             if not everything and self.cfg.budget_s is not None and self.run.elapsed() > self.cfg.budget_s:
                 self.out_of_time = True  # (the rest is dropped at the end: `drain`)
                 return
-            q, modes = self.late.pop(0)
-            self.pool.submit(q, modes)
+            q, modes, parent = self.late.pop(0)
+            self.pool.submit(q, modes, tag=_Late(parent))
 
     def _submit(self, p: Program, modes: tuple[str, ...]) -> None:
         assert self.pool is not None
@@ -250,7 +261,7 @@ class _Scheduler:
         assert self.pool is not None
         tag = c.tag
         if isinstance(tag, _Probe):
-            self.run.record(localise_values(tag.result, c.observations[0]))
+            self.run.record(localise_values(tag.result, c.observations[0]), parent=tag.parent)
         elif isinstance(tag, _Batched):
             res = evaluate(c.program, c.observations, self.parts[tag.token][2])
             if res.divergences:
@@ -262,6 +273,8 @@ class _Scheduler:
             self.join(c.program, tag.token, c.observations)
         elif isinstance(tag, _Predicted):
             self.finish(c.program, c.observations, tag.prediction)
+        elif isinstance(tag, _Late):
+            self.finish(c.program, c.observations, parent=tag.parent)
         else:
             self.finish(c.program, c.observations)
 
@@ -275,15 +288,16 @@ class _Scheduler:
         self.parts[token] = (left - 1, have + obs, pred)
 
     def finish(self, p: Program, observations: list[Observation], pred: Prediction | None = None,
-               res: CheckResult | None = None) -> None:
+               res: CheckResult | None = None, parent: str | None = None) -> None:
+        """`parent`: `p` is a late part of the program with that id (`_Late`)."""
         assert self.pool is not None
         res = res if res is not None else evaluate(p, observations, pred)
         probe = probe_mode(res)
         if probe is not None:
             self.run.save_case(res)  # on disk before the probe run, in case anything dies
-            self.pool.submit(p, (probe,), tag=_Probe(res))
+            self.pool.submit(p, (probe,), tag=_Probe(res, parent))
         else:
-            self.run.record(res)
+            self.run.record(res, parent=parent)
 
     def drain(self) -> None:
         """Everything still queued or running, derived programs included."""

@@ -127,8 +127,6 @@ class Run:
         # a program whose costly modes run in a late part (harness/campaign/fuzz.py) is
         # recorded once per part: counted once, its case holding every part's divergences
         self.recorded: dict[str, int] = {}  # program id -> its index (self.n) when first recorded
-        # a late part's program (the program, or it cut to some outputs: fuzz.py) -> the program's id
-        self.part_of: dict[str, str] = {}
         self.counted: set[tuple[str, str]] = set()  # (what, program id): "divergent", "failing", "known"
         self.case_divergences: dict[str, list[Any]] = {}  # program id -> the divergences its case holds
 
@@ -184,11 +182,12 @@ class Run:
                     mine[e.id] = own if valid else by_error(own)
                 self.cells.block(mine[e.id], m, e.id)
 
-    def record(self, res: CheckResult, from_corpus: bool = False) -> None:
+    def record(self, res: CheckResult, from_corpus: bool = False, parent: str | None = None) -> None:
+        """`parent`: `res` is a late part of the program with that id (the program's
+        costly modes, maybe on the program cut to some of its outputs:
+        harness/campaign/fuzz.py), the same program again: counted once."""
         p = res.program
-        # a late part (the program's costly modes, maybe on the program cut to some of its
-        # outputs: harness/campaign/fuzz.py) is the same program again: counted once
-        pid = self.part_of.get(program_id(p), program_id(p))
+        pid = parent or program_id(p)
         derived = pid in self.derived_ids
         part = pid in self.recorded
         if not part:
