@@ -40,9 +40,9 @@ from harness.campaign.fuzz import RunConfig, fuzz, seeded_programs  # noqa: E402
 from harness.judge.check import evaluate  # noqa: E402
 from harness.judge.known import known_trouble  # noqa: E402
 from harness.judge.known import load as load_suppressions  # noqa: E402
-from oracles.interpreter import predict  # noqa: E402
 from harness.run.modes import DEFAULT_MODES, MODES  # noqa: E402
 from harness.run.pool import Pool  # noqa: E402
+from oracles.interpreter import predict  # noqa: E402
 from programs.model import Program  # noqa: E402
 from programs.serialize import program_id  # noqa: E402
 

@@ -42,6 +42,11 @@ def cells_of(n: int, s: int) -> set[str]:
     return out
 
 
+# a psum or pmean of bool over any axis is int32 (oracles/ops/reductions.py): its result
+# is bool only over no axes, so no such op over several axes has the dtype bool
+BOOL_AS_INT32 = ("psum", "pmean")
+
+
 def several_pairs(cells: set[str]) -> set[str]:
     """The pair cells `kind|axes=several>1&dtype=D` (programs/cells.py) of every kind with
     an operand that reaches both marginals, `kind|axes=several>1` and `kind|dtype=D` (by
@@ -52,10 +57,6 @@ def several_pairs(cells: set[str]) -> set[str]:
             and f"{k}|axes={SEVERAL}" in cells and f"{k}|dtype={d}" in cells
             and not (d == "bool" and k in BOOL_AS_INT32)}
 
-
-# a psum or pmean of bool over any axis is int32 (oracles/ops/reductions.py): its result
-# is bool only over no axes, so no such op over several axes has the dtype bool
-BOOL_AS_INT32 = ("psum", "pmean")
 
 
 def main() -> int:

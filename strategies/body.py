@@ -111,7 +111,7 @@ class _Body:
     def try_op(self, draw: st.DrawFn, kind: str, operand: int | None = None, axes: tuple[str, ...] | None = None) -> bool:
         """Append one op of `kind` if the current values allow it; False otherwise. Its
         (first) operand is `operand` when given, else drawn; a collective's axes are
-        `axes` when given (usable axes), else drawn."""
+        `axes` when given (a non-empty tuple of usable axes), else drawn."""
         if operand is not None:
             idx = operand
         else:
@@ -138,7 +138,7 @@ class _Body:
         # collectives
         if not self.usable:
             return False
-        if axes is None or not axes or not set(axes) <= set(self.usable):
+        if axes is None:
             axes = draw(st.sampled_from(_axes_subsets(self.usable)), label="axes")
         event(f"collective axes: {len(axes)}")
         x = self.vals[idx]

@@ -82,6 +82,13 @@ class Focus:
         return next((v for d, v in self.parts if d == dimension), None)
 
     @property
+    def reduced_type(self) -> str | None:
+        """"reduced" or "unreduced" for a focus on `to=` one of those types (ops only
+        strategies/explicit.py `draw_reduced` makes), else None."""
+        to = self.fixes("to")
+        return to if to in ("reduced", "unreduced") else None
+
+    @property
     def needs_check_vma_off(self) -> bool:
         """psum / pmean with axis_index_groups: drawn under check_vma=False only
         (strategies/collectives.py `_reduction`)."""

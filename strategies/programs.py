@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterator
 from dataclasses import replace
 
 from hypothesis import event
@@ -497,26 +498,35 @@ _UR_CHAIN = {("pcast", "unreduced"): ("unreduced_psum", "unreduced_add"), ("pcas
              ("all_gather", "reduced"): ("all_gather_reduced",)}
 
 
+def _appended(body: _Body, before: int, kind: str) -> Iterator[tuple[int, set[str]]]:
+    """(value index, cells) of each op of `kind` (or a nested shard_map of it) appended
+    to the body since its op `before`."""
+    from programs.cells import op_cells
+
+    n_in = len(body.vals) - len(body.ops)
+    for i in range(before, len(body.ops)):
+        op = body.ops[i]
+        if op.kind == kind or (op.kind == "shard_map" and op.p("inner") == kind):
+            rank = len(body.vals[op.operands[0]].shape) if op.operands else None
+            yield n_in + i, op_cells(body.mesh, op, rank, body.vals[n_in + i].dtype)
+
+
 def _focus_reduced(draw: st.DrawFn, body: _Body, f: Focus, to: str, want: str, wants: set[str]) -> int | None:
     """A focus on `to=reduced` / `to=unreduced` (ops the plain collective draws never
     make): the value ending a closed chain through that type (`draw_reduced`), whose
     cone holds the op with the cell (its result is not an output over Auto axes)."""
-    from programs.cells import op_cells
-
     chains = _UR_CHAIN.get((f.kind, to))
     if chains is None:
         return None
-    n_in = len(body.vals) - len(body.ops)
     best: tuple[int, int] | None = None
     for _ in range(3):
         before = len(body.ops)
         draw_reduced(draw, body, draw(st.sampled_from(chains), label="ur_chain"), closed=True)
-        for i in range(before, len(body.ops)):
-            op = body.ops[i]
-            rank = len(body.vals[op.operands[0]].shape) if op.operands else None
-            cells = op_cells(body.mesh, op, rank, body.vals[n_in + i].dtype)
-            end = len(body.vals) - 1
-            if op.kind == f.kind and want in cells and not (body.vals[end].unreduced or body.vals[end].reduced):
+        end = len(body.vals) - 1
+        if body.vals[end].unreduced or body.vals[end].reduced:
+            continue
+        for _i, cells in _appended(body, before, f.kind):
+            if want in cells:
                 score = len(wants & cells)
                 if score == len(wants):
                     return end
@@ -608,14 +618,11 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
     its kind on a matching operand (a few tries); None when none came out with it. With
     `extra` foci (of other dimensions: a sweep's compound focus), the first op that also
     has all their cells, else the one with most (a wrapper's is applied afterwards)."""
-    from programs.cells import op_cells
-
     want = f.cell.removesuffix("|by_error")
     wants = {g.cell.removesuffix("|by_error") for g in extra if g.dimension != "wrap"}
     cast_to = next((g.value for g in (f, *extra) if g.kind == "cast" and g.dimension == "dtype"), None)
-    n_in = len(body.vals) - len(body.ops)
     best: tuple[int, int] | None = None  # (extra cells it has, value index)
-    to = next((c for g in (f, *extra) if (c := g.fixes("to")) in ("reduced", "unreduced")), None)
+    to = next((g.reduced_type for g in (f, *extra) if g.reduced_type is not None), None)
     if to is not None:
         # (not for an invalid program: with reduced values only the Explicit-axis defects
         # apply, `_maybe_invalid`, and a focus mesh is Auto)
@@ -633,19 +640,13 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
             ok = body.try_op(draw, f.kind, operand=idx, axes=axes if n % 2 == 0 else None)
         if not ok:
             continue
-        for i in range(before, len(body.ops)):
-            op = body.ops[i]
-            if op.kind != f.kind and not (op.kind == "shard_map" and op.p("inner") == f.kind):
-                continue
-            rank = len(body.vals[op.operands[0]].shape) if op.operands else None
-            dtype = body.vals[n_in + i].dtype
-            cells = op_cells(body.mesh, op, rank, dtype)
+        for at, cells in _appended(body, before, f.kind):
             if want in cells or (f.dimension == "wrap" and f"{f.kind}|wrap=plain" in cells):
                 score = len(wants & cells)
                 if score == len(wants):
-                    return n_in + i
+                    return at
                 if best is None or score > best[0]:
-                    best = (score, n_in + i)
+                    best = (score, at)
                 break
     return None if best is None else best[1]
 

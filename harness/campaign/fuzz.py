@@ -44,8 +44,8 @@ from harness.run.modes import Observation
 from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.pool import Completed, Pool
 from oracles import Prediction, predict
-from programs.model import Program
 from programs.graph import slice_outputs
+from programs.model import Program
 from programs.serialize import program_id
 
 __all__ = [

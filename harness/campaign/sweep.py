@@ -27,8 +27,8 @@ from hypothesis.statistics import collector
 from harness.campaign.cells import CellLedger, applies, checked_cells, unreachable
 from harness.campaign.generation import GENERATION, stable_constants
 from harness.run.modes import DEFAULT_MODES
-from programs.model import Program
 from programs.cells import PAIRED
+from programs.model import Program
 from programs.ops import COLLECTIVES
 from strategies.focus import FOCI, KINDS, PROFILES, Focus
 from strategies.programs import programs_around
@@ -38,7 +38,8 @@ SWEEP_GROUP = 6  # (compound) foci per sweep program
 
 def _special(f: Focus) -> bool:
     """A focus that fixes the program's mesh (its axis-tuple class) or flags (psum /
-    pmean groups: check_vma off): first in its group, one per group."""
+    pmean groups: check_vma off): first in its group, and in it only with foci it is
+    `_compatible` with (those of its axis-tuple class)."""
     return f.fixes("axes") is not None or f.needs_check_vma_off
 
 
@@ -154,7 +155,7 @@ def _alone(f: Focus) -> bool:
     divergences): in the spmd profile it goes in a group of its own, so the other foci
     keep theirs."""
     return f.profile == "spmd" and ((f.dimension == "wrap" and f.value == "while") or f.needs_check_vma_off
-                                    or f.fixes("to") in ("reduced", "unreduced"))
+                                    or f.reduced_type is not None)
 
 
 def _together(a: Focus, b: Focus) -> bool:
