@@ -147,7 +147,8 @@ def input_expr(p: Program, i: int, batch: str = "0") -> str:
     for d in x.shape:
         n *= d
     if x.fill == "iota":
-        src = f"np.arange({n})" if batch == "0" else f"(np.arange({n}) + 100 * {batch})"
+        shift = " + ".join(([str(x.offset)] if x.offset else []) + ([] if batch == "0" else [f"100 * {batch}"]))
+        src = f"(np.arange({n}) + {shift})" if shift else f"np.arange({n})"
     else:
         seed = str(x.seed) if batch == "0" else f"{x.seed} + 7919 * {batch}"
         src = f"np.random.default_rng({seed}).integers(-3, 4, size={n})"

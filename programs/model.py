@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import ml_dtypes  # bfloat16 as a NumPy dtype (numpy-only; jax itself depends on it)
 import numpy as np
@@ -148,7 +148,7 @@ class Input:
     """One argument: its global shape, dtype and how its values are made.
 
     `fill` is "small" (deterministic small integers in [-3, 3] drawn from `seed`) or
-    "iota" (0, 1, 2, ... in row-major order): both exact in float32 and int32; in
+    "iota" (offset, offset + 1, ... in row-major order): both exact in float32 and int32; in
     bfloat16 and float16 an iota past 256 (2048) is rounded, as astype rounds it; in
     int8, uint8 and uint32 values wrap (-3 is 253 in uint8), bool is "not zero".
     """
@@ -157,13 +157,24 @@ class Input:
     dtype: str
     fill: str = "small"
     seed: int = 0
+    offset: int = 0  # an iota's first value (a small fill has none: it stays 0)
+
+    def member(self, batch: int) -> Input:
+        """This argument as member `batch` of a vmapped batch makes it (the same recipe,
+        shifted seed / offset): member `batch` of `materialize` is `member(batch).materialize()`,
+        so one member of a batch can be run as a plain program."""
+        if batch == 0:
+            return self
+        if self.fill == "iota":
+            return replace(self, offset=self.offset + 100 * batch)
+        return replace(self, seed=self.seed + 7919 * batch)
 
     def materialize(self, batch: int = 0) -> np.ndarray:
         """The argument's values; `batch` > 0 gives the other members of a vmapped batch
         (same recipe, shifted seed / offset), so a batch is not B copies of one array."""
         n = math.prod(self.shape)
         if self.fill == "iota":
-            flat = np.arange(n, dtype=np.int64) + 100 * batch
+            flat = np.arange(n, dtype=np.int64) + self.offset + 100 * batch
         elif self.fill == "small":
             flat = np.random.default_rng(self.seed + 7919 * batch).integers(-3, 4, size=n, dtype=np.int64)
         else:
@@ -273,6 +284,11 @@ class Program:
     @property
     def n_values(self) -> int:
         return len(self.inputs) + len(self.body)
+
+    def member(self, batch: int) -> Program:
+        """The plain program whose arguments are member `batch` of the batch vmap makes of
+        this one's (`Input.member`)."""
+        return replace(self, inputs=tuple(x.member(batch) for x in self.inputs))
 
     def op_of(self, value: int) -> Op | None:
         i = value - len(self.inputs)

@@ -47,7 +47,8 @@ def program_to_dict(p: Program) -> dict[str, Any]:
             "axis_types": list(p.mesh.axis_types),
         },
         "inputs": [
-            {"shape": list(i.shape), "dtype": i.dtype, "fill": i.fill, "seed": i.seed}
+            # an offset only when set, so every program without one keeps its JSON (and id)
+            {"shape": list(i.shape), "dtype": i.dtype, "fill": i.fill, "seed": i.seed, **({"offset": i.offset} if i.offset else {})}
             for i in p.inputs
         ],
         "in_specs": [_spec_to_json(s) for s in p.in_specs],
@@ -191,7 +192,13 @@ def _input_from_json(x: Any, w: str) -> Input:
     seed = x.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ProgramFormatError(f"{w}.seed: expected an integer, got {seed!r}")
-    return Input(_ints(_req(x, "shape", w, list), f"{w}.shape"), dtype, fill, seed)
+    offset = x.get("offset", 0)
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise ProgramFormatError(f"{w}.offset: expected an integer, got {offset!r}")
+    if offset and fill != "iota":
+        raise ProgramFormatError(f"{w}.offset: only an iota argument has an offset (its first value); "
+                                 f"this one is {fill!r}: drop the offset or make fill 'iota'")
+    return Input(_ints(_req(x, "shape", w, list), f"{w}.shape"), dtype, fill, seed, offset)
 
 
 def _specs_from_json(d: dict[str, Any], key: str) -> tuple[Spec, ...]:

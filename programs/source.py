@@ -366,7 +366,12 @@ def _input(node: ast.AST) -> Input:
         assert isinstance(rs, ast.Call) and isinstance(rs.func, ast.Attribute) and rs.func.attr == "reshape"
         shape = _literal(rs.args[0], "a shape") if len(rs.args) == 1 else tuple(_literal(a, "a shape") for a in rs.args)
         shape = (shape,) if isinstance(shape, int) else shape
-        src = rs.func.value
+        src, offset = rs.func.value, 0
+        if isinstance(src, ast.BinOp) and isinstance(src.op, ast.Add):  # (np.arange(N) + OFFSET)
+            offset_v = _literal(src.right, "an offset")
+            assert isinstance(offset_v, int) and not isinstance(offset_v, bool)
+            src, offset = src.left, offset_v
+            assert isinstance(src, ast.Call) and _dotted(src.func) == "np.arange"
         assert isinstance(src, ast.Call)
         if _dotted(src.func) == "np.arange":
             fill, seed = "iota", 0
@@ -378,11 +383,12 @@ def _input(node: ast.AST) -> Input:
             assert isinstance(seed_v, int) and [ast.literal_eval(a) for a in src.args] == [-3, 4]
             fill, seed = "small", seed_v
     except (AssertionError, IndexError, ValueError):
-        raise SourceError(node, "an argument is np.arange(N).reshape(SHAPE).astype(np.DTYPE), "
+        raise SourceError(node, "an argument is np.arange(N).reshape(SHAPE).astype(np.DTYPE) "
+                          "(or (np.arange(N) + OFFSET).reshape(SHAPE).astype(np.DTYPE)), "
                           "np.random.default_rng(SEED).integers(-3, 4, size=N).reshape(SHAPE).astype(np.DTYPE) "
                           "or jax.ShapeDtypeStruct(SHAPE, jnp.DTYPE)") from None
     assert isinstance(shape, tuple)
-    return Input(tuple(int(n) for n in shape), dtype, fill, int(seed))  # type: ignore[arg-type]
+    return Input(tuple(int(n) for n in shape), dtype, fill, int(seed), offset)  # type: ignore[arg-type]
 
 
 def _axis_types(node: ast.AST | None, n: int) -> tuple[str, ...]:
@@ -605,5 +611,5 @@ def canonical(p: Program) -> Program:
             params["inner_params"] = tuple(kv for kv in o.p("inner_params") if kv[1] is not None)  # type: ignore[union-attr, index]
         return Op.make(o.kind, o.operands, **params)
 
-    inputs = tuple(Input(x.shape, x.dtype, x.fill, x.seed if x.fill == "small" else 0) for x in p.inputs)
+    inputs = tuple(Input(x.shape, x.dtype, x.fill, x.seed if x.fill == "small" else 0, x.offset) for x in p.inputs)
     return replace(p, inputs=inputs, body=tuple(op(o) for o in p.body), defect=None, notes=())

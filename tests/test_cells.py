@@ -167,6 +167,50 @@ def test_a_value_divergence_is_put_on_the_first_wrong_op_its_output_depends_on()
     assert [d.where for d in res.divergences] == ["neg", "psum"]
 
 
+def test_a_vmap_divergence_in_another_member_is_probed_with_that_members_inputs() -> None:
+    """A rank-0 iota is 0 in batch member 0, so a wrong collective on it may show only in
+    member 1 under vmap: the probe of member 0 then sees no wrong op, and the divergence
+    would go on its output's producer (a known ppermute bug was reported as a new
+    `value|vmap|psum` bucket). After member 0's probe a divergence no probed member shows
+    gets its own member's probe, which puts it on the op that went wrong there."""
+    import numpy as np
+
+    from harness.judge.check import CheckResult, localise_values, probe_mode
+    from harness.judge.compare import Divergence, DivergenceKind
+    from harness.run.observation import Observation, ObservedOutput
+    from oracles import predict, trace
+
+    p = Program(Mesh(("x",), (2,)), (Input((2,), "float32", "iota"), Input((4,), "float32", "iota")), (Spec((("x",),)),) * 2,
+                (Op.make("ppermute", (0,), axes=("x",), perm=((0, 1), (1, 0))), Op.make("psum", (2,), axes=("x",)),
+                 Op.make("neg", (1,))), (3, 4), (Spec(()), Spec((("x",),))))
+    divs = (Divergence(DivergenceKind.VALUE, "jit", "", "neg", output=1),
+            Divergence(DivergenceKind.VALUE, "vmap", "", "psum", output=0, members=(1,)))
+
+    def probe_of(member: int, wrong: int) -> Observation:
+        st, err = trace(p.member(member))
+        assert err is None
+        outs = tuple(ObservedOutput((1,), "float32", None, {c: np.asarray(st.values[v][c]) + (v == wrong) for c in p.mesh.coords()})
+                     for v in (2, 3, 4))
+        return Observation("probe", outputs=outs, facts={"values": [2, 3, 4]})
+
+    res = CheckResult(p, predict(p), (), divs)
+    first = probe_mode(res)
+    assert first is not None and first.member == 0 and first.program == p
+    # member 0: the neg is wrong; the ppermute of an all-zero iota looks right
+    res = localise_values(res, probe_of(0, wrong=4))
+    assert [d.where for d in res.divergences] == ["neg", "psum"] and res.probed == (0,)
+    second = probe_mode(res)
+    assert second is not None and second.member == 1 and second.mode == "probe"
+    assert list(second.program.inputs[0].materialize()) == [100, 101]
+    res = localise_values(res, probe_of(1, wrong=2))
+    assert [d.where for d in res.divergences] == ["neg", "ppermute"] and probe_mode(res) is None
+    # only vmap's member 1 wrong: the first probe is member 1's
+    only = CheckResult(p, predict(p), (), divs[1:])
+    assert probe_mode(only).member == 1  # type: ignore[union-attr]
+    # a failed probe run still counts as run (no endless probing)
+    assert probe_mode(localise_values(only, Observation("probe", status="crash"))) is None
+
+
 def test_fixed_programs_are_all_checked_whatever_max_examples_says(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Only the sweep's run counts its programs toward max_examples: a run over fixed
     programs (the benchmarks) checks every one of them."""

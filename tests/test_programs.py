@@ -51,6 +51,8 @@ def _doc() -> dict:  # type: ignore[type-arg]
         (lambda d: d.pop("mesh"), "missing field 'mesh'"),
         (lambda d: d["body"][0]["params"].pop("axes"), "params missing ['axes']"),
         (lambda d: d.update(outputs=[7]), "value 7 is not defined"),
+        (lambda d: d["inputs"][0].update(fill="small", offset=3), "only an iota argument has an offset"),
+        (lambda d: d["inputs"][0].update(offset="3"), "offset: expected an integer"),
     ],
 )
 def test_bad_case_files_name_the_problem(mutate, phrase) -> None:  # type: ignore[no-untyped-def]
@@ -68,3 +70,25 @@ def test_not_json() -> None:
 def test_spec_repr_is_what_users_write() -> None:
     assert repr(P("x", None, ("x", "y"))) == "P('x', None, ('x', 'y'))"
     assert repr(P()) == "P()"
+
+
+def test_a_batch_member_is_a_plain_program_with_the_same_values() -> None:
+    """`Program.member(b)`'s arguments are what vmap's batch gives member b (the probe of
+    a vmap divergence in member b runs it); an iota's offset survives JSON and source."""
+    import numpy as np
+
+    from programs.model import Input
+    from programs.source import canonical, from_source
+
+    base = prog(Mesh(("x",), (2,)), [iota(4)], [P("x")], [op("psum", 0, axes=("x",))], [1], [P()])
+    p = base.__class__(base.mesh, (Input((), "int32", "iota"), Input((2, 2), "float32", "small", 5)),
+                       (P(), P("x")), (op("psum", 0, axes=("x",)),), (2,), (P(),))
+    for b in range(3):
+        q = p.member(b)
+        for x, y in zip(p.inputs, q.inputs, strict=True):
+            assert np.array_equal(x.materialize(b), y.materialize())
+    q = p.member(2)
+    assert q.inputs[0].offset == 200 and q.inputs[0].materialize() == 200 and q.inputs[1].seed == 5 + 2 * 7919
+    assert from_json(to_json(q)) == q and program_id(q) != program_id(p)
+    assert "offset" not in to_json(p)  # (a program without one keeps its JSON and its id)
+    assert canonical(from_source(to_python(q))) == canonical(q)

@@ -261,7 +261,7 @@ class _Scheduler:
         assert self.pool is not None
         tag = c.tag
         if isinstance(tag, _Probe):
-            self.run.record(localise_values(tag.result, c.observations[0]), parent=tag.parent)
+            self.probe_or_record(localise_values(tag.result, c.observations[0]), tag.parent)
         elif isinstance(tag, _Batched):
             res = evaluate(c.program, c.observations, self.parts[tag.token][2])
             if res.divergences:
@@ -292,12 +292,19 @@ class _Scheduler:
         """`parent`: `p` is a late part of the program with that id (`_Late`)."""
         assert self.pool is not None
         res = res if res is not None else evaluate(p, observations, pred)
+        self.probe_or_record(res, parent)
+
+    def probe_or_record(self, res: CheckResult, parent: str | None) -> None:
+        """Submit the next probe run `res` needs (one per batch member its value
+        divergences need, `probe_mode`), or record it when it needs none."""
+        assert self.pool is not None
         probe = probe_mode(res)
-        if probe is not None:
-            self.run.save_case(res)  # on disk before the probe run, in case anything dies
-            self.pool.submit(p, (probe,), tag=_Probe(res, parent))
-        else:
+        if probe is None:
             self.run.record(res, parent=parent)
+            return
+        if not res.probed:
+            self.run.save_case(res)  # on disk before the probe run, in case anything dies
+        self.pool.submit(probe.program, (probe.mode,), tag=_Probe(res, parent))
 
     def drain(self) -> None:
         """Everything still queued or running, derived programs included."""

@@ -237,9 +237,8 @@ def pool_check(pool, modes: tuple[str, ...]) -> Check:  # type: ignore[no-untype
         done = pool.drain()
         try:
             res = evaluate(done[0].program, done[0].observations)
-            probe = probe_mode(res)
-            if probe is not None:
-                pool.submit(q, (probe,))
+            while (probe := probe_mode(res)) is not None:
+                pool.submit(probe.program, (probe.mode,))
                 res = localise_values(res, pool.drain()[0].observations[0])
         except Exception:  # noqa: BLE001 - a malformed candidate just does not reproduce
             return set()

@@ -535,7 +535,7 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
             while jobs and outcome is None:
                 j = jobs.pop(0)
                 got = saved.get(j.step)
-                if got is None and j.step.stage == "probe":  # (the run needed no probe here)
+                if got is None and j.step.stage.startswith("probe"):  # (the run needed no probe here)
                     got = (j.program, [])
                 if got is None or got[0] != j.program:  # (new entries: another derived program)
                     outcome = judge.cut_short(j.step)

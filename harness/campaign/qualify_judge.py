@@ -33,7 +33,7 @@ class Step:
     `depth`, or its `derived` program at `depth` (1: the case without its known bugs)."""
 
     case: str
-    stage: str  # main | probe | derived
+    stage: str  # main | probe | probe:MEMBER | derived
     depth: int = 0
 
 
@@ -69,17 +69,21 @@ class Judge:
         from harness.judge.check import evaluate, localise_values, probe_mode
         from oracles import predict
 
-        if step.stage == "probe":
+        if step.stage.startswith("probe"):
             res = self._probing.pop((step.case, step.depth))
-            if observations:  # (none: a rejudge of a run that did not need this probe)
-                res = localise_values(res, observations[0])
-            return self._conclude(step.case, step.depth, res)
-        pred = self.preds[step.case] if step.depth == 0 else predict(program)
-        res = evaluate(program, observations, pred)
+            if not observations:  # (none: a rejudge of a run that did not need this probe)
+                return self._conclude(step.case, step.depth, res)
+            res = localise_values(res, observations[0])
+        else:
+            pred = self.preds[step.case] if step.depth == 0 else predict(program)
+            res = evaluate(program, observations, pred)
         probe = probe_mode(res)
         if probe is not None:
+            # one probe run per batch member the divergences need (`probe_mode`); member
+            # 0's is stage "probe", so the observations saved before members had probes still read
             self._probing[(step.case, step.depth)] = res
-            return [Job(program, (probe,), Step(step.case, "probe", step.depth))], None
+            stage = "probe" if probe.member == 0 else f"probe:{probe.member}"
+            return [Job(probe.program, (probe.mode,), Step(step.case, stage, step.depth))], None
         return self._conclude(step.case, step.depth, res)
 
     def cut_short(self, step: Step) -> Outcome | None:

@@ -58,6 +58,7 @@ def case_document(p: Program, divs: tuple[Divergence, ...], jax_version: str, ex
                 "bad_devices": [list(c) for c in d.bad_devices],
                 "max_abs_diff": d.max_abs_diff,
                 "device_diffs": list(d.device_diffs),
+                **({"members": list(d.members)} if d.members else {}),
             }
             for d in divs
         ],

@@ -20,6 +20,7 @@ class CheckResult:
     prediction: Prediction
     observations: tuple[Observation, ...]
     divergences: tuple[Divergence, ...]
+    probed: tuple[int, ...] = ()  # the batch members whose probe runs `localise_values` used
 
 
 def evaluate(p: Program, observations: list[Observation], pred: Prediction | None = None) -> CheckResult:
@@ -66,41 +67,74 @@ def _localise(divs: list[Divergence]) -> list[Divergence]:
     return out
 
 
-def probe_mode(res: CheckResult) -> str | None:
-    """The probe that puts `res`'s value divergences on the op that first goes wrong: the
-    one of the first of jit, eager, gspmd whose values went wrong (a probe runs the body
-    the way that mode does), else the jit probe (a transformed mode's wrong value: the
-    untransformed body may still show the op; on a mixed mesh the eager probe); None
-    without a value divergence."""
+@dataclass(frozen=True, eq=False)
+class ProbeRun:
+    """A run that puts value divergences on an op: `mode` (a probe mode) on `program`,
+    the checked program's batch member `member` (`Program.member`; 0 is the program
+    itself). A vmap divergence in members other than 0 needs its own member's probe:
+    member 0's inputs may hide the bug (a rank-0 iota there is all zeros)."""
+
+    mode: str
+    program: Program
+    member: int = 0
+
+
+def _members(d: Divergence) -> tuple[int, ...]:
+    """The batch members whose values a divergence says went wrong (an unbatched mode's
+    are the program's own inputs, member 0's)."""
+    return d.members or (0,)
+
+
+def probe_mode(res: CheckResult) -> ProbeRun | None:
+    """The next probe run `res` needs, None when its value divergences need no more.
+    The first is member 0's unless every value divergence is a vmapped one that leaves
+    member 0 out; after it, one run for the first wrong member of each divergence no
+    probed member shows. The probe for member 0 runs the body as the first of jit,
+    eager, gspmd whose values went wrong does (a probe runs the body the way that mode
+    does), else as jit does (a transformed mode's wrong value: the untransformed body
+    may still show the op); on a mixed mesh it runs eagerly."""
     from harness.judge.compare_outputs import compiler_layout
     from harness.run.modes import PROBE_FOR
 
-    wrong = {d.mode for d in res.divergences if d.kind == DivergenceKind.VALUE}
-    if not wrong:
+    values = [d for d in res.divergences if d.kind == DivergenceKind.VALUE]
+    left = [d for d in values if not set(_members(d)) & set(res.probed)]
+    if not left:
         return None
+    if not res.probed:
+        member = 0 if any(0 in _members(d) for d in values) else min(_members(left[0]))
+    else:
+        member = min(_members(left[0]))
+    p = res.program.member(member)
     if compiler_layout(res.program):
         # a mixed mesh: under jit the compiler lays each probed value out along the Auto
         # axes as it chooses, so only the eager probe gives each device's own block
-        return PROBE_FOR["eager"]
-    return next((PROBE_FOR[m] for m in ("jit", "eager", "gspmd") if m in wrong), PROBE_FOR["jit"])
+        return ProbeRun(PROBE_FOR["eager"], p, member)
+    wrong = {d.mode for d in values} if member == 0 else set()
+    return ProbeRun(next((PROBE_FOR[m] for m in ("jit", "eager", "gspmd") if m in wrong), PROBE_FOR["jit"]), p, member)
 
 
 def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     """Re-label value divergences with the kind of the first body op whose per-device
-    values (from the probe run, `probe_mode`) differ from the oracle's, among the ops the
-    divergent output depends on (its cone: a wrong op elsewhere in the body, a known
-    bug's say, is not this output's culprit); the output's producer is only where the
-    damage shows."""
+    values (from the probe run `probe_mode(res)` names) differ from the oracle's, among
+    the ops the divergent output depends on (its cone: a wrong op elsewhere in the body,
+    a known bug's say, is not this output's culprit); the output's producer is only
+    where the damage shows. A probe of one batch member re-labels the divergences that
+    member shows, and all of them when it is the first probe run (the op that goes wrong
+    first is a property of the program). The result records the member as probed."""
     from oracles import trace
     from oracles.interpreter import tolerance
     from programs.graph import cone
 
     p = res.program
+    run = probe_mode(res)
+    if run is None:
+        return res
+    done = replace(res, probed=res.probed + (run.member,))
     if probe.status != "ok" or not probe.facts.get("values"):
-        return res
-    st, err = trace(p)
+        return done
+    st, err = trace(run.program)
     if err is not None:
-        return res
+        return done
     wrong: list[int] = []  # the probed values that differ, in body order
     for v, o in zip(probe.facts["values"], probe.outputs):
         want = st.values[v]
@@ -120,7 +154,7 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
                 wrong.append(v)
                 break
     if not wrong:
-        return res
+        return done
 
     def culprit(d: Divergence) -> str | None:
         if d.output is None or d.output >= len(p.outputs):
@@ -133,7 +167,7 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     # divergences of the other modes (which only see the outputs, or for grad only
     # <u, J v>) are put on it too, so one bug is one bucket per mode, not one per output op
     def relabel(d: Divergence) -> Divergence:
-        if d.kind != DivergenceKind.VALUE:
+        if d.kind != DivergenceKind.VALUE or (res.probed and run.member not in _members(d)):
             return d
         c = culprit(d)
         if c is None:
@@ -142,15 +176,14 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
             return replace(d, where=f"{d.where.split(':')[0]}:{c}")
         return replace(d, where=c)
 
-    return replace(res, divergences=tuple(relabel(d) for d in res.divergences))
+    return replace(done, divergences=tuple(relabel(d) for d in res.divergences))
 
 
 def check_program(p: Program, modes: tuple[str, ...]) -> CheckResult:
     """Everything in this process (no crash safety): for tests, replay and explain."""
     res = evaluate(p, [MODES[m].run(p) for m in modes])
-    probe = probe_mode(res)
-    if probe is not None:
-        res = localise_values(res, MODES[probe].run(p))
+    while (probe := probe_mode(res)) is not None:
+        res = localise_values(res, MODES[probe.mode].run(probe.program))
     return res
 
 
@@ -163,8 +196,7 @@ def check_in_pool(pool: Any, p: Program, modes: tuple[str, ...]) -> CheckResult:
     pool.submit(p, modes)
     (c,) = pool.drain()
     res = evaluate(c.program, c.observations)
-    probe = probe_mode(res)
-    if probe is not None:
-        pool.submit(p, (probe,))
+    while (probe := probe_mode(res)) is not None:
+        pool.submit(probe.program, (probe.mode,))
         res = localise_values(res, pool.drain()[0].observations[0])
     return res

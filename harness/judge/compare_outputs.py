@@ -344,7 +344,8 @@ def compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Dive
         tol = max(m.outputs[k].atol for m in members)
         ok = np.array_equal(got, want) if exact else bool(np.isinf(tol) or np.allclose(got, want, rtol=e.rtol, atol=tol))
         if not ok:
-            bad = [b for b in range(n_batch) if not np.allclose(got[b], want[b], rtol=e.rtol, atol=tol)]
+            bad = [b for b in range(n_batch)
+                   if not (np.array_equal(got[b], want[b]) if exact else np.allclose(got[b], want[b], rtol=e.rtol, atol=tol))]
             out.append(
                 Divergence(
                     DivergenceKind.VALUE,
@@ -354,6 +355,7 @@ def compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Dive
                     where,
                     output=k,
                     max_abs_diff=float(np.max(np.abs(got - want), initial=0)),
+                    members=tuple(bad),
                 )
             )
     return out

@@ -40,6 +40,7 @@ class Divergence:
     max_abs_diff: float | None = None
     device_diffs: tuple[float, ...] = ()  # max |jax - oracle| per bad device, same order
     raised_at: int | None = None  # wrong_error: the body op jax was at when it raised (None: unknown)
+    members: tuple[int, ...] = ()  # vmap: the batch members whose values differ (Input.member)
 
     @property
     def signature(self) -> str:

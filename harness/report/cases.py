@@ -98,7 +98,7 @@ def _program_text(p: Program, d: dict[str, Any]) -> str:
     types = set(p.mesh.axis_types)
     head = [f"# mesh: {mesh}" + ("" if types == {"auto"} else f"  axis_types={p.mesh.axis_types}")]
     for i, x in enumerate(p.inputs):
-        fill = "iota" if x.fill == "iota" else f"small(seed={x.seed})"
+        fill = (f"iota(offset={x.offset})" if x.offset else "iota") if x.fill == "iota" else f"small(seed={x.seed})"
         spec = repr(p.in_specs[i]) if i < len(p.in_specs) else "?"
         head.append(f"# a{i}: {x.dtype}{list(x.shape)} {fill}, in_spec {spec}")
     head.append(f"# out_specs: ({_spec_list(p.out_specs)}), check_vma={p.check_vma}")
