@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
-from programs.model import FLOAT_DTYPES, Input, Mesh, Op, Program, Spec
+from programs.model import FLOAT_DTYPES, Mesh, Op, Program, Spec
 from strategies.explicit_defects import EXPLICIT_DEFECTS
 
 UNKNOWN_AXIS = "absent"
@@ -106,7 +106,7 @@ def in_spec_indivisible(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> P
     i, d, n = spot
     x = p.inputs[i]
     size = x.shape[d] + draw(st.integers(1, n - 1), label="remainder")
-    return replace(p, inputs=_set(p.inputs, i, Input(_set(x.shape, d, size), x.dtype, x.fill, x.seed)))
+    return replace(p, inputs=_set(p.inputs, i, replace(x, shape=_set(x.shape, d, size))))
 
 
 def in_spec_duplicate_axis(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
@@ -124,7 +124,7 @@ def in_spec_duplicate_axis(draw: st.DrawFn, p: Program, vals: list[ValueView]) -
     return replace(
         p,
         in_specs=_set(p.in_specs, i, Spec(_set(s.entries, d2, e2))),
-        inputs=_set(p.inputs, i, Input(shape, x.dtype, x.fill, x.seed)),
+        inputs=_set(p.inputs, i, replace(x, shape=shape)),
     )
 
 

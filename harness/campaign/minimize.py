@@ -108,7 +108,7 @@ def _without_axis(p: Program, a: str) -> Program | None:
     inputs = []
     for x, s in zip(p.inputs, p.in_specs):
         shape = tuple(n // p.mesh.axis_size(a) if d < len(s.entries) and s.entries[d] and a in s.entries[d] else n for d, n in enumerate(x.shape))  # type: ignore[operator]
-        inputs.append(Input(shape, x.dtype, x.fill, x.seed))
+        inputs.append(replace(x, shape=shape))
     inputs += list(p.inputs[len(inputs) :])
     body = []
     for op in p.body:
@@ -156,7 +156,7 @@ def _shrink_shapes(p: Program) -> Iterator[Program]:
             for new_local in sorted({1, local // 2}):
                 if 0 < new_local < local:
                     shape = x.shape[:d] + (new_local * g,) + x.shape[d + 1 :]
-                    yield replace(p, inputs=p.inputs[:i] + (Input(shape, x.dtype, x.fill, x.seed),) + p.inputs[i + 1 :])
+                    yield replace(p, inputs=p.inputs[:i] + (replace(x, shape=shape),) + p.inputs[i + 1 :])
 
 
 def _simplify_specs(p: Program) -> Iterator[Program]:
@@ -173,13 +173,13 @@ def _simplify_specs(p: Program) -> Iterator[Program]:
                     if which == "in_specs" and i < len(p.inputs):
                         x = p.inputs[i]
                         shape = x.shape[:d] + (x.shape[d] // p.mesh.axis_size(e[-1]),) + x.shape[d + 1 :]
-                        q = replace(q, inputs=q.inputs[:i] + (Input(shape, x.dtype, x.fill, x.seed),) + q.inputs[i + 1 :])
+                        q = replace(q, inputs=q.inputs[:i] + (replace(x, shape=shape),) + q.inputs[i + 1 :])
                     yield q
 
 
 def _simplify_values(p: Program) -> Iterator[Program]:
     for i, x in enumerate(p.inputs):
-        if x.fill != "iota":
+        if x.fill != "iota" or x.offset:
             yield replace(p, inputs=p.inputs[:i] + (Input(x.shape, x.dtype, "iota", 0),) + p.inputs[i + 1 :])
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from oracles.interpreter import trace
 from oracles.prediction import ErrorKind, PredictedError, ValueType
 from programs.emit import axes_src
-from programs.model import Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry
+from programs.model import Mesh, Op, ParamValue, Program, Spec, SpecEntry
 
 
 @dataclass(frozen=True)
@@ -303,11 +303,11 @@ def _indivisible(p: Program) -> Iterator[Edit]:
                         yield Edit(f"split args[{i}] dimension {d} over {rest} only: in_specs[{i}] {s!r} -> {t!r}", _with_spec(p, "in_specs", i, t))
             up = (x.shape[d] // n + 1) * n
             yield Edit(f"pad args[{i}] dimension {d} from {x.shape[d]} to {up} (a multiple of {n})",
-                       replace(p, inputs=_set(p.inputs, i, Input(_set(x.shape, d, up), x.dtype, x.fill, x.seed))))
+                       replace(p, inputs=_set(p.inputs, i, replace(x, shape=_set(x.shape, d, up)))))
             down = x.shape[d] // n * n
             if down > 0:
                 yield Edit(f"trim args[{i}] dimension {d} from {x.shape[d]} to {down} (a multiple of {n})",
-                           replace(p, inputs=_set(p.inputs, i, Input(_set(x.shape, d, down), x.dtype, x.fill, x.seed))))
+                           replace(p, inputs=_set(p.inputs, i, replace(x, shape=_set(x.shape, d, down)))))
 
 
 def _replication(p: Program, err: PredictedError) -> Iterator[Edit]:
@@ -459,11 +459,11 @@ def _pad_operand(p: Program, op: Op) -> Iterator[Edit]:
         exact = op.kind == "pswapaxes" or (op.kind == "psum_scatter" and not op.p("tiled"))  # the size must equal n
         if exact and local != n and d == op.p("axis", op.p("scatter_dimension")):
             yield Edit(f"give args[{j}] dimension {d} the size {n * split} (per device {n}, the group size {op.kind} needs)",
-                       replace(p, inputs=_set(p.inputs, j, Input(_set(x.shape, d, n * split), x.dtype, x.fill, x.seed))))
+                       replace(p, inputs=_set(p.inputs, j, replace(x, shape=_set(x.shape, d, n * split)))))
         elif not exact and local % n:
             up = -(-local // n) * n * split
             yield Edit(f"pad args[{j}] dimension {d} from {size} to {up} (per device {up // split}, a multiple of the group size {n})",
-                       replace(p, inputs=_set(p.inputs, j, Input(_set(x.shape, d, up), x.dtype, x.fill, x.seed))))
+                       replace(p, inputs=_set(p.inputs, j, replace(x, shape=_set(x.shape, d, up)))))
 
 
 def _local_shape(p: Program, i: int, op: Op) -> Iterator[Edit]:
@@ -479,7 +479,7 @@ def _local_shape(p: Program, i: int, op: Op) -> Iterator[Edit]:
             glob = tuple(n * (p.mesh.group_size(s.entries[d] or ()) if d < len(s.entries) else 1) for d, n in enumerate(want))
             if len(glob) >= len(s.entries) and glob != x.shape:
                 yield Edit(f"give args[{j}] the global shape {glob} (per device {want}, as the other operand of {op.kind})",
-                           replace(p, inputs=_set(p.inputs, j, Input(glob, x.dtype, x.fill, x.seed))))
+                           replace(p, inputs=_set(p.inputs, j, replace(x, shape=glob))))
     yield from _param_edits(p, i, op)
 
 
