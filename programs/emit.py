@@ -10,7 +10,7 @@ jax returned, comparing nothing.
 
 from __future__ import annotations
 
-from programs.model import Op, ParamValue, Program, Spec, is_float
+from programs.model import BATCH_IOTA_STEP, BATCH_SEED_STEP, Op, ParamValue, Program, Spec, is_float
 from programs.ops import (
     MODULE_SOURCE,
     OP_TABLE,
@@ -147,10 +147,10 @@ def input_expr(p: Program, i: int, batch: str = "0") -> str:
     for d in x.shape:
         n *= d
     if x.fill == "iota":
-        shift = " + ".join(([str(x.offset)] if x.offset else []) + ([] if batch == "0" else [f"100 * {batch}"]))
+        shift = " + ".join(([str(x.offset)] if x.offset else []) + ([] if batch == "0" else [f"{BATCH_IOTA_STEP} * {batch}"]))
         src = f"(np.arange({n}) + {shift})" if shift else f"np.arange({n})"
     else:
-        seed = str(x.seed) if batch == "0" else f"{x.seed} + 7919 * {batch}"
+        seed = str(x.seed) if batch == "0" else f"{x.seed} + {BATCH_SEED_STEP} * {batch}"
         src = f"np.random.default_rng({seed}).integers(-3, 4, size={n})"
     # bfloat16 is not a NumPy name: jnp.bfloat16 (ml_dtypes' type) converts NumPy arrays
     dt = {"bfloat16": "jnp.bfloat16", "bool": "np.bool_"}.get(x.dtype, f"np.{x.dtype}")

@@ -143,6 +143,12 @@ class Spec:
         return "P(" + ", ".join(parts) + ")"
 
 
+# how vmap's batch member b > 0 of an argument differs from member 0 (Input.member; the
+# emitted scripts write the same shifts, programs/emit.py input_expr)
+BATCH_IOTA_STEP = 100  # an iota's offset
+BATCH_SEED_STEP = 7919  # a small fill's seed
+
+
 @dataclass(frozen=True)
 class Input:
     """One argument: its global shape, dtype and how its values are made.
@@ -166,17 +172,19 @@ class Input:
         if batch == 0:
             return self
         if self.fill == "iota":
-            return replace(self, offset=self.offset + 100 * batch)
-        return replace(self, seed=self.seed + 7919 * batch)
+            return replace(self, offset=self.offset + BATCH_IOTA_STEP * batch)
+        return replace(self, seed=self.seed + BATCH_SEED_STEP * batch)
 
     def materialize(self, batch: int = 0) -> np.ndarray:
         """The argument's values; `batch` > 0 gives the other members of a vmapped batch
-        (same recipe, shifted seed / offset), so a batch is not B copies of one array."""
+        (`member`: same recipe, shifted seed / offset), so a batch is not B copies of one array."""
+        if batch:
+            return self.member(batch).materialize()
         n = math.prod(self.shape)
         if self.fill == "iota":
-            flat = np.arange(n, dtype=np.int64) + self.offset + 100 * batch
+            flat = np.arange(n, dtype=np.int64) + self.offset
         elif self.fill == "small":
-            flat = np.random.default_rng(self.seed + 7919 * batch).integers(-3, 4, size=n, dtype=np.int64)
+            flat = np.random.default_rng(self.seed).integers(-3, 4, size=n, dtype=np.int64)
         else:
             raise ValueError(f"Input.fill={self.fill!r} must be 'small' or 'iota'")
         return flat.reshape(self.shape).astype(_STORAGE[self.dtype])

@@ -100,10 +100,7 @@ def probe_mode(res: CheckResult) -> ProbeRun | None:
     left = [d for d in values if not set(_members(d)) & set(res.probed)]
     if not left:
         return None
-    if not res.probed:
-        member = 0 if any(0 in _members(d) for d in values) else min(_members(left[0]))
-    else:
-        member = min(_members(left[0]))
+    member = 0 if not res.probed and any(0 in _members(d) for d in values) else min(_members(left[0]))
     p = res.program.member(member)
     if compiler_layout(res.program):
         # a mixed mesh: under jit the compiler lays each probed value out along the Auto
