@@ -122,13 +122,15 @@ entries = [
    # the damage starts at the all_to_all itself (or while lowering, or a crash naming no op); grad
    # names the program's collectives; wrong and missing errors are scoped by the op jax raised at
    # (or a later one: errors_downstream), and only the errors a wrong shape can cause, or
-   # untiled the all_to_all's own AssertionError, raised before an invalid program's defect
+   # untiled the all_to_all's own AssertionError, raised before an invalid program's defect;
+   # a later op's shape check failing on the wrong shape (ValueError at that op, in the
+   # all_to_all's cone: errors_downstream; reports/corpus/known/neg_split_downstream_swap.json)
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
-               *SHAPE_ERRORS, "wrong_error|*|*->AssertionError",
+               *SHAPE_ERRORS, "wrong_error|*|*->AssertionError", "unexpected_error|*|*->ValueError",
                "wrong_error|*|*->MLIRError", "wrong_error|*|*->ValueError", "shape|*|all_to_all", "value|*|all_to_all",
                "value|grad,grad_remat|*all_to_all*"],
    when=["all_to_all:split_axis<0"],
-   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error) or gives wrong values; untiled, all_to_all's own axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: split_axis < concat_axis, expand_dims) compares the raw negative axes, so the primitive gets the wrong split axis and fails an internal assert (AssertionError '(1, 6)'), before an invalid program's own defect is reached (fuzz seed 0). Eagerly the all_to_all runs, and fails verification (MLIRError, or ValueError 'Cannot lower jaxpr with verifier errors'), before a later op's defect is traced (reports/corpus/known/neg_split_eager_invalid.json: a dead all_to_all, then a psum naming a non-manual axis). The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error), makes a later op's shape check fail in a valid program (untiled over a size-1 axis, split_axis=-1 keeps the operand's shape: a following pswapaxes raises 'all_to_all requires the size of the mapped axis ... 2 and 1', fuzz seed 0, 60 s), or gives wrong values; untiled, all_to_all's own axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: split_axis < concat_axis, expand_dims) compares the raw negative axes, so the primitive gets the wrong split axis and fails an internal assert (AssertionError '(1, 6)'), before an invalid program's own defect is reached (fuzz seed 0). Eagerly the all_to_all runs, and fails verification (MLIRError, or ValueError 'Cannot lower jaxpr with verifier errors'), before a later op's defect is traced (reports/corpus/known/neg_split_eager_invalid.json: a dead all_to_all, then a psum naming a non-manual axis). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="negative-all-to-all-concat-axis", case="neg_concat", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,

@@ -356,6 +356,38 @@ def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a
     assert find(ENTRIES, wrong(0), [wrong(0)], p, pred, "0.11.2") is None  # fixed upstream
 
 
+def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_its_cone() -> None:
+    """Untiled over a size-1 axis with split_axis=-1, jax 0.10.2's all_to_all keeps its
+    operand's shape, so a following pswapaxes of the oracle's (valid) shape raises
+    ValueError (fuzz seed 0, 60 s: reports/corpus/known/neg_split_downstream_swap.json).
+    The entry explains that error at the pswapaxes, which depends on the all_to_all, and
+    not at a pswapaxes of the argument itself, nor with the axis non-negative, nor on a
+    jax that normalises negative axes."""
+    from dataclasses import replace
+
+    from programs.model import Op
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_split_downstream_swap.json").read_text())
+    a2a, swap = p.body
+    assert a2a.kind == "all_to_all" and a2a.p("split_axis") < 0 and swap.kind == "pswapaxes" and swap.operands == (1,)
+    pred = predict(p)
+    assert pred.error is None  # (valid: jax is wrong to raise)
+
+    def raised(q: Program, at: int) -> Divergence:
+        return Divergence(DivergenceKind.UNEXPECTED_ERROR, "abstract", "", f"{q.body[at].kind}->ValueError",
+                          op_index=at, raised_at=at)
+
+    e = find(ENTRIES, raised(p, 1), [raised(p, 1)], p, pred, "0.10.2")
+    assert e is not None and e.id == "negative-all-to-all-split-axis"
+    assert find(ENTRIES, raised(p, 1), [raised(p, 1)], p, pred, "0.11.2") is None  # fixed upstream
+    nonneg = replace(p, body=(Op.make("all_to_all", a2a.operands, **{**dict(a2a.params), "split_axis": 1}), swap))
+    assert find(ENTRIES, raised(nonneg, 1), [raised(nonneg, 1)], nonneg, predict(nonneg), "0.10.2") is None
+    # a pswapaxes of the argument (not in the all_to_all's cone) raising is not explained
+    apart = replace(p, body=(a2a, Op.make("pswapaxes", (0,), **{**dict(swap.params), "axis": 0})))
+    assert find(ENTRIES, raised(apart, 1), [raised(apart, 1)], apart, predict(apart), "0.10.2") is None
+
+
 def test_an_out_of_order_ppermute_inside_a_transform_explains_the_transforms_wrong_value() -> None:
     """The probe sees a derivative transform as one op, so a ppermute out of mesh order
     among its steps makes the transform the first op going wrong (a 60 s default run of
