@@ -1,7 +1,9 @@
 """The value tier's choice of modes by configuration cells (harness/campaign/cells.py,
-harness/campaign/fuzz.py `tier_modes`): no jax."""
+harness/campaign/fuzz.py `tier_modes`): no jax, but where a test runs a mode or a run."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from harness.campaign.cells import CellLedger, program_cells
 from harness.campaign.config import RunConfig
@@ -339,3 +341,37 @@ def test_a_collective_over_several_axes_of_size_above_1_has_a_cell_per_dtype() -
     assert unreachable("psum|axes=several>1&dtype=int8", "grad") is not None
     assert unreachable("psum|axes=several>1&dtype=bfloat16", "grad") is None
     assert unreachable("psum|axes=several>1&dtype=bfloat16", "smap") is not None
+
+
+def test_the_reduced_unreduced_cells_are_unreachable_in_the_modes_the_workers_say_cannot_run_them() -> None:
+    """A mode that runs no program with a reduced / unreduced value on this jax (the
+    workers' compat.ur_mode_gap, sent when they start) lists the cells only those ops hold
+    as unreachable there with that reason, and no other cell: the real mode reports the
+    program unsupported with the same words, and a mode without the gap runs it."""
+    from harness.campaign.cells import UR_CELLS, program_cells, unreachable
+    from harness.run import compat
+    from harness.run.modes import MODES
+    from harness.run.pool import Pool
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/curated/all_gather_to_reduced.json").read_text())
+    assert "all_gather|to=reduced" in program_cells(p)
+    pool = Pool(1)
+    try:
+        gaps = pool.info["ur_gaps"]
+    finally:
+        pool.close()
+    assert gaps and "smap" in gaps and "jit" not in gaps
+    assert gaps == {m: g for m in MODES if (g := compat.ur_mode_gap(m)) is not None}
+    for m, why in gaps.items():
+        for c in UR_CELLS:
+            assert why in (unreachable(c, m, ur_gaps=gaps) or "") and why in (unreachable(f"{c}|by_error", m, ur_gaps=gaps) or "")
+        assert unreachable("all_gather|dtype=float32", m, ur_gaps=gaps) is None
+    assert unreachable("all_gather|to=reduced", "jit", ur_gaps=gaps) is None
+    assert unreachable("all_gather|to=reduced", "smap") is None  # (no gaps said: a miss, not a reason)
+    for m in ("vmap", "jit"):
+        o = MODES[m].run(p)
+        if m in gaps:
+            assert o.status == "unsupported" and gaps[m] in o.error_message
+        else:
+            assert o.status != "unsupported"

@@ -94,9 +94,17 @@ def applies(p: Program, mode: str) -> bool:
     return True
 
 
-def unreachable(cell: str, mode: str, backend: str = "cpu") -> str | None:
-    """Why `cell` can never be value-checked in `mode` here, or None."""
+# The cells only an op with a reduced / unreduced result holds (harness/run/compat.py
+# `ur_mode_gap`: the modes that cannot run those)
+UR_CELLS = frozenset({"pcast|to=reduced", "pcast|to=unreduced", "all_gather|to=reduced"})
+
+
+def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: dict[str, str] | None = None) -> str | None:
+    """Why `cell` can never be value-checked in `mode` here, or None. `ur_gaps`: the
+    modes that run no reduced / unreduced program on the workers' jax, and why."""
     kind = cell.split("|")[0]
+    if ur_gaps and mode in ur_gaps and cell.removesuffix("|by_error") in UR_CELLS:
+        return f"{mode} runs no program with a reduced / unreduced value: {ur_gaps[mode]}"
     if cell.endswith("|by_error"):
         cell = cell[: -len("|by_error")]
         if mode in ("vmap_spmd", "smap"):  # (Vmap.run, Program.smap_form: a defect has no such form)

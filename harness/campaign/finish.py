@@ -183,7 +183,7 @@ def cell_checks(run: Run) -> tuple[CellCheck, ...]:
                 i, t = run.cells.first[(c, m)]
                 out.append(CellCheck(c, m, n, i, t))
             else:
-                out.append(CellCheck(c, m, 0, why=unreachable(c, m) or _not_drawn(run, c) or _blocked(run, c, m)))
+                out.append(CellCheck(c, m, 0, why=unreachable(c, m, ur_gaps=run.ur_gaps) or _not_drawn(run, c) or _blocked(run, c, m)))
     return tuple(out)
 
 

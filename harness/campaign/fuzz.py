@@ -40,6 +40,7 @@ from harness.judge.check import CheckResult, check_program, evaluate, localise_v
 from harness.judge.known import known_trouble
 from harness.report.markup import write as atomic_write
 from harness.report.summary import RunSummary
+from harness.run import compat
 from harness.run.modes import Observation
 from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.pool import Completed, Pool
@@ -374,6 +375,10 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
         pool = Pool(cfg.workers, cfg.python, cfg.timeout_s, cfg.worker_env)
     if pool is not None and pool.info.get("jax_version"):
         run.jax_version = pool.info["jax_version"]
+    if pool is not None:
+        run.ur_gaps = dict(pool.info.get("ur_gaps") or {})
+    else:  # (the modes run in this process)
+        run.ur_gaps = {m: g for m in cfg.modes if (g := compat.ur_mode_gap(m)) is not None}
     sched = _Scheduler(run, pool)
     try:
         _generate(sched, fixed, stats)

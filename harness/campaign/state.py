@@ -100,6 +100,8 @@ class Run:
         self.t0 = time.monotonic()
         self.last_progress = 0.0
         self.jax_version = compat.jax_version()
+        # mode -> why it runs no reduced / unreduced program here (the workers' compat.ur_mode_gap)
+        self.ur_gaps: dict[str, str] = {}
         self.coverage: Counter[tuple[str, int, str, str, str]] = Counter()
         self.accidents = 0
         self.fixed: list[dict[str, Any]] = []

@@ -388,24 +388,35 @@ def _uses_ur(p: Program) -> bool:
     ) or any(s.unreduced or s.reduced for s in p.in_specs + p.out_specs)
 
 
+def ur_mode_gap(mode: str | None) -> str | None:
+    """Why `mode` runs no program holding a reduced / unreduced value (pcast to them,
+    all_gather(to='reduced'), a spec naming them) on this jax, or None where it runs them.
+    The same for every such program: the run lists the cells only those ops hold as
+    unreachable in that mode with this reason (harness/campaign/cells.py `unreachable`)."""
+    v = jax_version()
+    if mode in ("vmap", "vmap_spmd") and not _ur_batching():
+        # parallel.py: the batching rules of vary_unreduced_cast, preduced,
+        # reduced_vary_cast, unreduced_psum and all_gather_reduced raise NotImplementedError
+        return f"{' / '.join(_UR_KINDS)} under vmap: jax {v} has no batching rule for them (NotImplementedError)"
+    if mode == "eager" and not _eager_ur():
+        # jax 0.9.2: "Eager shard_map with unreduced/reduced is not implemented. Please
+        # wrap your shard_map in `jax.jit`."
+        return f"{' / '.join(_UR_KINDS)} in eager shard_map: jax {v} does not implement them (NotImplementedError: wrap it in jax.jit)"
+    if mode == "smap":
+        # smap leaves the other mesh axes automatic: jax 0.10.2 does not handle reduced /
+        # unreduced values outside full manual ("TODO ... partial manual unreduced")
+        return f"{' / '.join(_UR_KINDS)} under smap: jax {v} handles them only in a full-manual shard_map"
+    return None
+
+
 def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
     """Modes that cannot run an explicit-mesh or reduced / unreduced program as the
     oracle means it, each with why (data, not a skip: the program is checked in the
     other modes)."""
-    v = jax_version()
     out = []
-    if mode in ("vmap", "vmap_spmd") and _uses_ur(p) and not _ur_batching():
-        # parallel.py: the batching rules of vary_unreduced_cast, preduced,
-        # reduced_vary_cast, unreduced_psum and all_gather_reduced raise NotImplementedError
-        out.append(f"{' / '.join(_UR_KINDS)} under vmap: jax {v} has no batching rule for them (NotImplementedError)")
-    if mode == "eager" and _uses_ur(p) and not _eager_ur():
-        # jax 0.9.2: "Eager shard_map with unreduced/reduced is not implemented. Please
-        # wrap your shard_map in `jax.jit`."
-        out.append(f"{' / '.join(_UR_KINDS)} in eager shard_map: jax {v} does not implement them (NotImplementedError: wrap it in jax.jit)")
-    if mode == "smap" and _uses_ur(p):
-        # smap leaves the other mesh axes automatic: jax 0.10.2 does not handle reduced /
-        # unreduced values outside full manual ("TODO ... partial manual unreduced")
-        out.append(f"{' / '.join(_UR_KINDS)} under smap: jax {v} handles them only in a full-manual shard_map")
+    gap = ur_mode_gap(mode) if _uses_ur(p) else None
+    if gap is not None:
+        out.append(gap)
     if mode in ("grad", "grad_remat") and (p.explicit_axes or p.wrap is not None):
         # harness gap: the grad modes make cotangents as unsharded arrays and flatten
         # outputs with reshape, which an Explicit output's sharding type refuses (an
