@@ -375,3 +375,33 @@ def test_the_reduced_unreduced_cells_are_unreachable_in_the_modes_the_workers_sa
             assert o.status == "unsupported" and gaps[m] in o.error_message
         else:
             assert o.status != "unsupported"
+
+
+def test_a_mode_a_known_entry_says_may_hang_runs_with_a_short_limit_and_its_hang_is_still_seen(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The grad modes hang on a negative-scatter psum_scatter after an all_to_all inside
+    lax.scan (known entry negative-scatter-dimension, timeout signature). A run gives
+    such a program's grad modes a part of their own limited to KNOWN_HANG_LIMIT_S, not
+    the pool's 30 s: the hang is observed and explained as before, at a fraction of the
+    cost; the same program with the axis non-negative gets no short limit."""
+    import io
+
+    from harness.campaign.cells import value_types
+    from harness.campaign.fuzz import KNOWN_HANG_LIMIT_S, fuzz
+    from harness.judge.known import hang_entries, known_hang_modes, load
+    from oracles.rewrites import REWRITES
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_scatter_scan_grad_hang.json").read_text())
+    hangs = hang_entries(load(), "0.10.2")
+    assert {e.id for e in hangs} >= {"negative-scatter-dimension"}
+    modes = ("abstract", "jit", "grad", "grad_remat")
+    assert known_hang_modes(hangs, p, value_types(p)[0], modes) == ("grad", "grad_remat")
+    q = REWRITES["nonnegative_axes"](p)
+    assert q is not None and known_hang_modes(hangs, q, value_types(q)[0], modes) == ()
+    assert known_hang_modes(hang_entries(load(), "0.12.0"), p, value_types(p)[0], modes) == ()  # (fixed there)
+
+    s = fuzz(RunConfig(seed=0, max_examples=1, modes=("abstract", "grad"), workers=1, report_dir=tmp_path,
+                       progress=io.StringIO(), minimize_budget_s=0, suppressions=load(), value_share=1.0), fixed=[p])
+    hung = [b for b in s.buckets if b.signature == "timeout|grad|timeout"]
+    assert hung and hung[0].suppressed_by == "negative-scatter-dimension"
+    assert f"timed out after {KNOWN_HANG_LIMIT_S:.0f}s" in hung[0].message

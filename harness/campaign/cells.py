@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 from programs.cells import op_cells, ops_cells, output_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
 from programs.model import Program, is_float
@@ -29,12 +30,19 @@ VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "gr
 
 
 @functools.lru_cache(maxsize=256)
-def _typed(p: Program) -> tuple[list[tuple[tuple[int, ...], str]], bool]:
-    """(the oracle's types of the program's values, whether it expects the program to fail)."""
+def value_types(p: Program) -> tuple[tuple[Any, ...], bool]:
+    """(the oracle's value types of the program's values, as far as it traces, whether it
+    expects the program to fail): no values computed."""
     from oracles.interpreter import trace
 
     st, err = trace(p, with_values=False)
-    return [(t.shape, t.dtype) for t in st.types], err is not None
+    return tuple(st.types), err is not None
+
+
+def _typed(p: Program) -> tuple[list[tuple[tuple[int, ...], str]], bool]:
+    """(the oracle's types of the program's values, whether it expects the program to fail)."""
+    types, fails = value_types(p)
+    return [(t.shape, t.dtype) for t in types], fails
 
 
 @functools.lru_cache(maxsize=256)

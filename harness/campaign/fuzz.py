@@ -20,7 +20,13 @@ from hypothesis.database import ReadOnlyDatabase
 from hypothesis.errors import FlakyFailure
 from hypothesis.statistics import collector
 
-from harness.campaign.cells import CellLedger, checked_cells, typed_cells, typed_output_cells
+from harness.campaign.cells import (
+    CellLedger,
+    checked_cells,
+    typed_cells,
+    typed_output_cells,
+    value_types,
+)
 from harness.campaign.config import LARGE_MODES, RunConfig
 from harness.campaign.corpus import check_sync, load_corpus, replay_corpus
 from harness.campaign.database import run_database
@@ -37,7 +43,7 @@ from harness.campaign.generation import (
 from harness.campaign.state import Bucket, Run, case_document, coverage_keys, spec_pattern
 from harness.campaign.sweep import sweep_programs
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
-from harness.judge.known import known_trouble
+from harness.judge.known import hang_entries, known_hang_modes, known_trouble
 from harness.report.markup import write as atomic_write
 from harness.report.summary import RunSummary
 from harness.run import compat
@@ -125,6 +131,7 @@ class _Scheduler:
         self.since_late = 0  # sweep programs submitted since the last late part went out
         self.out_of_time = False  # the budget is spent: late parts not yet out are dropped
         self.limit: int | None = None  # with the sweep: the programs drawn in all (max_examples)
+        self.hangs = hang_entries(self.cfg.suppressions, run.jax_version)  # entries saying jax may hang
 
     def check(self, p: Program, reused: bool = False) -> None:
         """One drawn (or replayed) program: skipped when drawn again, else submitted."""
@@ -211,10 +218,28 @@ class _Scheduler:
                 self.out_of_time = True  # (the rest is dropped at the end: `drain`)
                 return
             q, modes, parent = self.late.pop(0)
-            self.pool.submit(q, modes, tag=_Late(parent))
+            self.pool.submit(q, modes, tag=_Late(parent), limit_s=KNOWN_HANG_LIMIT_S if self.hang_modes(q, modes) else None)
+
+    def hang_modes(self, p: Program, modes: tuple[str, ...]) -> tuple[str, ...]:
+        """The modes of `modes` a known entry says jax may hang in on `p` (known_hang_modes)."""
+        return known_hang_modes(self.hangs, p, value_types(p)[0], modes) if self.hangs else ()
 
     def _submit(self, p: Program, modes: tuple[str, ...]) -> None:
         assert self.pool is not None
+        hang = self.hang_modes(p, modes)
+        if hang:
+            # the modes a known entry says may hang on `p` go in a part of their own with
+            # a short limit (a hang costs KNOWN_HANG_LIMIT_S, not the pool's 30 s); joined
+            # with the rest like a batch's parts
+            pred, rest = predict(p), tuple(m for m in modes if m not in hang)
+            token = next(self.tokens)
+            self.parts[token] = (1 + bool(rest), [], pred)
+            if rest:
+                self.wait_for_free_worker()
+                self.pool.submit(p, rest, tag=_Part(token))
+            self.wait_for_free_worker()
+            self.pool.submit(p, hang, tag=_Part(token), limit_s=KNOWN_HANG_LIMIT_S)
+            return
         pred = predict(p) if self.cfg.batch > 1 and "jit" in modes else None
         # a program the oracle expects to fail, or one with the features of a known jax
         # bug, would only make its batch fail and be bisected: it runs alone
@@ -431,6 +456,11 @@ def cpu_runnable_part(p: Program) -> Program | None:
 # process: eager 554 ms a program, jit 25, gspmd 21, grad 19, lowering 17, vmap 16).
 # The share chosen by program id runs them on COSTLY_SHARE of its programs; a program
 # that brings a cell new to such a mode runs it there always.
+# A mode a known entry says may hang on a program (a `timeout` signature whose features
+# it holds) runs with this limit instead of the pool's timeout_s (30 s): a hang is still
+# observed, and explained, but costs a worker this long. The grad modes of a seed-0/1
+# sweep program take at most ~2 s with a warm cache; a cold compile of one can take ~4.
+KNOWN_HANG_LIMIT_S = 8.0
 COSTLY_MODES = frozenset({"eager"})
 COSTLY_SHARE = 0.25
 LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go out first

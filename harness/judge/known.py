@@ -243,6 +243,28 @@ def known_trouble(entries: Sequence[KnownDivergence], p: Program, pred: Predicti
     return False
 
 
+def hang_entries(entries: Sequence[KnownDivergence], jax_version: str) -> tuple[KnownDivergence, ...]:
+    """The entries covering `jax_version` that say jax hangs (a `timeout` signature)."""
+    return tuple(e for e in entries if e.covers(jax_version) and any(pat.kind == "timeout" for pat in e.patterns))
+
+
+def known_hang_modes(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], modes: Sequence[str]) -> tuple[str, ...]:
+    """The modes of `modes` in which one of `entries` (`hang_entries`) says jax may hang
+    on `p` (`types`: the oracle's value types): its timeout signature names the mode, its program features hold, and its op
+    features hold on some op (dead ones too: a hang names no op, so `explains` scopes it
+    to any op). The scheduler runs those modes with a short time limit of their own
+    (harness/campaign/fuzz.py KNOWN_HANG_LIMIT_S): checked, but not at 30 s a hang."""
+    out: set[str] = set()
+    for e in entries:
+        ms = {m for pat in e.patterns if pat.kind == "timeout" for m in modes if pat.modes is None or m in pat.modes}
+        if not ms or not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
+            continue
+        if e.op_features and not e.feature_ops(p, types):
+            continue
+        out |= ms
+    return tuple(m for m in modes if m in out)
+
+
 @dataclass(frozen=True)
 class Explained:
     """One divergence of a checked program and the entry that explains it (None: new)."""

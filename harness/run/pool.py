@@ -53,6 +53,7 @@ class Job:
     mode_started: float = 0.0
     batch: list[Program] | None = None  # a batch job: these programs, one jit
     batch_obs: dict[int, Observation] = field(default_factory=dict)
+    limit_s: float | None = None  # its own per-mode time limit (else the pool's timeout_s)
 
 
 @dataclass
@@ -202,7 +203,8 @@ class Pool:
         2M argument elements (a large program, 4 MiB per device on 8 devices, gets 4x),
         at most 8x, so a big transfer is not mistaken for a hang."""
         n = sum(math.prod(x.shape) for x in job.program.inputs)
-        return self.timeout_s * max(1.0, min(8.0, n / float(1 << 21)))
+        base = self.timeout_s if job.limit_s is None else min(job.limit_s, self.timeout_s)
+        return base * max(1.0, min(8.0, n / float(1 << 21)))
 
     def free(self) -> int:
         return sum(1 for w in self.workers if w.ready and w.job is None)
@@ -235,10 +237,11 @@ class Pool:
         except (BrokenPipeError, OSError):
             pass  # noticed as a crash by the next poll
 
-    def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None) -> None:
-        """Give a program to a free worker, to run in each of `modes`."""
+    def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None, limit_s: float | None = None) -> None:
+        """Give a program to a free worker, to run in each of `modes` (`limit_s`: a time
+        limit per mode below the pool's, for modes a known entry says may hang)."""
         w = self._free_worker()
-        job = Job(self.next_id, program, modes, tag)
+        job = Job(self.next_id, program, modes, tag, limit_s=limit_s)
         clear = self.clear_caches_every > 0 and (w.jobs_done + 1) % self.clear_caches_every == 0
         self._send(w, job, {"id": job.id, "program": program_to_dict(program), "modes": list(modes), "clear_caches": clear})
 
