@@ -102,7 +102,7 @@ def sweep_groups(seed: int, k: int = SWEEP_GROUP, foci: tuple[Focus, ...] = FOCI
     return tuple(order)
 
 
-MAX_TRIES = 2  # programs a focus is drawn into before the sweep gives it up (it stays a Hypothesis stream cell)
+MAX_TRIES = 4  # programs a focus is drawn into before the sweep gives it up (it stays a Hypothesis stream cell)
 DRAWS = 3  # draws of one group's program, the first holding every focus kept (else the one holding most)
 
 
