@@ -43,7 +43,7 @@ from harness.campaign.generation import (
 from harness.campaign.state import Bucket, Run, case_document, coverage_keys, spec_pattern
 from harness.campaign.sweep import sweep_programs
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
-from harness.judge.known import hang_entries, known_hang_modes, known_trouble
+from harness.judge.known import hang_entries, hang_mode_names, known_hang_modes, known_trouble
 from harness.report.markup import write as atomic_write
 from harness.report.summary import RunSummary
 from harness.run import compat
@@ -132,6 +132,7 @@ class _Scheduler:
         self.out_of_time = False  # the budget is spent: late parts not yet out are dropped
         self.limit: int | None = None  # with the sweep: the programs drawn in all (max_examples)
         self.hangs = hang_entries(self.cfg.suppressions, run.jax_version)  # entries saying jax may hang
+        self.hang_names = hang_mode_names(self.hangs)  # the modes they name (None: every mode)
 
     def check(self, p: Program, reused: bool = False) -> None:
         """One drawn (or replayed) program: skipped when drawn again, else submitted."""
@@ -222,7 +223,9 @@ class _Scheduler:
 
     def hang_modes(self, p: Program, modes: tuple[str, ...]) -> tuple[str, ...]:
         """The modes of `modes` a known entry says jax may hang in on `p` (known_hang_modes)."""
-        return known_hang_modes(self.hangs, p, value_types(p)[0], modes) if self.hangs else ()
+        if not self.hangs or (self.hang_names is not None and not self.hang_names.intersection(modes)):
+            return ()  # (no trace: a late eager part, say)
+        return known_hang_modes(self.hangs, p, value_types(p)[0], modes)
 
     def _submit(self, p: Program, modes: tuple[str, ...]) -> None:
         assert self.pool is not None
@@ -403,7 +406,7 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
     if pool is not None:
         run.ur_gaps = dict(pool.info.get("ur_gaps") or {})
     else:  # (the modes run in this process)
-        run.ur_gaps = {m: g for m in cfg.modes if (g := compat.ur_mode_gap(m)) is not None}
+        run.ur_gaps = compat.ur_mode_gaps(cfg.modes)
     sched = _Scheduler(run, pool)
     try:
         _generate(sched, fixed, stats)

@@ -248,6 +248,18 @@ def hang_entries(entries: Sequence[KnownDivergence], jax_version: str) -> tuple[
     return tuple(e for e in entries if e.covers(jax_version) and any(pat.kind == "timeout" for pat in e.patterns))
 
 
+def hang_mode_names(entries: Sequence[KnownDivergence]) -> frozenset[str] | None:
+    """The modes the timeout signatures of `entries` name (None: one names every mode)."""
+    out: set[str] = set()
+    for e in entries:
+        for pat in e.patterns:
+            if pat.kind == "timeout":
+                if pat.modes is None:
+                    return None
+                out |= set(pat.modes)
+    return frozenset(out)
+
+
 def known_hang_modes(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], modes: Sequence[str]) -> tuple[str, ...]:
     """The modes of `modes` in which one of `entries` (`hang_entries`) says jax may hang
     on `p` (`types`: the oracle's value types): its timeout signature names the mode, its program features hold, and its op

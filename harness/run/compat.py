@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -407,6 +407,11 @@ def ur_mode_gap(mode: str | None) -> str | None:
         # unreduced values outside full manual ("TODO ... partial manual unreduced")
         return f"{' / '.join(_UR_KINDS)} under smap: jax {v} handles them only in a full-manual shard_map"
     return None
+
+
+def ur_mode_gaps(modes: Iterable[str]) -> dict[str, str]:
+    """`ur_mode_gap` of each of `modes` that has one."""
+    return {m: g for m in modes if (g := ur_mode_gap(m)) is not None}
 
 
 def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:

@@ -82,9 +82,8 @@ def _serve() -> int:
 
     # (the modes that run no reduced / unreduced program on this jax, and why: the run
     # lists the cells only those ops hold as unreachable there)
-    ur_gaps = {m: g for m in MODES if (g := compat.ur_mode_gap(m)) is not None}
     send({"event": "ready", "jax_version": jax.__version__, "backend": jax.default_backend(), "pid": os.getpid(),
-          "ur_gaps": ur_gaps})
+          "ur_gaps": compat.ur_mode_gaps(MODES)})
     for line in sys.stdin:
         if not line.strip():
             continue
