@@ -111,7 +111,8 @@ class _Body:
     def try_op(self, draw: st.DrawFn, kind: str, operand: int | None = None, axes: tuple[str, ...] | None = None) -> bool:
         """Append one op of `kind` if the current values allow it; False otherwise. Its
         (first) operand is `operand` when given, else drawn; a collective's axes are
-        `axes` when given (a non-empty tuple of usable axes), else drawn."""
+        `axes` when given (a tuple of usable axes: empty only for a psum focus,
+        strategies/programs.py `_focus_op`), else drawn."""
         if operand is not None:
             idx = operand
         else:

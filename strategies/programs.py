@@ -111,11 +111,12 @@ def _uniform(n: int) -> float:
 
 @st.composite
 def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, large: bool = False,
-              dtypes: tuple[str, ...] = _X32_DTYPES, rank: int | None = None) -> tuple[Input, Spec, _V]:
+              dtypes: tuple[str, ...] = _X32_DTYPES, rank: int | None = None, fit: int | None = None) -> tuple[Input, Spec, _V]:
     """Argument `i`: its per-device shape (of rank `rank` when given), spec, then a dtype
-    from `dtypes` (a one-dtype tuple fixes it)."""
+    from `dtypes` (a one-dtype tuple fixes it). `fit`: a per-device dimension of that
+    size (a focus op over a group of that size needs one: `_focused`), unless rank 0."""
     if rank is None:
-        rank = draw(st.integers(1 if large else 0, 3), label="arg_rank")
+        rank = draw(st.integers(1 if large or fit else 0, 3), label="arg_rank")
     choices = _dim_choices(mesh)
     local = []
     for _ in range(rank):
@@ -127,6 +128,8 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
             event("input: zero-size dimension")
         else:
             local.append(draw(st.sampled_from(choices), label="dim"))
+    if fit is not None and rank and fit not in local:
+        local[draw(st.integers(0, rank - 1), label="fit_dim")] = fit
     if large:  # the last dimension long enough for a block of LARGE_ELEMENTS
         rest = math.prod(local[:-1])
         local[-1] = _LARGE_MULTIPLE * -(-LARGE_ELEMENTS // (_LARGE_MULTIPLE * rest))
@@ -584,23 +587,30 @@ def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, .
           and (want_dtype is None or v.dtype == want_dtype)
           and (want_rank is None or min(len(v.shape), 3) == want_rank)
           and not (f.kind == "cast" and j in body.python_numbers)]
+    # (a cast of a value that takes them all, where no value of the dtype does: the rare
+    # dtypes are the first argument's only, and its shape or varying axes may not fit)
+    recast = False
     if axes is not None:
-        ok = [j for j in ok if _takes_all(body, f.kind, j, axes)] or ok
-    if not ok and want_dtype is not None and (want_dtype in body.dtypes or want_dtype in _PROMOTED):
+        fit = [j for j in ok if _takes_all(body, f.kind, j, axes)]
+        recast = bool(ok) and not fit and want_dtype is not None
+        ok = fit or ok
+    if (not ok or recast) and want_dtype is not None and (want_dtype in body.dtypes or want_dtype in _PROMOTED):
         src = [j for j, v in enumerate(body.vals) if not (v.unreduced or v.reduced) and j not in body.python_numbers
                and (want_rank is None or min(len(v.shape), 3) == want_rank)]
         if axes is not None:  # (a cast keeps the shape and the varying axes)
-            src = [j for j in src if _takes_all(body, f.kind, j, axes)] or src
+            src = [j for j in src if _takes_all(body, f.kind, j, axes)] or ([] if recast else src)
         if src:
             j = draw(st.sampled_from(src), label="focus_cast_from")
             c = _promoted(draw, body, j, want_dtype) if want_dtype in _PROMOTED else body.push(Op.make("cast", (j,), dtype=want_dtype))
-            ok = [] if c is None else [c]
+            ok = ok if c is None else [c]
     return draw(st.sampled_from(ok), label="focus_operand") if ok else None
 
 
 # dtypes only an op's result has, never an argument's or a cast's (programs/model.py
-# `_STORAGE`): int16 is int8 + uint8 (jnp's promotion), int64 an int32 sum under x64
-_PROMOTED = ("int16", "int64")
+# `_STORAGE`): int16 is int8 + uint8 (jnp's promotion), int64 an int32 sum under x64,
+# uint64 a uint32 sum under x64 (oracles/ops/local.py: jnp.sum widens to 64 bits)
+_PROMOTED = ("int16", "int64", "uint64")
+_X64_ONLY = ("int64", "uint64")
 
 
 def _promoted(draw: st.DrawFn, body: _Body, j: int, dtype: str) -> int | None:
@@ -611,10 +621,10 @@ def _promoted(draw: st.DrawFn, body: _Body, j: int, dtype: str) -> int | None:
     if dtype == "int16":
         a, b = cast("int8"), cast("uint8")
         return None if a is None or b is None else body.push(Op.make("add", (a, b)))
-    a = cast("int32") if body.x64 else None
+    a = cast("int32" if dtype == "int64" else "uint32") if body.x64 else None
     if a is None or not body.try_op(draw, "reduce_sum", operand=a):
         return None
-    return len(body.vals) - 1 if body.vals[-1].dtype == "int64" else None
+    return len(body.vals) - 1 if body.vals[-1].dtype == dtype else None
 
 
 def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
@@ -632,6 +642,9 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
         # apply, `_maybe_invalid`, and a focus mesh is Auto)
         return None if f.by_error else _focus_reduced(draw, body, f, to, want, wants)
     axes = _focus_axes(body, next((c for g in (f, *extra) if (c := g.fixes("axes")) is not None), None))
+    # the one psum with a bool result is over no axes (oracles/ops/reductions.py: psum
+    # returns its operand as it is there; over any axis it sums a bool as int32)
+    empty = f.kind == "psum" and wanted((f, *extra))[1] == "bool"
     for n in range(6):
         idx = _focus_operand(draw, body, f, extra, axes if n % 2 == 0 else None)
         if idx is None:
@@ -641,7 +654,7 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
             ok = cast_to in body.dtypes and body.vals[idx].dtype != cast_to and body.push(Op.make("cast", (idx,), dtype=cast_to)) is not None
         else:
             # every other try over the axes of the focus's axis-tuple class (the others drawn)
-            ok = body.try_op(draw, f.kind, operand=idx, axes=axes if n % 2 == 0 else None)
+            ok = body.try_op(draw, f.kind, operand=idx, axes=() if empty else axes if n % 2 == 0 else None)
         if not ok:
             continue
         for at, cells in _appended(body, before, f.kind):
@@ -653,6 +666,9 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
                     best = (score, at)
                 break
     return None if best is None else best[1]
+
+
+_FITS = ("psum_scatter", "all_to_all", "pswapaxes")  # the kinds `_takes_all` needs a dimension of the group size for
 
 
 @st.composite
@@ -682,11 +698,17 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     if f.kind == "shard_map" and f.profile == "spmd":
         manual = usable  # a nested shard_map's axes are Auto outside it: the free axis is
     vma_flag = not any(g.needs_check_vma_off for g in every)
-    x64 = any(g.fixes("dtype") in (X64_DTYPE, "int64") for g in every)
+    x64 = any(g.fixes("dtype") in (X64_DTYPE, *_X64_ONLY) for g in every)
     rank, dtype = argument_constraint(f, x64, group[0][1:])
     # a sweep group's other (compound) foci of a rank or dtype: the next arguments take them
     more = [argument_constraint(c[0], x64, c[1:]) for c in group[1:]
             if any(d in ("rank", "dtype") or v == "middle" for g in c for d, v in g.parts)]
+    # a psum_scatter, all_to_all or pswapaxes over every usable axis (`_focus_axes`) needs
+    # a dimension of the group's size (a multiple, tiled): the first argument has one
+    fit = None
+    ordered = tuple(a for a in mesh.names if a in usable)
+    if f.kind in _FITS and f.fixes("axes") not in (None, "one") and len(ordered) >= 2:
+        fit = mesh.group_size(ordered)
     n_args = draw(st.integers(1, max_args), label="n_args")
     if not is_float(dtype):
         n_args = max(n_args, 2)  # a float argument too: grad differentiates it
@@ -699,7 +721,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         if i >= 2 and i - 2 < len(more):
             r, d = more[i - 2]
             dts = (d or ("float64" if x64 else "float32"),)
-        x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=r), label=f"arg{i}")
+        x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=r, fit=fit if i == 0 else None), label=f"arg{i}")
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
