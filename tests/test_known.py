@@ -431,3 +431,36 @@ def test_a_bf16_vjp_that_sums_its_cotangent_in_partial_manual_is_the_abort_entry
     crash = Divergence(DivergenceKind.CRASH, "eager", "", "crash")
     e = find(ENTRIES, crash, [crash], p, predict(p), "0.10.2")
     assert e is not None and e.id == "bf16-partial-manual-transform-cotangent-abort"
+
+
+def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotangent_error_only() -> None:
+    """A derivative transform in the body transposes its steps in every mode, so the
+    untiled all_to_all's wrong transpose raises at the transform in abstract, jit, eager
+    ... (a 60 s default run of seed 0; reports/corpus/known/a2a_untiled_transform.json).
+    The entry explains that error at a transform holding an untiled all_to_all, not at
+    one holding a tiled one, nor one of the 0.8 shape where the cotangent is returned."""
+    from dataclasses import replace
+
+    from programs.model import Op
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/a2a_untiled_transform.json").read_text())
+    (tr,) = p.body
+    assert tr.kind == "transform" and [s.kind for s in tr.steps()] == ["all_to_all"]
+    pred = predict(p)
+    assert pred.error is None  # (valid: jax is wrong to raise)
+
+    def raised(kind: str = "ValueError") -> Divergence:
+        return Divergence(DivergenceKind.UNEXPECTED_ERROR, "abstract", "", f"transform->{kind}", op_index=0, raised_at=0)
+
+    e = find(ENTRIES, raised(), [raised()], p, pred, "0.10.2")
+    assert e is not None and e.id == "all-to-all-untiled-transpose-shape"
+    assert find(ENTRIES, raised("TypeError"), [raised("TypeError")], p, pred, "0.10.2") is None
+    shape = Divergence(DivergenceKind.SHAPE, "jit", "", "transform", output=0, op_index=0)
+    e = find(ENTRIES, shape, [shape], p, pred, "0.8.1")
+    assert e is not None and e.id == "all-to-all-untiled-transpose-dot-general"
+    assert find(ENTRIES, shape, [shape], p, pred, "0.10.2") is None  # (0.9+ raises instead)
+    steps = tuple((k, ops, tuple((n, True if n == "tiled" else v) for n, v in params)) for k, ops, params in tr.p("steps"))
+    tiled = replace(p, body=(Op.make("transform", tr.operands, **{**dict(tr.params), "steps": steps}),))
+    assert [s.p("tiled") for s in tiled.body[0].steps()] == [True]
+    assert find(ENTRIES, raised(), [raised()], tiled, predict(tiled), "0.10.2") is None
