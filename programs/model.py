@@ -327,8 +327,11 @@ class Program:
             return "a spec that is not a PartitionSpec"
         if any(s.unreduced or s.reduced for s in self.in_specs + self.out_specs):
             return "a spec with unreduced / reduced axes (in_axes / out_axes cannot say them)"
-        named = self.named_axes()
         manual = self.manual_axes
+        # a nested shard_map's axes are automatic ones (it runs inside jax.smap too: the
+        # mesh comes from the context), not the smap axis
+        nested = {a for op in self.body if op.kind == "shard_map" for a in (op.p("inner_axes") or ())}  # type: ignore[union-attr]
+        named = self.named_axes() - (nested - set(manual))
         if len(named) > 1 or not named <= set(manual):
             return f"names {len(named)} axes"
         axis = next(iter(named)) if named else manual[0]

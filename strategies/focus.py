@@ -11,9 +11,10 @@ configuration cell (programs/cells.py, e.g. `pshuffle|dtype=int32`, `pmean|group
   (cell, mode) pairs the run's programs held, the other modes 26 to 99.
 - "smap": the smap mode, which takes a valid program over one mesh axis only.
 
-A nested shard_map's focus (kind "shard_map") is spmd only, with the free axis Auto (the
-nested one's axes are Auto outside it), so its programs run every value mode but smap
-and vmap_spmd.
+A nested shard_map's focus (kind "shard_map") has the last mesh axis Auto (the nested
+one's axes are Auto outside it): in the spmd profile on a three-axis mesh (the first
+axis the one specs and ops name, the second the free manual one), in the smap profile
+on a two-axis one (the smap axis, then the Auto one).
 
 The focus is a drawn value: the kind uniformly among the kinds of `strategies/cell_table.txt`
 (the cells unfocused generation reaches, scripts/build_cell_table.py), then one of its
@@ -100,9 +101,7 @@ def _fits(cell: str, profile: str) -> bool:
     over one axis with check_vma."""
     f = Focus(cell, profile)
     if profile == "smap":
-        # (a nested shard_map needs an Auto axis outside it: the smap profile's mesh has one axis)
-        return (not f.by_error and not f.needs_check_vma_off and f.fixes("axes") in (None, "one")
-                and f.kind != "shard_map")
+        return not f.by_error and not f.needs_check_vma_off and f.fixes("axes") in (None, "one")
     return True
 
 
@@ -153,13 +152,20 @@ _SPMD_MESHES = {
     "out_of_mesh_order": ((2, 2, 2), (2, 1, 2), (1, 2, 2), (1, 3, 2), (3, 1, 2)),
 }
 _SMAP_SIZES = (2, 3, 4, 6, 8)
+# a nested shard_map's focus: (named, free manual and even, Auto and > 1)
+_NESTED_MESHES = ((2, 2, 2), (1, 2, 2), (1, 2, 3), (1, 2, 4))
+_NESTED_SMAP_MESHES = ((2, 2), (2, 4), (4, 2), (3, 2), (2, 3))  # (the smap axis, Auto and > 1)
 
 
 def focus_mesh(draw: st.DrawFn, f: Focus, names: tuple[str, ...]) -> tuple[Mesh, tuple[str, ...]]:
     """(mesh, the axes specs and ops may name) for a focus's profile and axis-tuple class."""
-    if f.profile == "smap":
+    if f.profile == "smap" and f.kind != "shard_map":
         mesh = Mesh(names[:1], (draw(st.sampled_from(_SMAP_SIZES), label="focus_mesh"),))
         return mesh, mesh.names
+    if f.kind == "shard_map":  # (strategies/programs.py `_focused`: the last axis Auto)
+        sizes = draw(st.sampled_from(_NESTED_SMAP_MESHES if f.profile == "smap" else _NESTED_MESHES), label="focus_mesh")
+        mesh = Mesh(names[: len(sizes)], sizes)
+        return mesh, mesh.names[:1]
     key = f.fixes("axes") or ""
     sizes = draw(st.sampled_from(_SPMD_MESHES[key]), label="focus_mesh")
     mesh = Mesh(names[: len(sizes)], sizes)

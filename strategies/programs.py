@@ -695,8 +695,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     # program under a mesh context, harness/run/compat.py `_explicit_mode_gaps`)
     mesh, usable = focus_mesh(draw, f, AXIS_NAMES)
     manual = mesh.names
-    if f.kind == "shard_map" and f.profile == "spmd":
-        manual = usable  # a nested shard_map's axes are Auto outside it: the free axis is
+    if f.kind == "shard_map":
+        manual = mesh.names[:-1]  # a nested shard_map's axes are Auto outside it: the last axis is
     vma_flag = not any(g.needs_check_vma_off for g in every)
     x64 = any(g.fixes("dtype") in (X64_DTYPE, *_X64_ONLY) for g in every)
     rank, dtype = argument_constraint(f, x64, group[0][1:])
@@ -709,6 +709,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     ordered = tuple(a for a in mesh.names if a in usable)
     if f.kind in _FITS and f.fixes("axes") not in (None, "one") and len(ordered) >= 2:
         fit = mesh.group_size(ordered)
+    if f.kind == "shard_map":  # (a nested one puts its Auto axis on a dimension it divides)
+        fit = mesh.axis_size(mesh.names[-1])
     n_args = draw(st.integers(1, max_args), label="n_args")
     if not is_float(dtype):
         n_args = max(n_args, 2)  # a float argument too: grad differentiates it

@@ -82,6 +82,9 @@ def test_spmd_axis_and_smap_form() -> None:
     assert SCAN.spmd_axis() is None  # both axes are named
     assert SMAP.smap_form() == ("x", (0, None), (1, None))
     assert isinstance(SPMD.smap_form(), str)  # a 2-axis mesh, both manual with size > 1
+    # a nested shard_map names the automatic y: jax.smap over x holds it (the mesh from context)
+    assert NESTED.smap_form() == ("x", (0,), (0,))
+    assert isinstance(replace(NESTED, axis_names=None).smap_form(), str)  # y manual too, of size 4
 
 
 @pytest.mark.parametrize(("p", "modes"), [
@@ -90,7 +93,7 @@ def test_spmd_axis_and_smap_form() -> None:
         (SCAN, ("jit", "eager", "vmap", "grad")),
         (WRAPPED, ("abstract", "jit", "eager", "vmap", "grad", "grad_remat", "lowering")),
         (WHILE, ("abstract", "jit", "eager", "vmap", "vmap_spmd", "lowering")),
-        (NESTED, ("abstract", "jit", "eager", "vmap", "grad", "lowering")),
+        (NESTED, ("abstract", "jit", "eager", "vmap", "smap", "grad", "lowering")),
         (NESTED_BAD, ("abstract", "jit")),  # the error jax raises is the one predicted
         (NESTED_UNCHECKED, ("jit", "gspmd")),
     ],)
@@ -109,6 +112,7 @@ def test_mode_runs_clean(p: Program, modes: tuple[str, ...]) -> None:
         (WHILE, "vmap_spmd", "psum_counts_device0_twice"),  # psum in a while_loop body
         (NESTED, "jit", "psum_counts_device0_twice"),  # psum inside a nested shard_map
         (NESTED, "grad", "psum_transpose_doubles"),
+        (NESTED, "smap", "psum_counts_device0_twice"),  # psum inside a nested shard_map inside jax.smap
         (NESTED_UNCHECKED, "jit", "psum_counts_device0_twice"),  # caught by the tile check
     ],
 )

@@ -110,8 +110,6 @@ def profile_modes(f: Focus, modes: tuple[str, ...]) -> tuple[str, ...]:
     """The modes of `modes` a program of `f`'s profile checks `f`'s cell in (those where
     the cell can be reached at all: harness/campaign/cells.py `unreachable`)."""
     mine = ("smap",) if f.profile == "smap" else tuple(m for m in modes if m != "smap")
-    if f.kind == "shard_map":  # (its free axis is Auto: strategies/focus.py)
-        mine = tuple(m for m in mine if m != "vmap_spmd")
     return tuple(m for m in mine if m in modes and unreachable(f.cell, m) is None)
 
 
