@@ -38,6 +38,34 @@ def test_a_program_bringing_nothing_new_is_not_claimed_and_a_costly_mode_runs_on
     assert led3.claim(p, cells, ("jit", "eager"), COSTLY_MODES) == ("jit", "eager")
 
 
+def test_a_claim_that_came_back_unchecked_is_claimed_again_a_few_times() -> None:
+    """A program claimed for jit whose jit run raised (at its own op or another) checked
+    none of its pairs there: the next program holding them is claimed for jit again, up
+    to REOPEN times, and never once a program checked them; the sweep's view
+    (`scheduled`) is unchanged, so its draws stay repeatable."""
+    from harness.campaign.cells import REOPEN
+
+    led = CellLedger.new()
+    p = _psum(1)
+    cells = program_cells(p, [((2,), "float32"), ((1,), "float32")])
+    modes = ("abstract", "jit", "vmap")
+    assert led.claim(p, cells, modes) == modes
+    before = set(led.scheduled)
+    for _ in range(REOPEN):
+        led.record(cells, ["abstract", "vmap"], 0, 1.0)  # jit raised: not checked there
+        led.reopen(cells, "jit")
+        assert led.scheduled == before
+        # (lean, as while sweeping: only the modes it brings a pair; vmap checked them)
+        assert led.claim(_psum(2), cells, modes, lean=True) == ("abstract", "jit")
+    led.reopen(cells, "jit")  # (the REOPEN-th time spent: no more)
+    assert led.claim(_psum(3), cells, modes, lean=True) == ()
+    done = CellLedger.new()
+    done.claim(p, cells, modes)
+    done.record(cells, ["jit"], 0, 1.0)
+    done.reopen(cells, "jit")  # (checked there already: nothing to reopen)
+    assert done.claim(_psum(2), cells, ("jit",)) == ()
+
+
 def test_the_share_by_program_id_runs_the_costly_modes_on_a_quarter_of_its_programs() -> None:
     cfg = RunConfig(value_share=0.5)
     seen = {"costly": 0, "cheap": 0, "abstract": 0}

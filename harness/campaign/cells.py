@@ -135,6 +135,9 @@ def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: dict[str, s
     return None
 
 
+REOPEN = 2  # times a claimed pair left unchecked is claimed again (CellLedger.reopen)
+
+
 @dataclass
 class CellLedger:
     """Per (cell, mode): how many checks, and the program index and run time of the first."""
@@ -148,6 +151,12 @@ class CellLedger:
     # checking it in that mode: jax raised where the oracle predicts values, or ran where
     # it predicts an error, and a known entry explains it at that cell's op (`block`)
     blocked: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    # "cell@mode" pairs claimed by a program that then did not check them there (jax
+    # raised in that mode, at the pair's op or another, or the mode did not run it):
+    # the value tier claims them again (`claim`), up to REOPEN times each (`reopen`);
+    # the sweep still reads `scheduled` alone, so its draws do not depend on results
+    reopened: set[str] = field(default_factory=set)
+    reopens: dict[str, int] = field(default_factory=dict)
 
     @staticmethod
     def new() -> CellLedger:
@@ -168,7 +177,7 @@ class CellLedger:
         shard_map runs each primitive on its own, so the cut runs the same primitives
         for those outputs and none of the others'."""
         runs = [m for m in modes if applies(p, m)]
-        fresh = {m for m in runs if any(f"{c}@{m}" not in self.scheduled for c in cells)}
+        fresh = {m for m in runs if any(self._open(f"{c}@{m}") for c in cells)}
         if not fresh:
             return ()
         run = tuple(m for m in modes if m in fresh or m == "abstract" or not (lean or m in costly))
@@ -179,13 +188,29 @@ class CellLedger:
             if m in costly and parts is not None and len(parts) > 1:
                 keep, mine = [], frozenset()
                 for k, cs in enumerate(parts):
-                    if any(f"{c}@{m}" not in self.scheduled and c not in mine for c in cs):
+                    if any(self._open(f"{c}@{m}") and c not in mine for c in cs):
                         keep.append(k)
                         mine |= cs
                 if len(keep) < len(parts):
                     self.cut[(program_id(p), m)] = tuple(keep)
-            self.scheduled |= {f"{c}@{m}" for c in mine}
+            pairs = {f"{c}@{m}" for c in mine}
+            self.scheduled |= pairs
+            self.reopened -= pairs
         return run
+
+    def _open(self, pair: str) -> bool:
+        return pair not in self.scheduled or pair in self.reopened
+
+    def reopen(self, cells: frozenset[str], mode: str) -> None:
+        """A program that held `cells` ran in `mode` without checking them there: each
+        pair no program checked yet is open to the value tier again (REOPEN times at most:
+        a pair jax fails on in every program stops costing runs)."""
+        for c in cells:
+            pair = f"{c}@{mode}"
+            if pair in self.scheduled and (c, mode) not in self.checks and pair not in self.reopened \
+                    and self.reopens.get(pair, 0) < REOPEN:
+                self.reopens[pair] = self.reopens.get(pair, 0) + 1
+                self.reopened.add(pair)
 
     def block(self, cells: frozenset[str], mode: str, entry: str) -> None:
         for c in cells:

@@ -483,8 +483,10 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
     (`COSTLY_MODES`) runs a claimed program only where it brings that mode a new cell,
     and a quarter of the share. While the sweep runs (`lean`), a claimed program runs
     only the modes it brings a new cell (and abstract): the sweep is there to reach
-    every (cell, mode) pair soon, the stream after it runs every mode. All of it depends
-    only on the programs drawn so far, in order: repeatable."""
+    every (cell, mode) pair soon, the stream after it runs every mode. It depends on the
+    programs drawn so far, in order, and on which of their claims came back unchecked
+    (jax raised in that mode: `CellLedger.reopen`, claimed again), never on what the
+    programs are: the same seed draws the same programs."""
     if block_bytes(p) >= LARGE_BLOCK_BYTES:  # a large program: the transport's chunked path, not every mode
         return tuple(m for m in cfg.modes if m in LARGE_MODES)
     if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
