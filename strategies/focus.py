@@ -101,7 +101,9 @@ def _fits(cell: str, profile: str) -> bool:
     over one axis with check_vma."""
     f = Focus(cell, profile)
     if profile == "smap":
-        return not f.by_error and not f.needs_check_vma_off and f.fixes("axes") in (None, "one")
+        # (no reduced / unreduced value: the smap mode runs none, harness/run/compat.py `ur_mode_gap`)
+        return (not f.by_error and not f.needs_check_vma_off and f.fixes("axes") in (None, "one")
+                and f.reduced_type is None)
     return True
 
 

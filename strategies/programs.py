@@ -592,6 +592,14 @@ def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, .
     recast = False
     if axes is not None:
         fit = [j for j in ok if _takes_all(body, f.kind, j, axes)]
+        if not fit and ok and f.kind == "pcast" and body.check_vma:
+            # (pvary adds only axes a value does not vary along: the psum of one over them
+            # is invariant there, of the same shape)
+            j = draw(st.sampled_from(ok), label="focus_psum_from")
+            inside = tuple(a for a in axes if a in body.vals[j].vma)
+            r = body.push(Op.make("psum", (j,), axes=inside)) if inside else None
+            if r is not None and (want_dtype is None or body.vals[r].dtype == want_dtype):
+                fit = [r]
         recast = bool(ok) and not fit and want_dtype is not None
         ok = fit or ok
     if (not ok or recast) and want_dtype is not None and (want_dtype in body.dtypes or want_dtype in _PROMOTED):
@@ -645,6 +653,8 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
     # the one psum with a bool result is over no axes (oracles/ops/reductions.py: psum
     # returns its operand as it is there; over any axis it sums a bool as int32)
     empty = f.kind == "psum" and wanted((f, *extra))[1] == "bool"
+    if f.kind == "pcast" and axes is None and len(body.usable) == 1:
+        axes = body.usable  # (pvary needs a value invariant along the one axis: `_takes_all`)
     for n in range(6):
         idx = _focus_operand(draw, body, f, extra, axes if n % 2 == 0 else None)
         if idx is None:
