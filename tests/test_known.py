@@ -464,3 +464,25 @@ def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotang
     tiled = replace(p, body=(Op.make("transform", tr.operands, **{**dict(tr.params), "steps": steps}),))
     assert [s.p("tiled") for s in tiled.body[0].steps()] == [True]
     assert find(ENTRIES, raised(), [raised()], tiled, predict(tiled), "0.10.2") is None
+
+
+def test_a_zero_size_psum_scatter_explains_eagers_wrong_error_only_when_it_raised_there() -> None:
+    """Eager runs each op as it comes, so in a program whose defect jax checks at the end
+    (a duplicate out_spec axis) a zero-size psum_scatter raises first (a 60 s default
+    run of seed 0; reports/corpus/known/zero_psum_scatter_eager_invalid.json). The entry
+    explains that wrong error in eager, at the psum_scatter, and not at another op."""
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/zero_psum_scatter_eager_invalid.json").read_text())
+    assert p.defect is not None and p.body[0].kind == "psum_scatter"
+    pred = predict(p)
+    assert pred.error is not None
+
+    def wrong(mode: str, at: int) -> Divergence:
+        return Divergence(DivergenceKind.WRONG_ERROR, mode, "", f"{pred.error.kind.value}->ValueError",  # type: ignore[union-attr]
+                          op_index=at, raised_at=at)
+
+    e = find(ENTRIES, wrong("eager", 0), [wrong("eager", 0)], p, pred, "0.10.2")
+    assert e is not None and e.id == "zero-size-psum-scatter"
+    assert find(ENTRIES, wrong("eager", 1), [wrong("eager", 1)], p, pred, "0.10.2") is None  # (the const)
+    assert find(ENTRIES, wrong("jit", 0), [wrong("jit", 0)], p, pred, "0.10.2") is None
