@@ -161,13 +161,13 @@ _NESTED_SMAP_MESHES = ((2, 2), (2, 4), (4, 2), (3, 2), (2, 3))  # (the smap axis
 
 def focus_mesh(draw: st.DrawFn, f: Focus, names: tuple[str, ...]) -> tuple[Mesh, tuple[str, ...]]:
     """(mesh, the axes specs and ops may name) for a focus's profile and axis-tuple class."""
-    if f.profile == "smap" and f.kind != "shard_map":
-        mesh = Mesh(names[:1], (draw(st.sampled_from(_SMAP_SIZES), label="focus_mesh"),))
-        return mesh, mesh.names
     if f.kind == "shard_map":  # (strategies/programs.py `_focused`: the last axis Auto)
         sizes = draw(st.sampled_from(_NESTED_SMAP_MESHES if f.profile == "smap" else _NESTED_MESHES), label="focus_mesh")
         mesh = Mesh(names[: len(sizes)], sizes)
         return mesh, mesh.names[:1]
+    if f.profile == "smap":
+        mesh = Mesh(names[:1], (draw(st.sampled_from(_SMAP_SIZES), label="focus_mesh"),))
+        return mesh, mesh.names
     key = f.fixes("axes") or ""
     sizes = draw(st.sampled_from(_SPMD_MESHES[key]), label="focus_mesh")
     mesh = Mesh(names[: len(sizes)], sizes)

@@ -542,14 +542,14 @@ def _focus_reduced(draw: st.DrawFn, body: _Body, f: Focus, to: str, want: str, w
     return None if best is None else best[1]
 
 
-def _focus_axes(body: _Body, cls: str | None) -> tuple[str, ...] | None:
+def _focus_axes(mesh: Mesh, usable: tuple[str, ...], cls: str | None) -> tuple[str, ...] | None:
     """Axes of the usable ones that make the axis-tuple class `cls` (programs/cells.py
-    `_axes_class`) on the body's mesh, or None (drawn: "one", or no such tuple): every
+    `_axes_class`) on `mesh`, or None (drawn: "one", or no such tuple): every
     usable axis, in mesh order, or reversed for "out_of_mesh_order"."""
-    ordered = tuple(a for a in body.mesh.names if a in body.usable)
+    ordered = tuple(a for a in mesh.names if a in usable)
     if cls is None or cls == "one" or len(ordered) < 2:
         return None
-    ones = [body.mesh.axis_size(a) == 1 for a in ordered]
+    ones = [mesh.axis_size(a) == 1 for a in ordered]
     if cls == "out_of_mesh_order":
         return ordered[::-1]
     if (cls == "with_size_1") == any(ones):
@@ -649,7 +649,7 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
         # (not for an invalid program: with reduced values only the Explicit-axis defects
         # apply, `_maybe_invalid`, and a focus mesh is Auto)
         return None if f.by_error else _focus_reduced(draw, body, f, to, want, wants)
-    axes = _focus_axes(body, next((c for g in (f, *extra) if (c := g.fixes("axes")) is not None), None))
+    axes = _focus_axes(body.mesh, body.usable, next((c for g in (f, *extra) if (c := g.fixes("axes")) is not None), None))
     # the one psum with a bool result is over no axes (oracles/ops/reductions.py: psum
     # returns its operand as it is there; over any axis it sums a bool as int32)
     empty = f.kind == "psum" and wanted((f, *extra))[1] == "bool"
@@ -716,9 +716,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     # a psum_scatter, all_to_all or pswapaxes over every usable axis (`_focus_axes`) needs
     # a dimension of the group's size (a multiple, tiled): the first argument has one
     fit = None
-    ordered = tuple(a for a in mesh.names if a in usable)
-    if f.kind in _FITS and f.fixes("axes") not in (None, "one") and len(ordered) >= 2:
-        fit = mesh.group_size(ordered)
+    if f.kind in _FITS and (axes := _focus_axes(mesh, usable, f.fixes("axes"))) is not None:
+        fit = mesh.group_size(axes)
     if f.kind == "shard_map":  # (a nested one puts its Auto axis on a dimension it divides)
         fit = mesh.axis_size(mesh.names[-1])
     n_args = draw(st.integers(1, max_args), label="n_args")

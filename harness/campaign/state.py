@@ -211,10 +211,11 @@ class Run:
                    and not (o.facts or {}).get("skipped")]
         types = [(t.shape, t.dtype) for t in res.prediction.value_types]
         own = program_cells(p, types)
-        self.cells.record(own if valid else by_error(own), checked, index, round(self.elapsed(), 2))
+        mine = own if valid else by_error(own)
+        self.cells.record(mine, checked, index, round(self.elapsed(), 2))
         # (the modes it was sent to that did not check it: their pairs are claimed again)
         for m in {o.mode for o in res.observations if o.mode != "probe"} - set(checked):
-            self.cells.reopen(own if valid else by_error(own), m)
+            self.cells.reopen(mine, m)
         if not res.divergences:
             return
         path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
