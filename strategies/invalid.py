@@ -365,6 +365,23 @@ DEFECTS: dict[str, Defect] = {
 }
 
 
+# The defects jax finds only once it has traced the body: the out_specs are checked
+# against the body's results, and an op's own error (a collective's axis, size or
+# permutation) is raised as that op is traced, after the ops before it. An invalid program
+# with one of these has its body ops typed, so they check their cells by error
+# (harness/campaign/cells.py `by_error`); under the others (spec types, in_specs, an
+# unknown out_spec axis) jax stops before the body. tests/test_invalid.py checks
+# this against the oracle's trace. (`out_spec_drops_varying_axis_unchecked` is no error:
+# jax runs it with check_vma off.)
+TRACED_DEFECTS = frozenset({
+    "out_spec_none", "out_specs_extra", "out_specs_missing", "out_spec_too_long", "out_spec_duplicate_axis",
+    "collective_unknown_axis", "collective_not_manual", "out_spec_drops_varying_axis",
+    "collective_mixed_vma", "psum_scatter_bad_size",
+    "all_to_all_bad_size", "pswapaxes_bad_size", "axis_out_of_range", "bad_permutation", "bad_groups",
+    "transform_integer_operand",
+})
+
+
 def apply_defect(draw: st.DrawFn, p: Program, vals: list[ValueView], names: tuple[str, ...]) -> Program | None:
     """Try defects (in a drawn order) until one applies; record its name."""
     # sampled_from, small integers and st.randoms all favour the first names strongly

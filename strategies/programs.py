@@ -31,7 +31,7 @@ from strategies.body import _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
-from strategies.invalid import DEFECTS, apply_defect
+from strategies.invalid import DEFECTS, TRACED_DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
 AXIS_NAMES = ("data", "model", "pipe")  # distinctive, so error messages can be checked for them
@@ -754,4 +754,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
             ats.append(at)
     outputs, out_specs = _outputs(draw, body, len(inputs), max(max_outputs, len(ats)), first=tuple(ats))
     program = _program(body, inputs, in_specs, outputs, out_specs)
+    if f.by_error:
+        # the focus ops check their cells by error only where jax traces the body before
+        # it finds the defect (a spec-type or in_specs defect stops it before any op)
+        defects = tuple(d for d in defects if d in TRACED_DEFECTS) or defects
     return _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)

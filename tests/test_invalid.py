@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from oracles import ErrorKind, predict
 from strategies import programs
 from strategies.explicit_defects import EXPLICIT_DEFECTS
-from strategies.invalid import DEFECTS
+from strategies.invalid import DEFECTS, TRACED_DEFECTS
 
 # what the oracle must predict for each defect (None: the program must run)
 EXPECTED = {
@@ -73,3 +73,23 @@ def test_defect_is_predicted(defect: str, data: st.DataObject) -> None:
     assert got == want, f"{defect}: oracle predicts {got}, expected {want}\n{p!r}"
     if pred.error is not None:
         assert pred.error.why, "every predicted error explains itself"
+
+
+@pytest.mark.parametrize("defect", sorted(set(DEFECTS) - set(EXPLICIT_DEFECTS)))
+@settings(max_examples=10, database=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_traced_defects_are_those_found_after_the_body_is_traced(defect: str, data: st.DataObject) -> None:
+    """strategies/invalid.py `TRACED_DEFECTS` (a by_error focus draws only those: its op
+    checks its cells by error only when traced) are the defects under which the oracle
+    types the body's ops before the error (jax's order: oracles/checks.py); under the
+    others it types none of them."""
+    from oracles.interpreter import trace
+
+    p = data.draw(programs(invalid=1.0, defects=(defect,)))
+    assume(p.defect is not None and len(p.body) >= 3)
+    st_, err = trace(p, with_values=False)
+    typed_ops = len(st_.types) - len(p.inputs)
+    if defect in TRACED_DEFECTS:
+        assert err is not None and typed_ops >= 1, f"{defect}: {typed_ops} body ops typed\n{p!r}"
+    else:
+        assert err is None or typed_ops <= 0, f"{defect}: the oracle typed {typed_ops} body ops before the error\n{p!r}"

@@ -486,3 +486,63 @@ def test_a_zero_size_psum_scatter_explains_eagers_wrong_error_only_when_it_raise
     assert e is not None and e.id == "zero-size-psum-scatter"
     assert find(ENTRIES, wrong("eager", 1), [wrong("eager", 1)], p, pred, "0.10.2") is None  # (the const)
     assert find(ENTRIES, wrong("jit", 0), [wrong("jit", 0)], p, pred, "0.10.2") is None
+
+
+def test_an_untiled_all_to_all_transposed_in_a_transform_explains_an_invalid_programs_wrong_error_only_there() -> None:
+    """In an invalid program whose defect jax finds after tracing the body (an out_specs
+    structure), a derivative transform holding an untiled all_to_all raises its cotangent
+    ValueError first (a 60 s default run of seed 0; reports/corpus/known/
+    a2a_untiled_transform_invalid.json). The entry explains that wrong error at such a
+    transform, not with its all_to_all tiled, and not at a plain untiled all_to_all (no
+    transpose there)."""
+    from programs.model import Op
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/a2a_untiled_transform_invalid.json").read_text())
+    (tr,) = p.body
+    assert p.defect is not None and tr.kind == "transform" and "all_to_all" in [s.kind for s in tr.steps()]
+    pred = predict(p)
+    assert pred.error is not None
+
+    def wrong(q: Program, kind: str = "ValueError") -> Divergence:
+        return Divergence(DivergenceKind.WRONG_ERROR, "jit", "", f"{pred.error.kind.value}->{kind}",  # type: ignore[union-attr]
+                          op_index=0, raised_at=0)
+
+    e = find(ENTRIES, wrong(p), [wrong(p)], p, pred, "0.10.2")
+    assert e is not None and e.id == "all-to-all-untiled-transpose-invalid-program"
+    assert find(ENTRIES, wrong(p, "TypeError"), [wrong(p, "TypeError")], p, pred, "0.10.2") is None
+    steps = tuple((k, ops, tuple((n, True if n == "tiled" else v) for n, v in params)) for k, ops, params in tr.p("steps"))
+    tiled = replace(p, body=(Op.make("transform", tr.operands, **{**dict(tr.params), "steps": steps}),))
+    assert find(ENTRIES, wrong(tiled), [wrong(tiled)], tiled, predict(tiled), "0.10.2") is None
+    x = Mesh(("x",), (2,))
+    plain = replace(prog(x, [iota(2, 4)], [P()], [op("all_to_all", 0, axes=("x",), split_axis=1, concat_axis=0, tiled=False)],
+                         [1], [P(), P()]), defect="out_specs_extra")
+    pp = predict(plain)
+    assert pp.error is not None
+    d = Divergence(DivergenceKind.WRONG_ERROR, "jit", "", f"{pp.error.kind.value}->ValueError", op_index=0, raised_at=0)
+    assert find(ENTRIES, d, [d], plain, pp, "0.10.2") is None
+
+
+def test_a_negative_split_all_to_all_explains_a_grad_hang_and_gives_it_the_short_limit() -> None:
+    """An untiled all_to_all with split_axis=-1 hands XLA an uninitialised size: the grad
+    modes raise 'split dimension has size 140728018265312' or hang (a 60 s default run of
+    seed 0 lost a worker for 30 s; reports/corpus/known/neg_split_grad_hang.json). The
+    entry explains a grad timeout of such a program, and the scheduler gives its grad
+    modes KNOWN_HANG_LIMIT_S; with the axis non-negative (its rewrite) neither, nor on 0.12."""
+    from harness.campaign.cells import value_types
+    from harness.judge.known import hang_entries, known_hang_modes
+    from oracles.rewrites import REWRITES
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_split_grad_hang.json").read_text())
+    assert any(o.kind == "all_to_all" and o.p("split_axis") == -1 for o in p.body)
+    pred = predict(p)
+    hang = Divergence(DivergenceKind.TIMEOUT, "grad", "", "timeout")
+    e = find(ENTRIES, hang, [hang], p, pred, "0.10.2")
+    assert e is not None and e.id == "negative-all-to-all-split-axis"
+    jit_hang = Divergence(DivergenceKind.TIMEOUT, "jit", "", "timeout")
+    assert find(ENTRIES, jit_hang, [jit_hang], p, pred, "0.10.2") is None  # (the grad modes only)
+    modes = ("abstract", "jit", "grad", "grad_remat")
+    assert known_hang_modes(hang_entries(ENTRIES, "0.10.2"), p, value_types(p)[0], modes) == ("grad", "grad_remat")
+    q = REWRITES["nonnegative_axes"](p)
+    assert q is not None and find(ENTRIES, hang, [hang], q, predict(q), "0.10.2") is None
+    assert known_hang_modes(hang_entries(ENTRIES, "0.10.2"), q, value_types(q)[0], modes) == ()
+    assert known_hang_modes(hang_entries(ENTRIES, "0.12.0"), p, value_types(p)[0], modes) == ()
