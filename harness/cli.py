@@ -255,6 +255,8 @@ def print_summary(s: RunSummary, report: Path) -> None:
         f"({s.repeats_skipped} programs drawn again, not rechecked; {s.derived_checked} derived programs checked: "
         f"without a known bug, or without an op XLA:CPU cannot run)\n  {s.counts.line()}"
     )
+    if s.cells:
+        print(f"  cells: {s.cell_coverage.line()}")
     for b in s.new + s.still:
         tag = "NEW  " if b.new else "STILL"
         mini = f"  minimized: {b.minimized_case} {list(b.minimized_size or ())}" if b.minimized_case else ""

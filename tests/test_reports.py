@@ -383,3 +383,48 @@ def test_page_renders_in_chromium_without_console_messages(
     assert shot.exists() and shot.stat().st_size > 10_000
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert console == [], console
+
+
+def test_cell_coverage_counts_every_pair_once_and_every_renderer_prints_its_line(tmp_path: Path) -> None:
+    """`CellCoverage` (harness/report/summary.py) sorts each (cell, mode) pair into
+    checked, missed (reachable, no check), blocked (a known divergence) or unreachable;
+    the console, summary.json, junit.xml and index.html all give its one line."""
+    from harness.report.summary import BLOCKED_WHY, CellCheck, CellCoverage
+
+    cells = (CellCheck("psum|rank=0", "jit", 3, 1, 2.5), CellCheck("psum|rank=0", "eager", 1, 4, 9.0),
+             CellCheck("psum|rank=1", "jit", 0), CellCheck("psum|rank=1", "eager", 0),
+             CellCheck("pmax|rank=1", "eager", 0),
+             CellCheck("psum|rank=2", "jit", 0, why=BLOCKED_WHY + "in every program ..."),
+             CellCheck("sendrecv|rank=1", "jit", 0, why="sendrecv: XLA:CPU cannot run it"))
+    cov = CellCoverage.of(cells)
+    assert (cov.checked, cov.missed, cov.blocked, cov.unreachable, cov.reachable) == (2, 3, 1, 1, 5)
+    assert cov.missed_by_mode == (("eager", 2), ("jit", 1)) and cov.last_first_s == 9.0
+    line = cov.line()
+    assert line.startswith("2 of 5 reachable (cell, mode) pairs checked (40.0%)") and "not reached: eager 2, jit 1" in line
+    doc = json.loads(json.dumps(_summary_doc_with_cells(cells)))
+    s = RunSummary.from_json(doc)
+    assert s.cell_coverage == cov
+    out = s.to_json()
+    assert out["cell_coverage"]["checked"] == 2 and RunSummary.from_json(out) == s  # (derived: not read back)
+    junit, page = _write_reports(s, tmp_path)
+    assert line in junit.read_text() and html.escape(line) in page.read_text()
+    import contextlib
+    import io
+
+    from harness.cli import print_summary
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        print_summary(s, tmp_path)
+    assert f"cells: {line}" in buf.getvalue()
+
+
+def _summary_doc_with_cells(cells: tuple[Any, ...]) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    counts = counts_of((), (), 2, 0, 0)
+    return {"schema": SUMMARY_SCHEMA, "jax_version": "0.10.2", "seed": 0, "modes": ["jit", "eager"], "codegen": "fast",
+            **asdict(counts), "repeats_skipped": 0, "accidentally_invalid": 0, "elapsed_s": 10.0, "buckets": [],
+            "fixed": [], "batch_reconfirmed": 0, "corpus_replayed": 0, "database_replayed": 0, "programs_digest": "x",
+            "unseen_suppressions": [], "known_entries": [], "programs_with_known": 0, "derived_checked": 0,
+            "checked_in_full": 2, "statistics": {}, "coverage": [], "cells": [asdict(c) for c in cells]}

@@ -27,6 +27,7 @@ from harness.judge.known import entry_case_shows, entry_modes, statuses
 from harness.report.markup import write as atomic_write
 from harness.report.reports import write_reports
 from harness.report.summary import (
+    BLOCKED_WHY,
     BucketSummary,
     CellCheck,
     CoverageCell,
@@ -194,7 +195,7 @@ def _blocked(run: Run, cell: str, mode: str) -> str:
     if not ids:
         return ""
     what = "ran without the error the oracle predicts" if cell.endswith("|by_error") else "raised, crashed or hung"
-    return (f"known divergence: in every program that held it, jax {what} in {mode}, as "
+    return (f"{BLOCKED_WHY}in every program that held it, jax {what} in {mode}, as "
             f"{', '.join(sorted(ids))} explains (a known bucket of this report; its rewrite, when it has one, is checked)")
 
 

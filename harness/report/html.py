@@ -289,13 +289,10 @@ def _cells(s: RunSummary) -> str:
     modes = list(dict.fromkeys(c.mode for c in s.cells))
     by = {(c.cell, c.mode): c for c in s.cells}
     names = list(dict.fromkeys(c.cell for c in s.cells))
-    reached = sum(1 for c in s.cells if c.checks)
-    blocked = sum(1 for c in s.cells if not c.checks and c.why)
     missed = [c for c in s.cells if not c.checks and not c.why]
     out = ['<section id="cells"><h2>Configuration cells</h2>',
-           f'<p class="meta">{reached} of {len(s.cells)} cell × mode pairs checked; {blocked} cannot be reached here '
-           f"(reason in the cell's title); {len(missed)} not reached by this run"
-           + (": " + ", ".join(f"<code>{_esc(c.cell)} × {_esc(c.mode)}</code>" for c in missed[:40]) if missed else "") + "</p>",
+           f'<p class="meta">{_esc(s.cell_coverage.line())} (a reason in each cell\'s title)'
+           + ("; the first not reached: " + ", ".join(f"<code>{_esc(c.cell)} × {_esc(c.mode)}</code>" for c in missed[:40]) if missed else "") + "</p>",
            '<details><summary>every cell</summary><table class="cells"><tr><th class="name">cell</th>'
            + "".join(f"<th>{_esc(m)}</th>" for m in modes) + "</tr>"]
     for n in names:

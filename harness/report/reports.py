@@ -42,6 +42,11 @@ def junit_xml(summary: RunSummary) -> str:
                        ("programs_run", c.programs_run), ("failing_programs", c.failing_programs),
                        ("divergences", c.divergences), ("suppressed", c.suppressed)):
         ET.SubElement(props, "property", name=key, value=_clean(value))
+    if summary.cells:
+        cov = summary.cell_coverage
+        for key, value in (("cell_mode_pairs_checked", cov.checked), ("cell_mode_pairs_reachable", cov.reachable),
+                           ("cell_mode_pairs_blocked", cov.blocked)):
+            ET.SubElement(props, "property", name=key, value=_clean(value))
     for b in summary.buckets:
         name = b.signature + (f" [known: {b.suppressed_by}]" if b.known else "")
         case = ET.SubElement(suite, "testcase", classname=f"shardfuzz.{_clean(b.kind)}", name=_clean(name))
@@ -56,6 +61,7 @@ def junit_xml(summary: RunSummary) -> str:
         failure.text = _clean("\n".join(lines))
     run = ET.SubElement(suite, "testcase", classname="shardfuzz", name="run", time=str(summary.elapsed_s))
     out = ET.SubElement(run, "system-out")
-    out.text = _clean(f"{c.line()}; jax {summary.jax_version}, seed {summary.seed}")
+    cells = f"\ncells: {summary.cell_coverage.line()}" if summary.cells else ""
+    out.text = _clean(f"{c.line()}; jax {summary.jax_version}, seed {summary.seed}{cells}")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

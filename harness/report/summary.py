@@ -88,6 +88,52 @@ class CellCheck:
     why: str = ""
 
 
+# `why` of a cell no program checked in a mode because jax diverged there each time, as a
+# known entry explains (harness/campaign/finish.py `_blocked`): blocked, not unreachable
+BLOCKED_WHY = "known divergence: "
+
+
+@dataclass(frozen=True)
+class CellCoverage:
+    """The run's (cell, mode) pairs (`RunSummary.cells`), each counted once: checked,
+    reachable but not reached (`missed`), blocked by a known divergence, or unreachable
+    here (a reason given). The one definition the console, summary.json, JUnit and the
+    HTML report print."""
+
+    checked: int
+    missed: int
+    blocked: int
+    unreachable: int
+    missed_by_mode: tuple[tuple[str, int], ...]  # most first
+    last_first_s: float  # run time by which every checked pair had its first check
+
+    @staticmethod
+    def of(cells: Sequence[CellCheck]) -> CellCoverage:
+        checked = [c for c in cells if c.checks]
+        missed = [c for c in cells if not c.checks and not c.why]
+        blocked = sum(1 for c in cells if not c.checks and c.why.startswith(BLOCKED_WHY))
+        by_mode: dict[str, int] = {}
+        for c in missed:
+            by_mode[c.mode] = by_mode.get(c.mode, 0) + 1
+        return CellCoverage(len(checked), len(missed), blocked, len(cells) - len(checked) - len(missed) - blocked,
+                            tuple(sorted(by_mode.items(), key=lambda kv: (-kv[1], kv[0]))),
+                            max((c.first_s for c in checked), default=0.0))
+
+    @property
+    def reachable(self) -> int:
+        return self.checked + self.missed
+
+    def line(self) -> str:
+        """The one sentence every renderer prints."""
+        share = f" ({100 * self.checked / self.reachable:.1f}%)" if self.reachable else ""
+        out = (f"{self.checked} of {self.reachable} reachable (cell, mode) pairs checked{share}, the last first "
+               f"reached at {self.last_first_s:.0f}s; {self.blocked} blocked by known divergences; "
+               f"{self.unreachable} cannot be reached here")
+        if self.missed_by_mode:
+            out += "; not reached: " + ", ".join(f"{m} {n}" for m, n in self.missed_by_mode)
+        return out
+
+
 @dataclass(frozen=True)
 class Counts:
     """Every count a report shows, each with its one definition."""
@@ -148,6 +194,10 @@ class RunSummary:
     schema: int = SUMMARY_SCHEMA
 
     @property
+    def cell_coverage(self) -> CellCoverage:
+        return CellCoverage.of(self.cells)
+
+    @property
     def new(self) -> tuple[BucketSummary, ...]:
         return tuple(b for b in self.buckets if not b.known and b.new)
 
@@ -171,6 +221,8 @@ class RunSummary:
             v = getattr(self, f.name)
             d[f.name] = dict(v) if f.name == "statistics" else _plain(v)
         d.update(asdict(self.counts))  # the counts at the top level, as schema 1 had them
+        if self.cells:
+            d["cell_coverage"] = _plain(self.cell_coverage)  # (derived from `cells`: not read back)
         return d
 
     @staticmethod
