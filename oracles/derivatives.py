@@ -30,10 +30,10 @@ class DirectionalDerivative:
     smooth: bool  # False: the point is at a kink; no derivative is predicted
 
 
-def _at(p: Program, point: list[np.ndarray], v: list[np.ndarray | None], t: float) -> Any:
-    """The forward interpreter's state at point + t v."""
+def _at(p: Program, point: list[np.ndarray], v: list[np.ndarray | None], t: float, errors: bool = False) -> Any:
+    """The forward interpreter's state at point + t v (with its error bounds: `errors`)."""
     moved = [a if d is None else a + t * d for a, d in zip(point, v)]
-    st, err = trace(p, inputs=moved)
+    st, err = trace(p, inputs=moved, errors=errors)
     if err is not None:
         raise ValueError(f"the grad oracle needs a valid program: {err}")
     return st
@@ -111,7 +111,7 @@ def _directional_derivative(p: Program, out_idx_t: tuple[int, ...], steps: tuple
     out_idx = list(out_idx_t)
     point = grad_point(p)
     v = tangents(p)
-    st0 = _at(p, point, v, 0.0)
+    st0 = _at(p, point, v, 0.0, errors=True)  # (its bounds: `_may_overflow`)
     o0, w = _outs(p, point, v, 0.0, out_idx, st0)
     g0 = float(w @ o0)
     ests = [_estimate(p, point, v, out_idx, h, g0) for h in steps]

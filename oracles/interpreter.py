@@ -54,12 +54,19 @@ def tolerance(st: _State, v: int) -> tuple[bool, float, float]:
     return False, 0.0, worst + own * max(1.0, scale)
 
 
+_NO_ERR = np.zeros(0)  # the error bound `trace(errors=False)` leaves in place of each
+
+
 def trace(
-    p: Program, with_values: bool = True, batch: int = 0, inputs: list[np.ndarray] | None = None
+    p: Program, with_values: bool = True, batch: int = 0, inputs: list[np.ndarray] | None = None,
+    errors: bool = True,
 ) -> tuple[_State, PredictedError | None]:
     """Run every check and the body. Returns the state reached and the error, if any.
     `inputs` replaces the arguments' values (float64 for float arguments: derivatives,
-    which also take casts as real arithmetic, not rounding: `Ctx.rounding`)."""
+    which also take casts as real arithmetic, not rounding: `Ctx.rounding`).
+    `errors=False` leaves out the error bounds (`st.err`, `st.clean` hold placeholders):
+    the derivatives' displaced points need only the values, and the bounds cost as much
+    as the values again (oracles/derivatives.py)."""
     st = _State([], [], [], [])
     mesh = p.mesh
     manual = p.manual_axes
@@ -94,6 +101,11 @@ def trace(
                 xs = [st.values[j] for j in op.operands]
                 with np.errstate(invalid="ignore", over="ignore"):
                     v = d.value(xs, ins, ctx)
+                    if not errors:
+                        st.values.append(v)
+                        st.err.append(_NO_ERR)
+                        st.clean.append(False)
+                        continue
                     prop, mag, terms = d.error(xs, [st.err[j] for j in op.operands], v, ins, ctx)
                     clean = all(st.clean[j] for j in op.operands) and not d.rounds_integers(ins, ctx)
                     e = combine(v, t.dtype, prop, mag, terms, clean)

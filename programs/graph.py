@@ -40,15 +40,16 @@ def live_ops(p: Program) -> frozenset[int]:
     return live
 
 
-def slice_outputs(p: Program, keep: tuple[int, ...]) -> Program:
+def slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int] = frozenset()) -> Program:
     """`p` with only the outputs at positions `keep` (with their out_specs), the ops
-    none of them depends on dropped, and values renumbered. The arguments stay (an
-    unused argument changes no semantics, and in_specs still describe them)."""
+    none of them depends on dropped (but the ops `also` and those they depend on), and
+    values renumbered. The arguments stay (an unused argument changes no semantics, and
+    in_specs still describe them)."""
     outputs = tuple(p.outputs[k] for k in keep)
     out_specs = tuple(p.out_specs[k] for k in keep) if len(p.out_specs) == len(p.outputs) else p.out_specs
     n_in = len(p.inputs)
     needed: set[int] = set()
-    for o in outputs:
+    for o in (*outputs, *(n_in + i for i in also)):
         needed |= cone(p, o)
     kept = sorted(needed)
     new_index = {v: v for v in range(n_in)}
@@ -60,3 +61,16 @@ def slice_outputs(p: Program, keep: tuple[int, ...]) -> Program:
     # for two outputs, and jax's reshard refused the tree)
     wrap_specs = tuple(p.wrap_specs[k] for k in keep) if p.wrap == "auto_axes" and len(p.wrap_specs) == len(p.outputs) else p.wrap_specs
     return replace(p, body=body, outputs=tuple(new_index[o] for o in outputs), out_specs=out_specs, wrap_specs=wrap_specs)
+
+
+def lean_part(p: Program, keep: tuple[int, ...] | None, failing_op: int | None) -> Program:
+    """The program a costly mode (eager) runs for the cells it was claimed for
+    (harness/campaign/cells.py `CellLedger.claim`): `p` cut to the outputs `keep` (all:
+    None), without its dead ops. Eager shard_map dispatches every op of the body, live or
+    not, one compile each, so a dead op costs it as much as a live one and checks no
+    cell (a cell counts only for a live op). An invalid program keeps the op its error
+    is predicted at (`failing_op`, the first op the oracle could not type) and what that
+    op needs: the ops before it raise nothing, so the error is the same."""
+    keep = tuple(range(len(p.outputs))) if keep is None else keep
+    also = frozenset() if failing_op is None else frozenset({failing_op})
+    return slice_outputs(p, keep, also)

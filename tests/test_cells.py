@@ -279,10 +279,10 @@ def test_a_costly_mode_runs_the_program_cut_to_the_outputs_that_bring_it_new_cel
     assert {x.rsplit("@", 1)[0] for x in led.scheduled if x.endswith("@jit")} == cells  # jit: the whole program
     q = slice_outputs(p, led.cut[(program_id(p), "eager")])
     assert [op.kind for op in q.body] == ["neg"] and typed_cells(q)[0] == parts[1]
-    # every output new to eager: no cut
+    # every output new to eager: no cut (None: every output), but an entry (the lean part)
     led2 = CellLedger.new()
     led2.claim(p, cells, DEFAULT_MODES, COSTLY_MODES, parts)
-    assert (program_id(p), "eager") not in led2.cut
+    assert led2.cut[(program_id(p), "eager")] is None
     # lean: the cheap modes had every cell, eager had none
     led3 = CellLedger.new()
     led3.scheduled |= {f"{c}@{m}" for c in cells for m in DEFAULT_MODES if m != "eager"}
@@ -290,6 +290,36 @@ def test_a_costly_mode_runs_the_program_cut_to_the_outputs_that_bring_it_new_cel
     led4 = CellLedger.new()
     led4.scheduled |= {f"{c}@{m}" for c in cells for m in DEFAULT_MODES if m != "eager"}
     assert led4.claim(p, cells, DEFAULT_MODES, COSTLY_MODES, parts) == tuple(m for m in DEFAULT_MODES)
+
+
+def test_the_lean_part_drops_dead_ops_and_keeps_the_op_an_error_is_at() -> None:
+    """A claimed eager part runs without dead ops (eager dispatches each, and they check
+    no cell); an invalid program keeps the op its error is predicted at and what that op
+    needs, so its prediction is the same error, with the same cells by error."""
+    from harness.campaign.cells import checked_cells, typed_cells
+    from harness.campaign.cells import failing_op
+    from oracles import predict
+    from programs.graph import lean_part
+
+    p = _two_outputs()
+    dead = Op.make("pmax", (0,), axes=("x",))
+    q = Program(p.mesh, p.inputs, p.in_specs, (dead, *p.body), (2, 3), p.out_specs)  # pmax (value 1) is dead
+    assert failing_op(q) is None
+    lean = lean_part(q, None, failing_op(q))
+    assert [op.kind for op in lean.body] == ["psum", "neg"] and lean.outputs == (1, 2)
+    assert checked_cells(lean) == checked_cells(q)
+    assert [op.kind for op in lean_part(q, (1,), None).body] == ["neg"]
+    # invalid: a dead psum over an axis the mesh lacks (after a live neg, before a dead cast)
+    bad = Op.make("psum", (3,), axes=("nope",))  # of the second neg (dead but for it)
+    r = Program(p.mesh, p.inputs, p.in_specs,
+                (Op.make("neg", (0,)), Op.make("pmax", (0,), axes=("x",)), Op.make("neg", (1,)), bad, Op.make("cast", (0,), dtype="int32")),
+                (1,), (Spec((("x",),)),))
+    assert typed_cells(r)[1] and failing_op(r) == 3
+    lean_r = lean_part(r, None, failing_op(r))
+    assert [op.kind for op in lean_r.body] == ["neg", "neg", "psum"]  # the dead pmax and cast are gone
+    e, e_lean = predict(r).error, predict(lean_r).error
+    assert e is not None and e_lean is not None and (e_lean.kind, e_lean.facts, e_lean.why) == (e.kind, e.facts, e.why)
+    assert lean_r.body[e_lean.op_index].kind == "psum" and checked_cells(lean_r) == checked_cells(r)
 
 
 def test_a_late_part_cut_to_some_outputs_is_its_programs_part(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -125,8 +125,10 @@ def test_the_sweep_holds_every_focus_once_in_groups_of_one_kind_and_profile() ->
 def test_a_sweep_is_repeatable_and_its_programs_hold_their_cells() -> None:
     from itertools import islice
 
+    from harness.campaign.cells import failing_op
     from harness.campaign.sweep import SWEEP_GROUP, holds, sweep_draws
     from harness.run.modes import DEFAULT_MODES
+    from programs.graph import cone, live_ops
 
     first = list(islice(sweep_draws(3), 40))
     assert [program_id(d.program) for d in first] == [program_id(d.program) for d in islice(sweep_draws(3), 40)]
@@ -141,6 +143,9 @@ def test_a_sweep_is_repeatable_and_its_programs_hold_their_cells() -> None:
             assert len({f.dimension for f in c}) == len(c), c
         compound += sum(len(c) > 1 for c in g)
         assert d.held == frozenset(f for f in members if holds(f, p, DEFAULT_MODES))
+        # no dead op (they check no cell), but the op an invalid program fails at and its cone
+        fail = failing_op(p)
+        assert set(range(len(p.body))) == set(live_ops(p)) | (cone(p, len(p.inputs) + fail) if fail is not None else set()), p
         held += len(d.held)
         total += len(members)
         assert (p.defect is not None) == members[0].by_error, (g, p.defect)
@@ -194,3 +199,23 @@ def test_a_several_axes_dtype_focus_fixes_its_mesh_and_dtype_and_draws_both_axes
     for f in pairs[:: max(1, len(pairs) // 12)]:
         holds(f)
     assert held[True] >= 0.7 * sum(held.values()), held
+
+
+def test_a_by_error_sweep_program_with_known_error_trouble_holds_only_the_foci_of_the_ops_at_fault() -> None:
+    """An invalid sweep program at whose ops jax is known to raise another error (here:
+    every op, as an entry with program features only says) holds only the foci of the
+    kind of all those ops; the others are drawn again."""
+    from itertools import islice
+
+    from harness.campaign.cells import value_types
+    from harness.campaign.sweep import sweep_draws
+
+    seen = valid_held = 0
+    for d in islice(sweep_draws(3, trouble=lambda p: frozenset(range(len(p.body)))), 40):
+        if not value_types(d.program)[1]:
+            valid_held += len(d.held)  # (a valid program is never asked)
+            continue
+        seen += 1
+        for f in d.held:
+            assert all(o.kind == f.kind for o in d.program.body), (f, d.program)
+    assert seen >= 5 and valid_held > 0

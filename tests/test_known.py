@@ -546,3 +546,27 @@ def test_a_negative_split_all_to_all_explains_a_grad_hang_and_gives_it_the_short
     assert q is not None and find(ENTRIES, hang, [hang], q, predict(q), "0.10.2") is None
     assert known_hang_modes(hang_entries(ENTRIES, "0.10.2"), q, value_types(q)[0], modes) == ()
     assert known_hang_modes(hang_entries(ENTRIES, "0.12.0"), p, value_types(p)[0], modes) == ()
+
+
+def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error() -> None:
+    """`known_error_trouble`: the ops of an invalid program at which an entry with a
+    missing / wrong error signature says jax goes wrong (its op features), or every op
+    (program features only); nothing for an entry about values, or another jax."""
+    from harness.judge.known import known_error_trouble
+    from oracles.interpreter import trace
+
+    dead_perm = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("ppermute", 0, axes=("x",), perm=((0, 1), (0, 1)))],
+                     [1], [P("x")])
+    types = trace(dead_perm, with_values=False)[0].types
+    ranged = entry({"id": "perm", "reason": "r", "link": "none found", "case": "c.json",
+                    "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"]}, "test")
+    assert known_error_trouble([ranged], dead_perm, types, "0.10.2") == frozenset({1})  # the dead ppermute
+    assert known_error_trouble([PPERMUTE], dead_perm, types, "0.10.2") == frozenset()  # a value entry
+    old = entry({"id": "perm-old", "reason": "r", "link": "none found", "case": "c.json", "jax_versions": "<0.6",
+                 "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"]}, "test")
+    assert known_error_trouble([old], dead_perm, types, "0.10.2") == frozenset()
+    unbound = entry({"id": "unbound", "reason": "r", "link": "none found", "case": "c.json",
+                     "signatures": ["wrong_error|*|unbound_axis->AssertionError"], "when": ["collective_axis_not_in_mesh"]}, "test")
+    bad_axis = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("psum", 0, axes=("nope",))], [1], [P("x")])
+    assert known_error_trouble([unbound], bad_axis, trace(bad_axis, with_values=False)[0].types, "0.10.2") == frozenset({0, 1})
+    assert known_error_trouble([unbound], dead_perm, types, "0.10.2") == frozenset()

@@ -39,6 +39,13 @@ def value_types(p: Program) -> tuple[tuple[Any, ...], bool]:
     return tuple(st.types), err is not None
 
 
+def failing_op(p: Program) -> int | None:
+    """The body op an invalid program's error is predicted at (the first the oracle could
+    not type), or None: valid, or failing before the body or after it (out_specs)."""
+    n_in, n = len(p.inputs), len(value_types(p)[0])
+    return n - n_in if value_types(p)[1] and n_in <= n < n_in + len(p.body) else None
+
+
 def _typed(p: Program) -> tuple[list[tuple[tuple[int, ...], str]], bool]:
     """(the oracle's types of the program's values, whether it expects the program to fail)."""
     types, fails = value_types(p)
@@ -145,8 +152,10 @@ class CellLedger:
     checks: dict[tuple[str, str], int]
     first: dict[tuple[str, str], tuple[int, float]]
     scheduled: set[str]  # "cell@mode" pairs some program was already sent to the value tier with
-    # (program id, costly mode) -> the outputs that mode runs the program cut to (`claim`)
-    cut: dict[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
+    # (program id, costly mode) -> the outputs that mode runs the program cut to (None:
+    # all), for each program claimed in that mode (`claim`); the part runs without the
+    # program's dead ops (programs/graph.py `lean_part`)
+    cut: dict[tuple[str, str], tuple[int, ...] | None] = field(default_factory=dict)
     # (cell, mode) -> the known divergences (ids) that kept a program holding it from
     # checking it in that mode: jax raised where the oracle predicts values, or ran where
     # it predicts an error, and a known entry explains it at that cell's op (`block`)
@@ -175,7 +184,8 @@ class CellLedger:
         `p` cut to the outputs that bring it a new cell, each beyond those before it
         (`cut`, programs/graph.py `slice_outputs`), and claims only theirs: eager
         shard_map runs each primitive on its own, so the cut runs the same primitives
-        for those outputs and none of the others'."""
+        for those outputs and none of the others'. Every costly mode it is claimed in
+        gets a `cut` entry (None: every output): that part runs without dead ops."""
         runs = [m for m in modes if applies(p, m)]
         fresh = {m for m in runs if any(self._open(f"{c}@{m}") for c in cells)}
         if not fresh:
@@ -185,14 +195,15 @@ class CellLedger:
             if m not in runs:
                 continue
             mine = cells
-            if m in costly and parts is not None and len(parts) > 1:
-                keep, mine = [], frozenset()
-                for k, cs in enumerate(parts):
-                    if any(self._open(f"{c}@{m}") and c not in mine for c in cs):
-                        keep.append(k)
-                        mine |= cs
-                if len(keep) < len(parts):
-                    self.cut[(program_id(p), m)] = tuple(keep)
+            if m in costly:
+                keep: list[int] | None = None
+                if parts is not None and len(parts) > 1:
+                    keep, mine = [], frozenset()
+                    for k, cs in enumerate(parts):
+                        if any(self._open(f"{c}@{m}") and c not in mine for c in cs):
+                            keep.append(k)
+                            mine |= cs
+                self.cut[(program_id(p), m)] = None if keep is None or len(keep) == len(parts or ()) else tuple(keep)
             pairs = {f"{c}@{m}" for c in mine}
             self.scheduled |= pairs
             self.reopened -= pairs

@@ -23,6 +23,7 @@ from hypothesis.statistics import collector
 from harness.campaign.cells import (
     CellLedger,
     checked_cells,
+    failing_op,
     typed_cells,
     typed_output_cells,
     value_types,
@@ -43,7 +44,7 @@ from harness.campaign.generation import (
 from harness.campaign.state import Bucket, Run, case_document, coverage_keys, spec_pattern
 from harness.campaign.sweep import sweep_programs
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
-from harness.judge.known import hang_entries, hang_mode_names, known_hang_modes, known_trouble
+from harness.judge.known import hang_entries, hang_mode_names, known_error_trouble, known_hang_modes, known_trouble
 from harness.report.markup import write as atomic_write
 from harness.report.summary import RunSummary
 from harness.run import compat
@@ -51,7 +52,7 @@ from harness.run.modes import Observation
 from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.pool import Completed, Pool
 from oracles import Prediction, predict
-from programs.graph import slice_outputs
+from programs.graph import lean_part
 from programs.model import Program
 from programs.serialize import program_id
 
@@ -191,11 +192,14 @@ class _Scheduler:
         if late:
             # the costly modes (eager: ~1 s a sweep program, the others ~0.4 s together) go
             # in late parts, recorded on their own: the other modes' verdict comes first.
-            # Each runs the program cut to the outputs that bring it new cells (CellLedger.claim)
+            # A part claimed for its cells runs the program cut to the outputs that bring
+            # it new cells (CellLedger.claim), without dead ops (lean_part); one chosen by
+            # program id (the share) runs it whole, dead ops too
             modes = tuple(m for m in modes if m not in late)
             for m in late:
-                keep = self.run.cells.cut.pop((program_id(p), m), None)
-                q = p if keep is None else slice_outputs(p, keep)
+                q = p
+                if (program_id(p), m) in self.run.cells.cut:  # claimed for its cells there: the lean part
+                    q = lean_part(p, self.run.cells.cut.pop((program_id(p), m)), failing_op(p))
                 self.late.append((q, (m,), program_id(p)))
         self._submit(p, modes)
         self.submit_late()
@@ -379,7 +383,12 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
         # every cell of the table first, a few per program (harness/campaign/sweep.py
         # `sweep_groups`), their costly modes once the sweep is out
         sched.limit, sched.sweeping = cfg.max_examples, True
-        for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append, sched.run.cells, cfg.modes):
+        run = sched.run
+
+        def trouble(p: Program) -> frozenset[int]:
+            return known_error_trouble(cfg.suppressions, p, value_types(p)[0], run.jax_version)
+
+        for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append, run.cells, cfg.modes, trouble=trouble):
             sched.check(p)
             sched.run.swept_ids.add(program_id(p))
         sched.sweeping = False

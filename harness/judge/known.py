@@ -243,6 +243,27 @@ def known_trouble(entries: Sequence[KnownDivergence], p: Program, pred: Predicti
     return False
 
 
+def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str) -> frozenset[int]:
+    """The body ops of an invalid program at which some entry says jax raises another
+    error than the one predicted, or none (a `missing_error` or `wrong_error`
+    signature, its program features holding): those its op features hold on, dead ones
+    too (jax checks some parameters as it traces an op, others only as it lowers or runs
+    one); every op for an entry with program features only. Such a program checks its
+    cells by error in none of the modes jax goes wrong in, so the sweep draws its
+    programs by error without one at an op of another kind than the focus
+    (harness/campaign/sweep.py); `types`: the oracle's value types, as far as it traces."""
+    out: set[int] = set()
+    for e in entries:
+        if not e.covers(jax_version) or not (e.op_features or e.program_features):
+            continue
+        if not any(pat.kind in ("missing_error", "wrong_error") for pat in e.patterns):
+            continue
+        if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
+            continue
+        out |= e.feature_ops(p, types) if e.op_features else set(range(len(p.body)))
+    return frozenset(out)
+
+
 def hang_entries(entries: Sequence[KnownDivergence], jax_version: str) -> tuple[KnownDivergence, ...]:
     """The entries covering `jax_version` that say jax hangs (a `timeout` signature)."""
     return tuple(e for e in entries if e.covers(jax_version) and any(pat.kind == "timeout" for pat in e.patterns))
