@@ -190,7 +190,7 @@ class _Scheduler:
         modes = tier_modes(p, self.cfg, self.run.cells, self.sweeping)
         late = tuple(m for m in modes if m in COSTLY_MODES) if len(modes) > 1 else ()
         if late:
-            # the costly modes (eager: ~1 s a sweep program, the others ~0.4 s together) go
+            # the costly modes (eager: ~0.45 s a lean sweep program, as much as the others together) go
             # in late parts, recorded on their own: the other modes' verdict comes first.
             # A part claimed for its cells runs the program cut to the outputs that bring
             # it new cells (CellLedger.claim), without dead ops (lean_part); one chosen by
