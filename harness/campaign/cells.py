@@ -42,8 +42,9 @@ def value_types(p: Program) -> tuple[tuple[Any, ...], bool]:
 def failing_op(p: Program) -> int | None:
     """The body op an invalid program's error is predicted at (the first the oracle could
     not type), or None: valid, or failing before the body or after it (out_specs)."""
-    n_in, n = len(p.inputs), len(value_types(p)[0])
-    return n - n_in if value_types(p)[1] and n_in <= n < n_in + len(p.body) else None
+    types, fails = value_types(p)
+    n_in, n = len(p.inputs), len(types)
+    return n - n_in if fails and n_in <= n < n_in + len(p.body) else None
 
 
 def _typed(p: Program) -> tuple[list[tuple[tuple[int, ...], str]], bool]:

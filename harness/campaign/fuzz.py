@@ -390,7 +390,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
 
         for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append, run.cells, cfg.modes, trouble=trouble):
             sched.check(p)
-            sched.run.swept_ids.add(program_id(p))
+            run.swept_ids.add(program_id(p))
         sched.sweeping = False
         print(f"swept {len(sched.run.swept_ids)} programs (every cell of the table), then Hypothesis' stream",
               file=cfg.progress, flush=True)
