@@ -60,6 +60,8 @@ def test_crash_and_hang_cost_one_program() -> None:
     by = [(evaluate(c.program, c.observations), c.program) for c in results]
     kinds = [sorted({d.kind.value for d in r.divergences}) for r, _ in by]
     assert kinds == [["crash"], [], ["timeout"], []], kinds
+    # the mode after the one it crashed or hung in did not run: the run checks it apart
+    assert [c.unrun for c in results] == [("jit",), (), ("jit",), ()]
     assert pool.crashes == 1 and pool.timeouts == 1
     crash_div = by[0][0].divergences[0]
     assert crash_div.mode == "abstract" and "SIGABRT" in crash_div.message

@@ -9,6 +9,7 @@ from helpers import P, iota, op, prog
 
 from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known import (
+    KnownDivergence,
     KnownDivergencesError,
     Pattern,
     derived_program,
@@ -570,3 +571,58 @@ def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error()
     bad_axis = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("psum", 0, axes=("nope",))], [1], [P("x")])
     assert known_error_trouble([unbound], bad_axis, trace(bad_axis, with_values=False)[0].types, "0.10.2") == frozenset({0, 1})
     assert known_error_trouble([unbound], dead_perm, types, "0.10.2") == frozenset()
+
+
+def test_an_invalid_program_claims_only_the_cells_of_the_kind_jax_is_known_to_answer_wrongly() -> None:
+    """An invalid program whose defect jax is known to answer with no error (here a dead
+    ppermute whose perm repeats a destination: jax checks it only for a live one) checks
+    none of its other ops' cells by error: the value tier does not claim them, so they
+    stay open for a later program (the sweep draws their foci again). Without the entry
+    it claims them all."""
+    from harness.campaign.cells import CellLedger
+    from harness.campaign.config import RunConfig
+    from harness.campaign.fuzz import tier_modes
+
+    dead_perm = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("ppermute", 0, axes=("x",), perm=((0, 1), (0, 1)))],
+                     [1], [P("x")])
+    ranged = entry({"id": "perm", "reason": "r", "link": "none found", "case": "c.json",
+                    "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"]}, "test")
+
+    def claimed(suppressions: tuple[KnownDivergence, ...], version: str | None) -> set[str]:
+        led = CellLedger.new()
+        tier_modes(dead_perm, RunConfig(suppressions=suppressions), led, jax_version=version)
+        return {pair.split("@")[0] for pair in led.scheduled}
+
+    assert any(c.startswith("neg|") and c.endswith("|by_error") for c in claimed((), "0.10.2"))
+    assert not any(c.startswith("neg|") for c in claimed((ranged,), "0.10.2"))
+    # (another jax, or no workers' version: the entry says nothing)
+    assert any(c.startswith("neg|") for c in claimed((ranged,), None))
+
+
+def test_each_mode_checks_the_program_without_only_the_known_bugs_of_its_own_divergences(tmp_path: Path) -> None:
+    """pmax has no derivative (pmax-no-differentiation-rule: grad fails at every pmax),
+    and vmap with spmd_axis_name fails on a pmax under lax.fori_loop
+    (vmap-spmd-fori-closure-carry-vma). Without both bugs the program has no output
+    left, but vmap_spmd's own bug is the fori op alone: its derived program keeps the
+    plain pmax, whose cells vmap_spmd then checks."""
+    import io
+
+    from harness.campaign.fuzz import RunConfig, fuzz
+
+    xy = Mesh(("x", "y"), (2, 4))
+    a = iota(4, 8, dtype="float32")
+    p = prog(xy, [a, a], [P("x"), P("x")], [op("pmax", 0, axes=("x",), wrap="fori"), op("pmax", 1, axes=("x",))],
+             [2, 3], [P(), P()])
+    assert p.spmd_axis() == "y"
+    entries = load()
+    s = fuzz(RunConfig(seed=0, max_examples=1, modes=("abstract", "vmap_spmd", "grad"), workers=1, report_dir=tmp_path,
+                       progress=io.StringIO(), minimize_budget_s=0, suppressions=entries, value_share=1.0), fixed=[p])
+    known = {b.suppressed_by for b in s.buckets}
+    assert not any(b.new for b in s.buckets), [b.signature for b in s.buckets]
+    if not {"pmax-no-differentiation-rule", "vmap-spmd-fori-closure-carry-vma"} <= known:
+        pytest.fail(f"jax {s.jax_version} no longer shows both bugs here ({sorted(k for k in known if k)}): "
+                    "pick another pair of mode-specific known bugs for this test")
+    checks = {(c.cell, c.mode): c.checks for c in s.cells}
+    assert checks[("pmax|wrap=plain", "vmap_spmd")] >= 1  # by the derived program
+    assert checks[("pmax|wrap=fori", "vmap_spmd")] == 0
+    assert s.derived_checked >= 1

@@ -160,13 +160,13 @@ class _Scheduler:
             # another shard checks it; its cells are claimed here too, so every later
             # program gets the tier it gets in the unsharded run
             run.elsewhere.add(pid)
-            tier_modes(p, self.cfg, run.cells, self.sweeping)
+            tier_modes(p, self.cfg, run.cells, self.sweeping, run.jax_version)
             for m in COSTLY_MODES:
                 run.cells.cut.pop((pid, m), None)
             return
         run.checked.add(pid)
         if self.pool is None:
-            run.record(check_program(p, tier_modes(p, self.cfg, run.cells, self.sweeping)))
+            run.record(check_program(p, tier_modes(p, self.cfg, run.cells, self.sweeping, run.jax_version)))
         else:
             self.submit(p)
         self.runnable_part(p)
@@ -181,13 +181,13 @@ class _Scheduler:
         other (its value modes only: the whole program had its abstract check)."""
         q = cpu_runnable_part(p)
         if q is not None and not self.run.is_known(q):
-            modes = tuple(m for m in tier_modes(q, self.cfg, self.run.cells, self.sweeping) if m != "abstract")
+            modes = tuple(m for m in tier_modes(q, self.cfg, self.run.cells, self.sweeping, self.run.jax_version) if m != "abstract")
             if modes:
                 self.run.queue_derived(q, p, modes)
 
     def submit(self, p: Program) -> None:
         assert self.pool is not None
-        modes = tier_modes(p, self.cfg, self.run.cells, self.sweeping)
+        modes = tier_modes(p, self.cfg, self.run.cells, self.sweeping, self.run.jax_version)
         late = tuple(m for m in modes if m in COSTLY_MODES) if len(modes) > 1 else ()
         if late:
             # the costly modes (eager: ~0.45 s a lean sweep program, as much as the others together) go
@@ -293,6 +293,8 @@ class _Scheduler:
         result, a re-confirmation alone, or a probe run."""
         assert self.pool is not None
         tag = c.tag
+        if c.unrun:  # (a crash or hang kept these modes from running: Run.record)
+            self.run.unrun.setdefault(program_id(c.program), set()).update(c.unrun)
         if isinstance(tag, _Probe):
             self.probe_or_record(localise_values(tag.result, c.observations[0]), tag.parent)
         elif isinstance(tag, _Batched):
@@ -484,7 +486,8 @@ LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go o
 SWEEP_LATE_EVERY = 10
 
 
-def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lean: bool = False) -> tuple[str, ...]:
+def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lean: bool = False,
+               jax_version: str | None = None) -> tuple[str, ...]:
     """Tiers: every program is checked abstractly (errors, shapes, dtypes, varying axes:
     no compile); every value mode also runs a program that brings a configuration cell
     (harness/campaign/cells.py; an invalid program's cells by error) no earlier
@@ -495,7 +498,13 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
     every (cell, mode) pair soon, the stream after it runs every mode. It depends on the
     programs drawn so far, in order, and on which of their claims came back unchecked
     (jax raised in that mode: `CellLedger.reopen`, claimed again), never on what the
-    programs are: the same seed draws the same programs."""
+    programs are: the same seed draws the same programs.
+
+    With `jax_version` (the workers'), an invalid program that a known entry says jax
+    answers with another error, or none, at some ops (harness/judge/known.py
+    `known_error_trouble`) claims only the cells of the kind those ops share: it checks
+    none of the others by error, and they stay open for a later program (the sweep
+    draws their foci again)."""
     if block_bytes(p) >= LARGE_BLOCK_BYTES:  # a large program: the transport's chunked path, not every mode
         return tuple(m for m in cfg.modes if m in LARGE_MODES)
     if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
@@ -504,7 +513,13 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
         # only a valid program checks a cell by value; an invalid one checks its cells by
         # error (`CELL|by_error`, as Run.record counts them): cheap, it stops at tracing
         fails = typed_cells(p)[1]
-        claimed = ledger.claim(p, checked_cells(p), cfg.modes, COSTLY_MODES, None if fails else typed_output_cells(p), lean)
+        cells = checked_cells(p)
+        if fails and jax_version is not None and cfg.suppressions:
+            bad = known_error_trouble(cfg.suppressions, p, value_types(p)[0], jax_version)
+            kinds = {p.body[i].kind for i in bad}
+            if bad:
+                cells = frozenset(c for c in cells if len(kinds) == 1 and c.split("|")[0] in kinds)
+        claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES, None if fails else typed_output_cells(p), lean)
         if claimed:
             return claimed
     h = int(program_id(p), 16) % 10000

@@ -17,7 +17,7 @@ from harness.campaign.cells import CellLedger, by_error, ops_cells, program_cell
 from harness.campaign.config import NO_LIMIT, RunConfig
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence
-from harness.judge.known import Explained, derived_program, explain_all
+from harness.judge.known import Explained, KnownDivergence, derived_program, explain_all
 from harness.report.markup import write as atomic_write
 from harness.run import compat
 from programs.model import Program
@@ -132,6 +132,10 @@ class Run:
         self.recorded: dict[str, int] = {}  # program id -> its index (self.n) when first recorded
         self.counted: set[tuple[str, str]] = set()  # (what, program id): "divergent", "failing", "known"
         self.case_divergences: dict[str, list[Any]] = {}  # program id -> the divergences its case holds
+        # program id -> the modes a crash or hang in an earlier mode of its job kept from
+        # running (harness/run/pool.py `Completed.unrun`): `record` reopens their cells and
+        # checks them on the program without the crash's known bug
+        self.unrun: dict[str, set[str]] = {}
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
@@ -213,8 +217,9 @@ class Run:
         own = program_cells(p, types)
         mine = own if valid else by_error(own)
         self.cells.record(mine, checked, index, round(self.elapsed(), 2))
+        unrun = self.unrun.pop(program_id(p), set()) - {o.mode for o in res.observations}
         # (the modes it was sent to that did not check it: their pairs are claimed again)
-        for m in {o.mode for o in res.observations if o.mode != "probe"} - set(checked):
+        for m in ({o.mode for o in res.observations if o.mode != "probe"} | unrun) - set(checked):
             self.cells.reopen(mine, m)
         if not res.divergences:
             return
@@ -231,9 +236,7 @@ class Run:
             if not derived and self._first("known", pid):
                 self.with_known += 1
                 self.in_full_by_rewrite += q is not None and q.outputs == p.outputs and len(q.body) == len(p.body)
-            if q is not None and not self.is_known(q):
-                modes = tuple(dict.fromkeys(o.mode for o in res.observations if o.mode != "probe"))
-                self.queue_derived(q, p, modes or self.cfg.modes)
+            self._queue_derived_per_mode(res, explained, unrun)
         for x in explained:
             d, sup = x.divergence, x.entry
             if sup is not None:
@@ -253,6 +256,36 @@ class Run:
             b.count += 1
             if len(b.programs) < 5:
                 b.programs.append(str(path))
+
+    def _queue_derived_per_mode(self, res: CheckResult, explained: Sequence[Explained], unrun: set[str]) -> None:
+        """The program without its known bugs, per mode: each mode's derived program
+        drops only the bugs of the entries that explained its own divergences (an
+        entry for a grad-only bug at an op does not cost vmap the rest of the program),
+        and runs in the modes whose entries give that same program. A mode a crash or
+        hang kept from running (`unrun`) goes with the mode it happened in. A rewrite
+        checks the rewritten program whole: in every mode the program ran in."""
+        p = res.program
+        ran = tuple(dict.fromkeys(o.mode for o in res.observations if o.mode != "probe"))
+        per_mode: dict[str, dict[str, KnownDivergence]] = {}
+        for x in explained:
+            if x.entry is not None:
+                for m in x.divergence.mode.split(","):
+                    per_mode.setdefault(m, {})[x.entry.id] = x.entry
+        for o in res.observations:
+            if o.status in ("crash", "timeout") and o.mode in per_mode:
+                for m in unrun:
+                    per_mode.setdefault(m, {}).update(per_mode[o.mode])
+        groups: dict[str, tuple[Program, set[str]]] = {}
+        for m, entries in per_mode.items():
+            q = derived_program(list(entries.values()), p, res.prediction)
+            if q is None or self.is_known(q):
+                continue
+            modes = groups.setdefault(program_id(q), (q, set()))[1]
+            modes.add(m)
+            if any(e.rewrite is not None for e in entries.values()):
+                modes.update(ran)
+        for q, modes in groups.values():
+            self.queue_derived(q, p, tuple(m for m in dict.fromkeys((*self.cfg.modes, *ran)) if m in modes) or self.cfg.modes)
 
     def _first(self, what: str, pid: str) -> bool:
         """Whether program `pid` is counted as `what` for the first time (and count it)."""

@@ -2,7 +2,8 @@
 
 A worker that dies (segfault, abort inside XLA) or hangs past the per-mode timeout costs
 one program: its current mode is recorded as a `crash` / `timeout` observation (with the
-tail of the worker's stderr), the worker is replaced, and the run goes on.
+tail of the worker's stderr), the job's later modes come back as `unrun`, the worker is
+replaced, and the run goes on.
 
 Each worker's stderr goes to a log file in a directory the pool owns (`log_dir`, made
 with `tempfile.mkdtemp`); `close()` removes it, and so does a finalizer should a pool
@@ -61,6 +62,10 @@ class Completed:
     program: Program
     observations: list[Observation]
     tag: Any
+    # the modes of the job after one it crashed or hung in: not run (the worker died with
+    # them); the run checks them on the program without the op a known entry puts the
+    # crash on (harness/campaign/state.py `Run.record`)
+    unrun: tuple[str, ...] = ()
 
 
 class _Worker:
@@ -355,7 +360,8 @@ class Pool:
         if job.batch is not None:  # every program of the batch: the parent re-runs them alone
             return [Completed(p, [job.batch_obs.get(i, dead)], job.tag[i]) for i, p in enumerate(job.batch)]
         job.observations.append(dead)
-        return [Completed(job.program, job.observations, job.tag)]
+        seen = {o.mode for o in job.observations}
+        return [Completed(job.program, job.observations, job.tag, tuple(m for m in job.modes if m not in seen))]
 
     def close(self) -> None:
         for w in list(self.workers):
