@@ -16,7 +16,7 @@ from typing import Any
 from harness.campaign.cells import CellLedger, by_error, ops_cells, program_cells
 from harness.campaign.config import NO_LIMIT, RunConfig
 from harness.judge.check import CheckResult
-from harness.judge.compare import Divergence
+from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known import Explained, KnownDivergence, derived_program, explain_all
 from harness.report.markup import write as atomic_write
 from harness.run import compat
@@ -268,7 +268,9 @@ class Run:
         ran = tuple(dict.fromkeys(o.mode for o in res.observations if o.mode != "probe"))
         per_mode: dict[str, dict[str, KnownDivergence]] = {}
         for x in explained:
-            if x.entry is not None:
+            # (a mode disagreement is put on the entry of the program's first other
+            # divergence, whatever its mode: the modes' own divergences say which is theirs)
+            if x.entry is not None and x.divergence.kind != DivergenceKind.MODE_DISAGREEMENT:
                 for m in x.divergence.mode.split(","):
                     per_mode.setdefault(m, {})[x.entry.id] = x.entry
         for o in res.observations:
