@@ -44,7 +44,14 @@ from harness.campaign.generation import (
 from harness.campaign.state import Bucket, Run, case_document, coverage_keys, spec_pattern
 from harness.campaign.sweep import sweep_programs
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
-from harness.judge.known import hang_entries, hang_mode_names, known_error_trouble, known_hang_modes, known_trouble
+from harness.judge.known import (
+    hang_entries,
+    hang_mode_names,
+    known_error_trouble,
+    known_hang_modes,
+    known_trouble,
+    trouble_kind,
+)
 from harness.report.markup import write as atomic_write
 from harness.report.summary import RunSummary
 from harness.run import compat
@@ -516,9 +523,9 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
         cells = checked_cells(p)
         if fails and jax_version is not None and cfg.suppressions:
             bad = known_error_trouble(cfg.suppressions, p, value_types(p)[0], jax_version)
-            kinds = {p.body[i].kind for i in bad}
             if bad:
-                cells = frozenset(c for c in cells if len(kinds) == 1 and c.split("|")[0] in kinds)
+                kind = trouble_kind(p, bad)
+                cells = frozenset(c for c in cells if c.split("|")[0] == kind)
         claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES, None if fails else typed_output_cells(p), lean)
         if claimed:
             return claimed

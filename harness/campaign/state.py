@@ -272,7 +272,8 @@ class Run:
             # divergence, whatever its mode: the modes' own divergences say which is theirs)
             if x.entry is not None and x.divergence.kind != DivergenceKind.MODE_DISAGREEMENT:
                 for m in x.divergence.mode.split(","):
-                    per_mode.setdefault(m, {})[x.entry.id] = x.entry
+                    if m in ran:
+                        per_mode.setdefault(m, {})[x.entry.id] = x.entry
         for o in res.observations:
             if o.status in ("crash", "timeout") and o.mode in per_mode:
                 for m in unrun:
@@ -287,7 +288,7 @@ class Run:
             if any(e.rewrite is not None for e in entries.values()):
                 modes.update(ran)
         for q, modes in groups.values():
-            self.queue_derived(q, p, tuple(m for m in dict.fromkeys((*self.cfg.modes, *ran)) if m in modes) or self.cfg.modes)
+            self.queue_derived(q, p, tuple(m for m in dict.fromkeys((*self.cfg.modes, *ran)) if m in modes))
 
     def _first(self, what: str, pid: str) -> bool:
         """Whether program `pid` is counted as `what` for the first time (and count it)."""

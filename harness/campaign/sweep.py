@@ -27,6 +27,7 @@ from hypothesis.statistics import collector
 
 from harness.campaign.cells import CellLedger, applies, checked_cells, failing_op, unreachable, value_types
 from harness.campaign.generation import GENERATION, stable_constants
+from harness.judge.known import trouble_kind
 from harness.run.modes import DEFAULT_MODES
 from programs.cells import PAIRED
 from programs.graph import lean_part
@@ -315,7 +316,7 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
             held = _held(members, got, modes)
             bad = trouble(got) if trouble is not None and held and value_types(got)[1] else frozenset()
             if bad:
-                held = frozenset(f for f in held if all(got.body[i].kind == f.kind for i in bad))
+                held = frozenset(f for f in held if f.kind == trouble_kind(got, bad))
             if best is None or len(held) > len(best[0]):
                 best = (held, got, kept)
             if len(held) == len(members):

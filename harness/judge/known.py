@@ -264,6 +264,16 @@ def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: S
     return frozenset(out)
 
 
+def trouble_kind(p: Program, bad: frozenset[int]) -> str | None:
+    """The op kind every op of `bad` (`known_error_trouble`'s ops of `p`) has, or None
+    (none, or several kinds). An invalid program checks by error only the cells of that
+    kind in the modes jax goes wrong in: the sweep holds only its foci of that kind, and
+    the value tier claims only its cells of that kind (harness/campaign/fuzz.py
+    `tier_modes`)."""
+    kinds = {p.body[i].kind for i in bad}
+    return next(iter(kinds)) if len(kinds) == 1 else None
+
+
 def hang_entries(entries: Sequence[KnownDivergence], jax_version: str) -> tuple[KnownDivergence, ...]:
     """The entries covering `jax_version` that say jax hangs (a `timeout` signature)."""
     return tuple(e for e in entries if e.covers(jax_version) and any(pat.kind == "timeout" for pat in e.patterns))
