@@ -395,7 +395,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
         run = sched.run
 
         def trouble(p: Program) -> frozenset[int]:
-            return known_error_trouble(cfg.suppressions, p, value_types(p)[0], run.jax_version)
+            return error_trouble(cfg, p, run.jax_version)
 
         for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append, run.cells, cfg.modes, trouble=trouble):
             sched.check(p)
@@ -493,6 +493,14 @@ LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go o
 SWEEP_LATE_EVERY = 10
 
 
+def error_trouble(cfg: RunConfig, p: Program, jax_version: str) -> frozenset[int]:
+    """The ops of the invalid program `p` at which a known entry of the run says jax (of
+    `jax_version`, the workers') raises another error than predicted, or none
+    (harness/judge/known.py `known_error_trouble`): what the sweep's draws by error and
+    the value tier's claim (`tier_modes`) both ask."""
+    return known_error_trouble(cfg.suppressions, p, value_types(p)[0], jax_version) if cfg.suppressions else frozenset()
+
+
 def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lean: bool = False,
                jax_version: str | None = None) -> tuple[str, ...]:
     """Tiers: every program is checked abstractly (errors, shapes, dtypes, varying axes:
@@ -521,8 +529,8 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
         # error (`CELL|by_error`, as Run.record counts them): cheap, it stops at tracing
         fails = typed_cells(p)[1]
         cells = checked_cells(p)
-        if fails and jax_version is not None and cfg.suppressions:
-            bad = known_error_trouble(cfg.suppressions, p, value_types(p)[0], jax_version)
+        if fails and jax_version is not None:
+            bad = error_trouble(cfg, p, jax_version)
             if bad:
                 kind = trouble_kind(p, bad)
                 cells = frozenset(c for c in cells if c.split("|")[0] == kind)
