@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from programs.model import Program
+from programs.model import Program, is_float
 
 
 def cone(p: Program, value: int) -> frozenset[int]:
@@ -63,14 +63,47 @@ def slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int] = froz
     return replace(p, body=body, outputs=tuple(new_index[o] for o in outputs), out_specs=out_specs, wrap_specs=wrap_specs)
 
 
-def lean_part(p: Program, keep: tuple[int, ...] | None, failing_op: int | None) -> Program:
+def drop_unused_inputs(p: Program) -> Program:
+    """`p` without the arguments no op and no output uses (with their in_specs, and their
+    in_sharding under `explicit_axes`), values renumbered; at least one argument stays,
+    and a float one where `p` has one (the grad modes run only a program with a float
+    argument, whose derivative they take).
+    For a valid program only: an invalid one's defect may be an unused argument's spec.
+    Eager shard_map moves every argument to its in_spec's layout with a compile of its
+    own (jax 0.10.2 `_unmatch_spec`, ~15 ms each with the compilation cache warm), as
+    costly as an op, and an unused argument checks no cell."""
+    n_in = len(p.inputs)
+    used = {v for op in p.body for v in op.operands if v < n_in} | {o for o in p.outputs if o < n_in}
+    kept = [i for i in range(n_in) if i in used]
+    floats = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
+    if floats and not any(i in floats for i in kept):
+        kept = sorted({*kept, floats[0]})  # (the grad modes differentiate by the float arguments: one stays)
+    kept = kept or [0]
+    if len(kept) == n_in or n_in == 0:
+        return p
+    new_index = {v: j for j, v in enumerate(kept)}
+    shift = n_in - len(kept)
+    for i in range(len(p.body)):
+        new_index[n_in + i] = n_in + i - shift
+    body = tuple(replace(op, operands=tuple(new_index[v] for v in op.operands)) for op in p.body)
+    wrap_specs = tuple(p.wrap_specs[i] for i in kept) if p.wrap == "explicit_axes" and len(p.wrap_specs) == n_in else p.wrap_specs
+    q = replace(p, inputs=tuple(p.inputs[i] for i in kept), in_specs=tuple(p.in_specs[i] for i in kept), body=body,
+                outputs=tuple(new_index[o] for o in p.outputs), wrap_specs=wrap_specs)
+    # (an unused float64 argument is what turns jax_enable_x64 on: the program keeps it)
+    return q if q.x64 == p.x64 else p
+
+
+def lean_part(p: Program, keep: tuple[int, ...] | None, failing_op: int | None, valid: bool = False) -> Program:
     """The program a costly mode (eager) runs for the cells it was claimed for
     (harness/campaign/cells.py `CellLedger.claim`): `p` cut to the outputs `keep` (all:
     None), without its dead ops. Eager shard_map dispatches every op of the body, live or
     not, one compile each, so a dead op costs it as much as a live one and checks no
     cell (a cell counts only for a live op). An invalid program keeps the op its error
     is predicted at (`failing_op`, the first op the oracle could not type) and what that
-    op needs: the ops before it raise nothing, so the error is the same."""
+    op needs: the ops before it raise nothing, so the error is the same. A program the
+    caller knows is `valid` (the oracle predicts no error) also drops its unused
+    arguments (`drop_unused_inputs`)."""
     keep = tuple(range(len(p.outputs))) if keep is None else keep
     also = frozenset() if failing_op is None else frozenset({failing_op})
-    return slice_outputs(p, keep, also)
+    q = slice_outputs(p, keep, also)
+    return drop_unused_inputs(q) if valid else q

@@ -322,6 +322,38 @@ def test_the_lean_part_drops_dead_ops_and_keeps_the_op_an_error_is_at() -> None:
     assert lean_r.body[e_lean.op_index].kind == "psum" and checked_cells(lean_r) == checked_cells(r)
 
 
+def test_a_valid_lean_part_drops_the_arguments_nothing_uses() -> None:
+    """A valid program's lean part leaves out its unused arguments (eager moves each to
+    its in_spec's layout with a compile of its own): the same ops on the same values, the
+    same cells, the same predicted outputs, and jax agrees eagerly. An unused float64
+    argument stays (it is what turns jax_enable_x64 on); an invalid program keeps all."""
+    import numpy as np
+
+    from harness.campaign.cells import checked_cells
+    from harness.judge.check import check_program
+    from oracles import predict
+    from programs.graph import lean_part
+
+    mesh = Mesh(("x", "y"), (2, 2))
+    ins = (Input((4,), "float32", "iota"), Input((2, 4), "int32", "iota", seed=1), Input((4,), "float32", "iota", seed=2))
+    specs = (Spec((("x",),)), Spec((("y",), None)), Spec((None,)))
+    # argument 1 is unused; argument 2 is an output of its own
+    p = Program(mesh, ins, specs, (Op.make("psum", (0,), axes=("x",)), Op.make("neg", (3,))), (4, 2), (Spec((None,)), Spec((None,))))
+    q = lean_part(p, None, None, valid=True)
+    assert q.inputs == (ins[0], ins[2]) and q.in_specs == (specs[0], specs[2])
+    assert [o.operands for o in q.body] == [(0,), (2,)] and q.outputs == (3, 1)
+    assert checked_cells(q) == checked_cells(p)
+    for a, b in zip(predict(p).outputs, predict(q).outputs):
+        assert a.dtype == b.dtype and np.array_equal(a.global_value, b.global_value)
+    assert lean_part(p, None, None) == p  # (not known valid: every argument stays)
+    assert not check_program(q, ("eager",)).divergences
+    x64 = Program(mesh, (ins[0], Input((4,), "float64", "iota")), specs[::2], p.body[:1], (2,), (Spec((None,)),))
+    assert lean_part(x64, None, None, valid=True) == x64
+    # the grad modes need a float argument: an unused one stays where no used one is float
+    ints = Program(mesh, ins[1:], specs[1:], (Op.make("neg", (0,)),), (2,), (Spec((("y",), None)),))
+    assert lean_part(ints, None, None, valid=True).inputs == ins[1:]
+
+
 def test_a_late_part_cut_to_some_outputs_is_its_programs_part(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The late part of a program cut to some outputs (`Run.record`'s parent) is recorded
     as that program's: counted once, its cells at the program's index; the same cut
@@ -465,3 +497,53 @@ def test_a_mode_a_known_entry_says_may_hang_runs_with_a_short_limit_and_its_hang
     assert all(b.suppressed_by == "negative-scatter-dimension" for b in hung)
     assert all(f"timed out after {KNOWN_HANG_LIMIT_S:.0f}s" in b.message for b in hung)
     assert s.counts.programs_run == 1
+
+
+def test_a_crash_blocks_the_cells_of_every_known_entry_that_explains_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A crash names no op: with two all_to_alls, one of a negative split_axis and one of a
+    negative concat_axis (each a known entry that says jax may crash), a jit crash blocks
+    both ops' own cells in jit, not only those of the entry the crash was filed under; a
+    cell of neither op's feature stays open (the other modes checked it)."""
+    import io
+
+    from harness.campaign.state import Run
+    from harness.judge.check import CheckResult
+    from harness.judge.compare import Divergence, DivergenceKind
+    from harness.judge.known_load import load
+    from harness.run.observation import Observation
+    from oracles import predict
+
+    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False, suppressions=load()))
+    run.jax_version = "0.10.2"  # (both entries cover jax up to 0.10)
+    split = Op.make("all_to_all", (0,), axes=("x",), split_axis=-1, concat_axis=0, tiled=True)
+    concat = Op.make("all_to_all", (0,), axes=("x",), split_axis=0, concat_axis=-1, tiled=True)
+    p = Program(Mesh(("x",), (2,)), (Input((4, 2), "float32", "iota"),), (Spec(()),), (split, concat, Op.make("neg", (0,))),
+                (1, 2, 3), (Spec((("x",),)), Spec((("x",),)), Spec((("x",),))))
+    crash = Divergence(DivergenceKind.CRASH, "jit", "worker died (SIGSEGV)", "crash")
+    run.record(CheckResult(p, predict(p), (Observation("abstract", status="ok"), Observation("jit", status="crash")), (crash,)))
+    blocked = run.cells.blocked
+    assert "negative-all-to-all-split-axis" in blocked[("all_to_all|split_axis=negative&concat_axis=first", "jit")]
+    assert "negative-all-to-all-concat-axis" in blocked[("all_to_all|split_axis=first&concat_axis=negative", "jit")]
+    assert ("neg|dtype=float32", "jit") not in blocked and ("neg|dtype=float32", "abstract") in run.cells.checks
+
+
+def test_the_late_part_sent_next_is_the_one_with_most_unchecked_cells_per_op(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Late (eager) parts go out most worth first: unchecked cells of their mode per
+    argument, op and output; the parts a budget leaves unsent are the least worth."""
+    import io
+
+    from harness.campaign.cells import checked_cells
+    from harness.campaign.fuzz import _Scheduler
+    from harness.campaign.state import Run
+
+    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
+    sched = _Scheduler(run, None)
+    small, big = _psum(1), _two_outputs()
+    sched.late = [(small, ("eager",), "a", checked_cells(small)), (big, ("eager",), "b", checked_cells(big))]
+    assert sched.best_late() == 1  # (the psum, neg and their pair cells, one argument)
+    for c in checked_cells(big):
+        if c.startswith("neg"):
+            run.cells.checks[(c, "eager")] = 1
+    assert sched.best_late() == 0  # (its neg checked by another part: the small one is worth more now)
+    sched.late = [(small, ("eager",), "a", checked_cells(small)), (small, ("eager",), "c", checked_cells(small))]
+    assert sched.best_late() == 0  # (equals: the earliest)

@@ -133,8 +133,9 @@ class _Scheduler:
         self.tokens = iter(range(1 << 62))
         # late parts: the costly modes of programs whose other modes already went out
         # (`submit`), sent when more than LATE_BOUND wait, one per SWEEP_LATE_EVERY
-        # programs while the sweep runs, and the rest at the end
-        self.late: list[tuple[Program, tuple[str, ...], str]] = []  # (part, its mode, the parent's id)
+        # programs while the sweep runs, and the rest at the end, the most worth first
+        # (`best_late`)
+        self.late: list[tuple[Program, tuple[str, ...], str, frozenset[str]]] = []  # (part, its mode, the parent's id, its cells)
         self.sweeping = False
         self.since_late = 0  # sweep programs submitted since the last late part went out
         self.out_of_time = False  # the budget is spent: late parts not yet out are dropped
@@ -204,10 +205,13 @@ class _Scheduler:
             # program id (the share) runs it whole, dead ops too
             modes = tuple(m for m in modes if m not in late)
             for m in late:
-                q = p
+                q, cells = p, checked_cells(p)
                 if (program_id(p), m) in self.run.cells.cut:  # claimed for its cells there: the lean part
-                    q = lean_part(p, self.run.cells.cut.pop((program_id(p), m)), failing_op(p))
-                self.late.append((q, (m,), program_id(p)))
+                    keep = self.run.cells.cut.pop((program_id(p), m))
+                    q = lean_part(p, keep, failing_op(p), not value_types(p)[1])
+                    if keep is not None:  # (a valid program's: its kept outputs' cells)
+                        cells = frozenset().union(*(typed_output_cells(p)[k] for k in keep))
+                self.late.append((q, (m,), program_id(p), cells))
         self._submit(p, modes)
         self.submit_late()
 
@@ -229,8 +233,23 @@ class _Scheduler:
             if not everything and self.cfg.budget_s is not None and self.run.elapsed() > self.cfg.budget_s:
                 self.out_of_time = True  # (the rest is dropped at the end: `drain`)
                 return
-            q, modes, parent = self.late.pop(0)
+            q, modes, parent, _ = self.late.pop(self.best_late())
             self.pool.submit(q, modes, tag=_Late(parent), limit_s=KNOWN_HANG_LIMIT_S if self.hang_modes(q, modes) else None)
+
+    def best_late(self) -> int:
+        """The index of the late part to send next: the one with the most cells its mode
+        has not checked yet (claimed for it, or checked by no part since) per unit of its
+        cost (arguments, ops and outputs: eager compiles about one of each), the earliest
+        of equals. The parts the budget leaves unsent are then the least worth; what is
+        drawn does not change (the claims were made when the parts were queued)."""
+        checks = self.run.cells.checks
+
+        def worth(k: int) -> float:
+            q, modes, _, cells = self.late[k]
+            fresh = sum(1 for c in cells for m in modes if (c, m) not in checks)
+            return fresh / (len(q.inputs) + len(q.body) + len(q.outputs))
+
+        return max(range(len(self.late)), key=lambda k: (worth(k), -k))
 
     def hang_modes(self, p: Program, modes: tuple[str, ...]) -> tuple[str, ...]:
         """The modes of `modes` a known entry says jax may hang in on `p` (known_hang_modes)."""

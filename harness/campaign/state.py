@@ -17,7 +17,7 @@ from harness.campaign.cells import CellLedger, by_error, ops_cells, program_cell
 from harness.campaign.config import NO_LIMIT, RunConfig
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence, DivergenceKind
-from harness.judge.known import Explained, KnownDivergence, derived_program, explain_all
+from harness.judge.known import Explained, KnownDivergence, derived_program, explain_all, explains
 from harness.report.markup import write as atomic_write
 from harness.run import compat
 from programs.model import Program
@@ -182,6 +182,14 @@ class Run:
             here = [x.entry for x in explained if x.divergence.mode == m]
             if not here or any(e is None for e in here):
                 continue
+            # a crash or hang names no op: every entry that explains it (each says jax may
+            # crash or hang at its own ops: two all_to_all entries, a negative split_axis and
+            # a negative concat_axis, both in one program) blocks its ops' cells, not only
+            # the entry `find` put it on
+            for x in explained:
+                if x.divergence.mode == m and x.divergence.kind in (DivergenceKind.CRASH, DivergenceKind.TIMEOUT):
+                    here += [e for e in self.cfg.suppressions
+                             if e not in here and explains(e, x.divergence, p, res.prediction, self.jax_version)]
             for e in here:
                 assert e is not None
                 if e.id not in mine:
