@@ -66,8 +66,10 @@ def _compare_error(p: Program, e: PredictedError, obs: Observation) -> list[Dive
         return []
     detail = why if not ok else f"the message does not name {missing}"
     # the op being traced when jax raised (its result never recorded), when the
-    # mode records types op by op: a wrong error may come from an earlier op
-    first = next((i for i in range(p.n_values) if i not in obs.value_types), None) if obs.value_types else None
+    # mode records types op by op: a wrong error may come from an earlier op; every value
+    # recorded: jax raised after the body (while lowering or compiling it, at any op, dead
+    # ones too, or checking the out_specs): len(p.body)
+    first = next((i for i in range(p.n_values) if i not in obs.value_types), p.n_values) if obs.value_types else None
     raised_at = first - len(p.inputs) if first is not None and first >= len(p.inputs) else None
     return [
         Divergence(

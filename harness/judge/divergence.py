@@ -39,7 +39,7 @@ class Divergence:
     bad_devices: tuple[tuple[int, ...], ...] = ()
     max_abs_diff: float | None = None
     device_diffs: tuple[float, ...] = ()  # max |jax - oracle| per bad device, same order
-    raised_at: int | None = None  # wrong_error: the body op jax was at when it raised (None: unknown)
+    raised_at: int | None = None  # wrong_error: the body op jax was at when it raised (len(body): after the body; None: unknown)
     members: tuple[int, ...] = ()  # vmap: the batch members whose values differ (Input.member)
 
     @property

@@ -129,6 +129,12 @@ def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
         # differentiates every op, dead ones too (a pmax with no derivative rule before
         # the op an invalid program's defect is at)
         return Scope(None, None, frozenset(range(len(p.body))), False)
+    if d.kind.value == "wrong_error" and d.raised_at == len(p.body):
+        # jax traced the whole body, then raised (lowering, compiling, the out_specs):
+        # it names no op, and lowering fails at any op, dead ones too (a dead psum_scatter
+        # of a negative scatter_dimension fails StableHLO verification under jit before
+        # a later ppermute's bad perm is checked: fuzz seed 1, 60 s)
+        return Scope(None, None, frozenset(range(len(p.body))), False)
     if d.output is not None and d.output < len(p.outputs):
         value = p.outputs[d.output]
     elif d.kind.value == "wrong_error" and d.raised_at is not None:
