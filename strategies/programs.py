@@ -521,16 +521,19 @@ def _appended(body: _Body, before: int, kind: str) -> Iterator[tuple[int, set[st
 def _focus_reduced(draw: st.DrawFn, body: _Body, f: Focus, to: str, want: str, wants: set[str]) -> int | None:
     """A focus on `to=reduced` / `to=unreduced` (ops the plain collective draws never
     make): the value ending a closed chain through that type (`draw_reduced`), whose
-    cone holds the op with the cell (its result is not an output over Auto axes)."""
+    cone holds the op with the cell (its result is not an output over Auto axes). By
+    error, the chain stays open: its end is the unreduced / reduced value itself, an
+    output whose out_spec (over the Explicit axes of the focus mesh, `_focused`) names
+    those axes, which the defect then drops (jax finds it after tracing the body)."""
     chains = _UR_CHAIN.get((f.kind, to))
     if chains is None:
         return None
     best: tuple[int, int] | None = None
     for _ in range(3):
         before = len(body.ops)
-        draw_reduced(draw, body, draw(st.sampled_from(chains), label="ur_chain"), closed=True)
+        draw_reduced(draw, body, draw(st.sampled_from(chains), label="ur_chain"), closed=not f.by_error, open_end=f.by_error)
         end = len(body.vals) - 1
-        if body.vals[end].unreduced or body.vals[end].reduced:
+        if len(body.ops) == before or bool(body.vals[end].unreduced or body.vals[end].reduced) != f.by_error:
             continue
         for _i, cells in _appended(body, before, f.kind):
             if want in cells:
@@ -646,9 +649,9 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
     best: tuple[int, int] | None = None  # (extra cells it has, value index)
     to = next((g.reduced_type for g in (f, *extra) if g.reduced_type is not None), None)
     if to is not None:
-        # (not for an invalid program: with reduced values only the Explicit-axis defects
-        # apply, `_maybe_invalid`, and a focus mesh is Auto)
-        return None if f.by_error else _focus_reduced(draw, body, f, to, want, wants)
+        # (by error on an Explicit focus mesh: with reduced values only the Explicit-axis
+        # defects apply, `_maybe_invalid`)
+        return _focus_reduced(draw, body, f, to, want, wants)
     axes = _focus_axes(body.mesh, body.usable, next((c for g in (f, *extra) if (c := g.fixes("axes")) is not None), None))
     # the one psum with a bool result is over no axes (oracles/ops/reductions.py: psum
     # returns its operand as it is there; over any axis it sums a bool as int32)
@@ -704,6 +707,12 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     # (an Auto mesh passed as mesh=: the grad and multiprocess modes do not run a
     # program under a mesh context, harness/run/compat.py `_explicit_mode_gaps`)
     mesh, usable = focus_mesh(draw, f, AXIS_NAMES)
+    # a reduced / unreduced focus by error: every axis Explicit, so an out_spec can name
+    # the open chain's reduced axes and the defect drop them (the one Explicit-axis
+    # defect jax finds after tracing the body, so the chain's cells count by error)
+    explicit = any(g.by_error and g.reduced_type is not None for g in every)
+    if explicit:
+        mesh = Mesh(mesh.names, mesh.sizes, ("explicit",) * len(mesh.names))
     manual = mesh.names
     if f.kind == "shard_map":
         manual = mesh.names[:-1]  # a nested shard_map's axes are Auto outside it: the last axis is
@@ -754,6 +763,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
             ats.append(at)
     outputs, out_specs = _outputs(draw, body, len(inputs), max(max_outputs, len(ats)), first=tuple(ats))
     program = _program(body, inputs, in_specs, outputs, out_specs)
+    if explicit:  # (every axis manual and Explicit: a splitting in_spec needs its argument resharded)
+        program = replace(program, reshard=any(s.kind == "P" and s.axes() for s in in_specs))
     if f.by_error:
         # the focus ops check their cells by error only where jax traces the body before
         # it finds the defect (a spec-type or in_specs defect stops it before any op)

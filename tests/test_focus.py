@@ -219,3 +219,33 @@ def test_a_by_error_sweep_program_with_known_error_trouble_holds_only_the_foci_o
         for f in d.held:
             assert all(o.kind == f.kind for o in d.program.body), (f, d.program)
     assert seen >= 5 and valid_held > 0
+
+
+def test_a_reduced_focus_by_error_is_an_explicit_program_whose_out_spec_drops_the_reduced_axes() -> None:
+    """`pcast|to=reduced|by_error` and `all_gather|to=reduced|by_error` (no sweep program
+    held them before: the focus mesh was Auto, and with reduced values only the
+    Explicit-axis defects apply): every axis Explicit, the chain left open, its reduced
+    end an output whose out_spec names those axes, and the defect dropping them, which
+    jax finds after tracing the body, so the op's cell counts by error; jax raises what
+    the oracle predicts. The grad modes run no Explicit program: unreachable there."""
+    from harness.campaign.cells import unreachable
+    from harness.judge.check import check_program
+
+    held: Counter[str] = Counter()
+    ran: list[Program] = []
+    for cell in ("pcast|to=reduced|by_error", "all_gather|to=reduced|by_error"):
+        f = next(g for g in FOCI if g.cell == cell)
+
+        def check(p: Program, cell: str) -> None:
+            assert set(p.mesh.axis_types) == {"explicit"}
+            if cell in checked_cells(p):
+                assert p.defect == "out_spec_drops_reduced" and typed_cells(p)[1]
+                held[cell] += 1
+                ran.append(p)
+
+        settings(FOCUSED, max_examples=12)(given(programs_around(f), st.just(cell))(check))()
+        assert held[cell] >= 4, held
+        assert unreachable(cell, "grad") and unreachable(cell, "grad_remat") and unreachable(cell, "jit") is None
+    for p in ran[:: max(1, len(ran) // 3)]:
+        res = check_program(p, ("abstract", "jit", "lowering"))
+        assert not res.divergences and all(o.status == "error" for o in res.observations), res.divergences

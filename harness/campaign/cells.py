@@ -125,6 +125,11 @@ def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: dict[str, s
         cell = cell[: -len("|by_error")]
         if mode in ("vmap_spmd", "smap"):  # (Vmap.run, Program.smap_form: a defect has no such form)
             return f"{mode} runs no program with a defect (jax's error wording differs there)"
+        if mode in ("grad", "grad_remat") and cell in UR_CELLS:
+            return ("an invalid program with a reduced / unreduced value carries an Explicit-axis defect "
+                    "(strategies/programs.py `_maybe_invalid`); the one jax finds after tracing the body, so that "
+                    "the op's cell counts, is an out_spec dropping the reduced axes, which needs them Explicit, and "
+                    "the grad modes run no program with Explicit axes (shardfuzz)")
     if backend == "cpu" and mode in VALUE_MODES and kind in NO_CPU_VALUES:
         return f"{kind}: XLA:CPU cannot run it (checked by abstract and lowering)"
     if backend == "cpu" and mode in (*VALUE_MODES, "lowering") and kind in NO_CPU_LOWERING:
