@@ -92,3 +92,38 @@ def test_a_batch_member_is_a_plain_program_with_the_same_values() -> None:
     assert from_json(to_json(q)) == q and program_id(q) != program_id(p)
     assert "offset" not in to_json(p)  # (a program without one keeps its JSON and its id)
     assert canonical(from_source(to_python(q))) == canonical(q)
+
+
+def test_a_weak_value_never_meets_a_narrower_dtype_in_a_binary_op() -> None:
+    """lax.axis_size is a Python int (weak int32) and pmean of it a Python float (weak
+    float32): jax keeps a narrower operand's dtype when one meets it (pmean(axis_size) *
+    a bfloat16 is bfloat16), where the oracle, whose types carry no weakness, promotes to
+    float32; so construction never pairs them (fuzz seed 2, 60 s: a NEW dtype bucket)."""
+    from harness.judge.check import check_program
+    from programs.model import Input, Mesh, Op, Program, Spec
+    from strategies.body import _Body
+    from strategies.invalid import ValueView
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    mesh = Mesh(("x",), (2,))
+
+    @settings(max_examples=1, database=None)
+    @given(st.just(None))
+    def build(_: None) -> None:  # (push records Hypothesis events: inside a test)
+        vals = [ValueView((), "bfloat16", frozenset()), ValueView((), "float32", frozenset()), ValueView((), "int8", frozenset())]
+        b = _Body(mesh, ("x",), True, vals)
+        n = b.push(Op.make("axis_size", (), axes=("x",)))
+        assert n is not None
+        m = b.push(Op.make("pmean", (n,), axes=("x",)))
+        assert m is not None and {n, m} <= b.weak and b.vals[m].dtype == "float32"
+        assert b.mixes_weak(m, 0) and b.mixes_weak(0, m) and not b.mixes_weak(m, 1)
+        assert b.mixes_weak(n, 2) and not b.mixes_weak(n, 0)  # (int32 with bfloat16: bfloat16 in both)
+
+    build()
+    # what jax does (the rule's reason): the product stays bfloat16
+    p = Program(mesh, (Input((), "bfloat16", "small"),), (Spec(()),),
+                (Op.make("axis_size", (), axes=("x",)), Op.make("pmean", (1,), axes=("x",)), Op.make("mul", (2, 0))), (3,), (Spec(()),))
+    [obs] = check_program(p, ("abstract",)).observations
+    assert obs.status == "ok" and obs.value_types[3][1] == "bfloat16", obs
