@@ -547,3 +547,29 @@ def test_the_late_part_sent_next_is_the_one_with_most_unchecked_cells_per_op(tmp
     assert sched.best_late() == 0  # (its neg checked by another part: the small one is worth more now)
     sched.late = [(small, ("eager",), "a", checked_cells(small)), (small, ("eager",), "c", checked_cells(small))]
     assert sched.best_late() == 0  # (equals: the earliest)
+
+
+def test_cells_after_an_op_jax_raises_at_in_a_mode_are_left_open_there() -> None:
+    """grad has no derivative of pmax (the known entry pmax-no-differentiation-rule): a
+    pcast after a pmax is checked in grad neither by the program (grad raises) nor by
+    the program without the bug (it drops the pmax's outputs), so the value tier does
+    not claim the pcast's cells in the grad modes (a later program may check them);
+    the pmax's own cells are blocked by the entry, and an op beside it is checked by
+    the program without the bug (fuzz seed 0, 60 s: `pcast|axes=with_size_1@grad` was
+    claimed so and never checked)."""
+    from harness.campaign.fuzz import raise_lost
+    from harness.judge.known_load import load
+    from oracles import predict
+
+    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
+    p = Program(Mesh(("x", "y"), (2, 1)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
+                (Op.make("pmax", (0,), axes=("x",)), Op.make("pcast", (1,), axes=("x", "y"), to="varying"), Op.make("neg", (0,))),
+                (2, 3), (Spec((("x", "y"),)), Spec((("x",),))))
+    assert predict(p).error is None
+    lost = raise_lost(cfg, p, "0.10.2")
+    assert set(lost) == {"grad", "grad_remat"} and "pcast|axes=with_size_1" in lost["grad"]
+    assert not any(c.startswith(("pmax", "neg")) for c in lost["grad"])
+    led = CellLedger.new()
+    assert "grad" in tier_modes(p, cfg, led, True, "0.10.2")  # (the neg: grad checks it in the program without the pmax)
+    assert "pcast|axes=with_size_1@jit" in led.scheduled and "neg|dtype=float32@grad" in led.scheduled
+    assert "pcast|axes=with_size_1@grad" not in led.scheduled and "pcast|axes=with_size_1@grad_remat" not in led.scheduled

@@ -67,6 +67,26 @@ def typed_output_cells(p: Program) -> tuple[frozenset[str], ...]:
     return output_cells(p, _typed(p)[0])
 
 
+def lost_cells(p: Program, raise_ops: dict[str, frozenset[int]]) -> dict[str, frozenset[str]]:
+    """Per mode, the cells of the valid program `p` that no run of it checks there: every
+    live op holding the cell lies after an op of `raise_ops[mode]` (known entries say
+    jax raises, crashes or hangs at those in that mode: harness/judge/known.py
+    `known_raise_ops`), so the mode raises on `p` and the program without the bug drops
+    that op too (a pcast after a pmax: grad has no derivative of pmax; fuzz seed 0,
+    60 s: `pcast|axes=with_size_1@grad` claimed by such a program and never checked).
+    The op at fault itself is not lost: its cell is blocked by the entry."""
+    from programs.graph import cone, live_ops
+
+    types = _typed(p)[0]
+    live, n_in = live_ops(p), len(p.inputs)
+    out: dict[str, frozenset[str]] = {}
+    for m, bad in raise_ops.items():
+        after = frozenset(i for i in live if (cone(p, n_in + i) - {i}) & bad)
+        if after:
+            out[m] = ops_cells(p, after, types) - ops_cells(p, live - after, types)
+    return {m: c for m, c in out.items() if c}
+
+
 def by_error(cells: frozenset[str]) -> frozenset[str]:
     """An invalid program's cells, which it checks by error only (`CELL|by_error`); the
     pair cells (programs/cells.py `PAIRED`: classes whose values interact) are value
@@ -179,7 +199,7 @@ class CellLedger:
 
     def claim(self, p: Program, cells: frozenset[str], modes: tuple[str, ...],
               costly: frozenset[str] = frozenset(), parts: tuple[frozenset[str], ...] | None = None,
-              lean: bool = False) -> tuple[str, ...]:
+              lean: bool = False, lost: dict[str, frozenset[str]] | None = None) -> tuple[str, ...]:
         """The modes the value tier runs `p` in: none unless it brings a (cell, mode)
         pair, in a mode that runs it, that no value-tier program had yet; else every
         mode of `modes` but the `costly` ones in which it brings nothing new. Claims the
@@ -191,21 +211,26 @@ class CellLedger:
         (`cut`, programs/graph.py `slice_outputs`), and claims only theirs: eager
         shard_map runs each primitive on its own, so the cut runs the same primitives
         for those outputs and none of the others'. Every costly mode it is claimed in
-        gets a `cut` entry (None: every output): that part runs without dead ops."""
+        gets a `cut` entry (None: every output): that part runs without dead ops.
+
+        `lost` (per mode, `lost_cells`): cells `p` cannot check in that mode, neither
+        claimed there nor counted as new: they stay open for a later program."""
+        lost = lost or {}
         runs = [m for m in modes if applies(p, m)]
-        fresh = {m for m in runs if any(self._open(f"{c}@{m}") for c in cells)}
+        fresh = {m for m in runs if any(self._open(f"{c}@{m}") for c in cells - lost.get(m, frozenset()))}
         if not fresh:
             return ()
         run = tuple(m for m in modes if m in fresh or m == "abstract" or not (lean or m in costly))
         for m in run:
             if m not in runs:
                 continue
-            mine = cells
+            mine = cells - lost.get(m, frozenset())
             if m in costly:
                 keep: list[int] | None = None
                 if parts is not None and len(parts) > 1:
                     keep, mine = [], frozenset()
                     for k, cs in enumerate(parts):
+                        cs = cs - lost.get(m, frozenset())
                         if any(self._open(f"{c}@{m}") and c not in mine for c in cs):
                             keep.append(k)
                             mine |= cs

@@ -24,6 +24,7 @@ from harness.campaign.cells import (
     CellLedger,
     checked_cells,
     failing_op,
+    lost_cells,
     typed_cells,
     typed_output_cells,
     value_types,
@@ -49,6 +50,7 @@ from harness.judge.known import (
     hang_mode_names,
     known_error_trouble,
     known_hang_modes,
+    known_raise_ops,
     known_trouble,
     trouble_kind,
 )
@@ -416,7 +418,10 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
         def trouble(p: Program) -> frozenset[int]:
             return error_trouble(cfg, p, run.jax_version)
 
-        for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append, run.cells, cfg.modes, trouble=trouble):
+        def lost(p: Program) -> dict[str, frozenset[str]]:
+            return raise_lost(cfg, p, run.jax_version)
+
+        for p in sweep_programs(cfg.seed, cfg.defects, cfg.invalid, stats.append, run.cells, cfg.modes, trouble=trouble, lost=lost):
             sched.check(p)
             run.swept_ids.add(program_id(p))
         sched.sweeping = False
@@ -520,6 +525,15 @@ def error_trouble(cfg: RunConfig, p: Program, jax_version: str) -> frozenset[int
     return known_error_trouble(cfg.suppressions, p, value_types(p)[0], jax_version) if cfg.suppressions else frozenset()
 
 
+def raise_lost(cfg: RunConfig, p: Program, jax_version: str) -> dict[str, frozenset[str]]:
+    """Per mode, the cells of the valid program `p` no run of it checks there, as the
+    run's known entries say (harness/campaign/cells.py `lost_cells`): what the value
+    tier's claim leaves open and the sweep's draws hold only in the other modes."""
+    if not cfg.suppressions:
+        return {}
+    return lost_cells(p, known_raise_ops(cfg.suppressions, p, value_types(p)[0], jax_version, cfg.modes))
+
+
 def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lean: bool = False,
                jax_version: str | None = None) -> tuple[str, ...]:
     """Tiers: every program is checked abstractly (errors, shapes, dtypes, varying axes:
@@ -553,7 +567,8 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
             if bad:
                 kind = trouble_kind(p, bad)
                 cells = frozenset(c for c in cells if c.split("|")[0] == kind)
-        claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES, None if fails else typed_output_cells(p), lean)
+        lost = None if fails or jax_version is None else raise_lost(cfg, p, jax_version)
+        claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES, None if fails else typed_output_cells(p), lean, lost)
         if claimed:
             return claimed
     h = int(program_id(p), 16) % 10000

@@ -258,16 +258,18 @@ class SweepDraw:
 def sweep_programs(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
                    stats: Callable[[dict[str, Any]], None] | None = None,
                    ledger: CellLedger | None = None, modes: tuple[str, ...] = DEFAULT_MODES,
-                   k: int = SWEEP_GROUP, trouble: Callable[[Program], frozenset[int]] | None = None) -> Iterator[Program]:
+                   k: int = SWEEP_GROUP, trouble: Callable[[Program], frozenset[int]] | None = None,
+                   lost: Callable[[Program], dict[str, frozenset[str]]] | None = None) -> Iterator[Program]:
     """The programs of `sweep_draws`."""
-    for d in sweep_draws(s, defects, invalid, stats, ledger, modes, k, trouble):
+    for d in sweep_draws(s, defects, invalid, stats, ledger, modes, k, trouble, lost):
         yield d.program
 
 
 def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
                 stats: Callable[[dict[str, Any]], None] | None = None,
                 ledger: CellLedger | None = None, modes: tuple[str, ...] = DEFAULT_MODES,
-                k: int = SWEEP_GROUP, trouble: Callable[[Program], frozenset[int]] | None = None) -> Iterator[SweepDraw]:
+                k: int = SWEEP_GROUP, trouble: Callable[[Program], frozenset[int]] | None = None,
+                lost: Callable[[Program], dict[str, frozenset[str]]] | None = None) -> Iterator[SweepDraw]:
     """The sweep of a run with seed `s`: programs drawn around groups of up to `k` foci
     of one kind and profile, in `sweep_groups(s)`' order, each group formed when its
     program is drawn, of the foci still open:
@@ -293,7 +295,14 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
     another error than the oracle predicts, or none. The program holds only the foci of
     the kind of all those ops (their own cells are blocked by the entry, the best there
     is), the others are drawn again: it would check their cells by error in none of the
-    modes jax goes wrong in."""
+    modes jax goes wrong in.
+
+    `lost` (harness/campaign/fuzz.py `raise_lost`: harness/campaign/cells.py
+    `lost_cells`): per mode, the cells of a valid program no run of it checks there (each
+    op holding one comes after an op a known entry says jax raises at in that mode, and
+    the program without that bug drops it too). A focus whose cell is lost in a mode of
+    its profile is not held (drawn again); the value tier leaves those pairs unclaimed,
+    so the focus stays open."""
     stable_constants()
     pending = _Pending(sweep_groups(s, k))
 
@@ -317,6 +326,9 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
             bad = trouble(got) if trouble is not None and held and value_types(got)[1] else frozenset()
             if bad:
                 held = frozenset(f for f in held if f.kind == trouble_kind(got, bad))
+            gone = lost(got) if lost is not None and held and not value_types(got)[1] else {}
+            if gone:
+                held = frozenset(f for f in held if not any(f.cell in gone.get(m, ()) for m in profile_modes(f, modes)))
             if best is None or len(held) > len(best[0]):
                 best = (held, got, kept)
             if len(held) == len(members):

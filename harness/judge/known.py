@@ -25,6 +25,8 @@ of the program is never excused.
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +59,18 @@ class KnownDivergencesError(ValueError):
 # ------------------------------------------------------------------------ entries
 
 
+@functools.lru_cache(maxsize=1024)
+def _covers(jax_versions: str, jax_version: str) -> bool:
+    """Whether the PEP 440 range `jax_versions` holds `jax_version` (asked for every entry
+    of every program the run schedules: parsed once per pair)."""
+    if jax_versions in ("", "*"):
+        return True
+    try:
+        return SpecifierSet(jax_versions).contains(Version(jax_version), prereleases=True)
+    except InvalidVersion:
+        return False
+
+
 @dataclass(frozen=True)
 class KnownDivergence:
     id: str
@@ -74,12 +88,7 @@ class KnownDivergence:
     mode: str = "jit"  # the mode its reproducer runs in
 
     def covers(self, jax_version: str) -> bool:
-        if self.jax_versions in ("", "*"):
-            return True
-        try:
-            return SpecifierSet(self.jax_versions).contains(Version(jax_version), prereleases=True)
-        except InvalidVersion:
-            return False
+        return _covers(self.jax_versions, jax_version)
 
     def feature_ops(self, p: Program, types: Sequence[ValueType]) -> frozenset[int]:
         """The body ops (indices) on which every op feature holds."""
@@ -247,6 +256,31 @@ def known_trouble(entries: Sequence[KnownDivergence], p: Program, pred: Predicti
             continue
         return True
     return False
+
+
+def known_raise_ops(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
+                    modes: Sequence[str]) -> dict[str, frozenset[int]]:
+    """Per mode of `modes`, the body ops of the valid program `p` at which some entry
+    says jax raises, crashes or hangs in that mode (an `unexpected_error`, `crash` or
+    `timeout` signature naming it; its program features holding; its op features on
+    those ops, or every op for an entry with program features only), leaving out
+    entries with a rewrite (their rewritten program keeps the ops after the buggy one).
+    The mode then checks nothing of `p`, and the program without the bug (the outputs
+    those ops do not reach: `derived_program`) none of the ops after them: the value
+    tier does not claim those ops' cells there, and the sweep draws their foci again
+    (harness/campaign/cells.py `lost_cells`). `types`: the oracle's value types."""
+    out: dict[str, set[int]] = {}
+    for e in entries:
+        if e.rewrite is not None or not e.covers(jax_version) or not (e.op_features or e.program_features):
+            continue
+        ms = {m for pat in e.patterns if pat.kind in ("unexpected_error", "crash", "timeout")
+              for m in modes if pat.modes is None or m in pat.modes}
+        if not ms or not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
+            continue
+        ops = e.feature_ops(p, types) if e.op_features else frozenset(range(len(p.body)))
+        for m in ms:
+            out.setdefault(m, set()).update(ops)
+    return {m: frozenset(v) for m, v in out.items() if v}
 
 
 def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str) -> frozenset[int]:
