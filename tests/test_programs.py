@@ -99,13 +99,13 @@ def test_a_weak_value_never_meets_a_narrower_dtype_in_a_binary_op() -> None:
     float32): jax keeps a narrower operand's dtype when one meets it (pmean(axis_size) *
     a bfloat16 is bfloat16), where the oracle, whose types carry no weakness, promotes to
     float32; so construction never pairs them (fuzz seed 2, 60 s: a NEW dtype bucket)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
     from harness.judge.check import check_program
     from programs.model import Input, Mesh, Op, Program, Spec
     from strategies.body import _Body
     from strategies.invalid import ValueView
-
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
 
     mesh = Mesh(("x",), (2,))
 

@@ -26,7 +26,6 @@ of the program is never excused.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
