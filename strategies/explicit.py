@@ -126,13 +126,13 @@ def wrap_call(draw: st.DrawFn, p: Program) -> Program:
 UR_CHAINS = ("unreduced_psum", "unreduced_add", "reduced_varying", "all_gather_reduced")
 
 
-def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bool = False, open_end: bool = False) -> None:
+def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bool | None = None) -> None:
     """One chain through the reduced / unreduced types (`chain`, else drawn), where the
     values allow it (every op typed by the oracle; one it rejects is not appended).
-    `closed`: the chain ends in a plain value (the psum of the unreduced one, the
-    reduced one cast back to varying), which an output over Auto axes can take;
-    `open_end`: it ends in the unreduced / reduced value (an out_spec over Explicit axes
-    takes it); neither: drawn."""
+    `closed` True: the chain ends in a plain value (the psum of the unreduced one, the
+    reduced one cast back to varying), which an output over Auto axes can take; False:
+    it ends in the unreduced / reduced value (an out_spec over Explicit axes takes it);
+    None: drawn."""
     if not b.check_vma or not b.usable or set(b.manual) != set(b.mesh.names):
         # (partial manual: jax 0.10.2 does not handle unreduced / reduced values there,
         # "TODO(yashkatariya): Handle partial manual unreduced/reduced", core.getu asserts)
@@ -159,7 +159,7 @@ def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bo
             if u2 is not None and b.push(Op.make("add", (u, u2))) is not None:
                 u = len(b.vals) - 1
                 event("add of unreduced values")
-        if not open_end and (closed or draw(st.booleans(), label="ur_psum")) and b.push(Op.make("psum", (u,), axes=axes)) is not None:
+        if (closed if closed is not None else draw(st.booleans(), label="ur_psum")) and b.push(Op.make("psum", (u,), axes=axes)) is not None:
             event("psum of an unreduced value")
     elif chain == "reduced_varying" and plain:
         i = draw(st.sampled_from(plain), label="ur_operand")
@@ -170,7 +170,7 @@ def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bo
         if r is None:
             return
         event("pcast: invarying -> reduced")
-        if not open_end and (closed or draw(st.booleans(), label="ur_back")) and b.push(Op.make("pcast", (r,), axes=free, to="varying")) is not None:
+        if (closed if closed is not None else draw(st.booleans(), label="ur_back")) and b.push(Op.make("pcast", (r,), axes=free, to="varying")) is not None:
             event("pcast: reduced -> varying")
     elif chain == "all_gather_reduced" and varying:
         i = draw(st.sampled_from(varying), label="ur_operand")
@@ -180,7 +180,7 @@ def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bo
         g = b.push(Op.make("all_gather", (i,), axes=axes, axis=0, tiled=tiled, to="reduced"))
         if g is not None:
             event("all_gather(to='reduced')")
-            if closed and not open_end:
+            if closed:
                 b.push(Op.make("pcast", (g,), axes=axes, to="varying"))
 
 
