@@ -533,7 +533,7 @@ def _focus_reduced(draw: st.DrawFn, body: _Body, f: Focus, to: str, want: str, w
         before = len(body.ops)
         draw_reduced(draw, body, draw(st.sampled_from(chains), label="ur_chain"), closed=not f.by_error)
         end = len(body.vals) - 1
-        if len(body.ops) == before or bool(body.vals[end].unreduced or body.vals[end].reduced) != f.by_error:
+        if bool(body.vals[end].unreduced or body.vals[end].reduced) != f.by_error:
             continue
         for _i, cells in _appended(body, before, f.kind):
             if want in cells:
