@@ -573,3 +573,66 @@ def test_cells_after_an_op_jax_raises_at_in_a_mode_are_left_open_there() -> None
     assert "grad" in tier_modes(p, cfg, led, True, "0.10.2")  # (the neg: grad checks it in the program without the pmax)
     assert "pcast|axes=with_size_1@jit" in led.scheduled and "neg|dtype=float32@grad" in led.scheduled
     assert "pcast|axes=with_size_1@grad" not in led.scheduled and "pcast|axes=with_size_1@grad_remat" not in led.scheduled
+
+
+def test_cells_the_program_without_the_bug_cannot_check_in_a_mode_are_left_open_there() -> None:
+    """The program without the bug (`derived_program`: the outputs no op at fault
+    reaches) checks in a mode only the ops of its own outputs, and nothing where the mode
+    does not run it: with a pmax (no derivative in grad) on the float output, an integer
+    op beside it is lost in the grad modes (the program without the pmax has integer
+    outputs only, and grad skips it; fuzz seed 0, 60 s: `sub|wrap=cond@grad` claimed so
+    and never checked), and so is a float op that feeds the pmax's output too."""
+    from harness.campaign.fuzz import raise_lost
+    from harness.judge.known_load import load
+    from oracles import predict
+
+    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
+    mesh = Mesh(("x",), (2,))
+    # values: 0 x (float32), 1 pmax(x), 2 cast(x, int32), 3 neg(2), 4 mul(x, x), 5 add(1, 4)
+    ops = (Op.make("pmax", (0,), axes=("x",)), Op.make("cast", (0,), dtype="int32"), Op.make("neg", (2,)),
+           Op.make("mul", (0, 0)), Op.make("add", (1, 4)))
+    p = Program(mesh, (Input((4,), "float32", "iota"),), (Spec((("x",),)),), ops, (5, 3), (Spec((("x",),)), Spec((("x",),))))
+    assert predict(p).error is None
+    lost = raise_lost(cfg, p, "0.10.2")
+    assert set(lost) == {"grad", "grad_remat"}
+    assert "neg|dtype=int32" in lost["grad"] and "mul|dtype=float32" in lost["grad"]
+    assert not any(c.startswith("pmax") for c in lost["grad"])  # (blocked by the entry, not lost)
+    # with a float output beside the integer one, the program without the pmax runs in grad
+    # and checks the ops of its outputs: only the op feeding the pmax's output is lost
+    q = Program(mesh, p.inputs, p.in_specs, (*ops, Op.make("neg", (0,))), (5, 3, 6), (*p.out_specs, Spec((("x",),))))
+    lost = raise_lost(cfg, q, "0.10.2")
+    assert "mul|dtype=float32" in lost["grad"] and "neg|dtype=int32" not in lost["grad"]
+    assert "neg|dtype=float32" not in lost["grad"]
+
+
+def test_a_derived_program_already_queued_runs_again_in_a_mode_it_was_not_queued_in(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The late (eager) part of a program diverges long after its other modes did, with
+    the same known bug: the program without it, already queued for those modes, is
+    queued again for eager alone (it was skipped as known: fuzz seed 0, 60 s,
+    `mul|wrap=cond` was never checked in eager though its program's derived one ran in
+    every other mode)."""
+    import io
+
+    from harness.campaign.state import Run
+    from harness.judge.check import CheckResult
+    from harness.judge.compare import Divergence, DivergenceKind
+    from harness.judge.known_load import load
+    from harness.run.observation import Observation
+    from oracles import predict
+
+    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False, suppressions=load()))
+    run.jax_version = "0.10.2"
+    split = Op.make("all_to_all", (0,), axes=("x",), split_axis=-1, concat_axis=0, tiled=True)
+    p = Program(Mesh(("x",), (2,)), (Input((4, 2), "float32", "iota"),), (Spec(()),), (split, Op.make("neg", (0,))),
+                (1, 2), (Spec((("x",),)), Spec((("x",),))))
+    crash = Divergence(DivergenceKind.CRASH, "jit", "worker died (SIGSEGV)", "crash")
+    run.record(CheckResult(p, predict(p), (Observation("abstract", status="ok"), Observation("jit", status="crash")), (crash,)))
+    assert len(run.derived_pending) == 1
+    q, modes = run.derived_pending.pop()
+    assert "jit" in modes and "eager" not in modes and q != p  # (the entry's rewrite: a positive split_axis)
+    eager = Divergence(DivergenceKind.CRASH, "eager", "worker died (SIGSEGV)", "crash")
+    run.record(CheckResult(p, predict(p), (Observation("eager", status="crash"),), (eager,)), parent=program_id(p))
+    assert run.derived_pending == [(q, ("eager",))]
+    run.derived_pending.clear()
+    run.record(CheckResult(p, predict(p), (Observation("eager", status="crash"),), (eager,)), parent=program_id(p))
+    assert run.derived_pending == []  # (queued in every mode it diverged in: not again)

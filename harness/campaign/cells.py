@@ -68,22 +68,32 @@ def typed_output_cells(p: Program) -> tuple[frozenset[str], ...]:
 
 
 def lost_cells(p: Program, raise_ops: dict[str, frozenset[int]]) -> dict[str, frozenset[str]]:
-    """Per mode, the cells of the valid program `p` that no run of it checks there: every
-    live op holding the cell lies after an op of `raise_ops[mode]` (known entries say
-    jax raises, crashes or hangs at those in that mode: harness/judge/known.py
-    `known_raise_ops`), so the mode raises on `p` and the program without the bug drops
-    that op too (a pcast after a pmax: grad has no derivative of pmax; fuzz seed 0,
-    60 s: `pcast|axes=with_size_1@grad` claimed by such a program and never checked).
-    The op at fault itself is not lost: its cell is blocked by the entry."""
-    from programs.graph import cone, live_ops
+    """Per mode, the cells of the valid program `p` that no run of it checks there. Known
+    entries say jax raises, crashes or hangs at the ops `raise_ops[mode]` in that mode
+    (harness/judge/known.py `known_raise_ops`), so the mode raises on `p`, and the
+    program without the bug (harness/judge/known.py `derived_program`: the outputs none
+    of those ops reaches) checks only the cells of the ops those outputs depend on, and
+    none at all where the mode does not run it (`applies`).
+    - A pcast after a pmax: grad has no derivative of pmax; fuzz seed 0, 60 s:
+      `pcast|axes=with_size_1@grad` claimed by such a program and never checked.
+    - A float untiled all_to_all (no transpose in grad) beside an integer `sub` in a
+      cond: the program without the all_to_all has integer outputs only, and grad skips
+      it (fuzz seed 0, 60 s: `sub|wrap=cond@grad` claimed and never checked).
+    The ops at fault themselves are not lost: their cells are blocked by the entry."""
+    from programs.graph import cone, live_ops, slice_outputs
 
     types = _typed(p)[0]
-    live, n_in = live_ops(p), len(p.inputs)
+    live = live_ops(p)
+    every = program_cells(p, types)
     out: dict[str, frozenset[str]] = {}
     for m, bad in raise_ops.items():
-        after = frozenset(i for i in live if (cone(p, n_in + i) - {i}) & bad)
-        if after:
-            out[m] = ops_cells(p, after, types) - ops_cells(p, live - after, types)
+        keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad))
+        if len(keep) == len(p.outputs):
+            continue  # (no output reaches them: the mode runs `p` whole)
+        kept: frozenset[str] = frozenset()
+        if keep and applies(slice_outputs(p, keep), m):
+            kept = ops_cells(p, frozenset().union(*(cone(p, p.outputs[k]) for k in keep)), types)
+        out[m] = every - kept - ops_cells(p, bad & live, types)
     return {m: c for m, c in out.items() if c}
 
 

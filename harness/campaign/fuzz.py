@@ -232,6 +232,13 @@ class _Scheduler:
             n = len(self.late) - LATE_BOUND
         for _ in range(n):
             self.wait_for_free_worker()
+            # the derived programs the results so far gave go first: their modes are cheap
+            # (a costly one is a late part itself), and would wait behind every late part
+            # (fuzz seed 0, 60 s: a smap sweep program's derived one, due at 33 s, went
+            # out at 60 s, after the eager parts)
+            self.submit_derived()
+            if not self.late:
+                return
             if not everything and self.cfg.budget_s is not None and self.run.elapsed() > self.cfg.budget_s:
                 self.out_of_time = True  # (the rest is dropped at the end: `drain`)
                 return
@@ -298,9 +305,17 @@ class _Scheduler:
             q, modes = self.run.derived_pending.pop(0)
             if self.pool is None:
                 self.run.record(check_program(q, modes))
-            else:
+                continue
+            # a costly mode (eager) goes in a late part, without dead ops, sent by its worth
+            # like any other (`best_late`): not ahead of the programs still to draw
+            late = tuple(m for m in modes if m in COSTLY_MODES)
+            for m in late:
+                part = lean_part(q, None, failing_op(q), not value_types(q)[1])
+                self.late.append((part, (m,), program_id(q), checked_cells(q)))
+            rest = tuple(m for m in modes if m not in late)
+            if rest:
                 self.wait_for_free_worker()
-                self.pool.submit(q, modes)
+                self.pool.submit(q, rest)
 
     def flush(self, size: int) -> None:
         assert self.pool is not None
@@ -380,8 +395,14 @@ class _Scheduler:
             self.run.late_dropped += len(self.late)
             self.late.clear()
         self.submit_late(everything=True)
-        while self.pool.busy() or self.parts or self.run.derived_pending:
+        while self.pool.busy() or self.parts or self.run.derived_pending or self.late:
             self.submit_derived()
+            if self.late:  # (a derived program's costly mode: a late part of its own)
+                if self.out_of_time:
+                    self.run.late_dropped += len(self.late)
+                    self.late.clear()
+                else:
+                    self.submit_late(everything=True)
             for c in self.pool.drain():
                 self.handle(c)
             if self.parts and not self.pool.busy():

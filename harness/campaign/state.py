@@ -121,6 +121,7 @@ class Run:
         # bugs (each entry's rewrite, or the outputs no buggy op reaches) is checked too
         self.derived_pending: list[tuple[Program, tuple[str, ...]]] = []
         self.derived_ids: set[str] = set()  # derived programs (not counted in programs_run)
+        self.derived_modes: dict[str, set[str]] = {}  # derived program id -> the modes it was queued in
         self.derived_checked = 0
         self.with_known = 0  # programs (drawn or derived) with a divergence a known entry explains
         self.in_full_by_rewrite = 0  # ... whose derived program keeps every output (a rewrite)
@@ -166,6 +167,7 @@ class Run:
         part XLA:CPU can run), in `modes`; counted in derived_checked, not programs_run,
         and placed at its parent in the stream."""
         self.derived_ids.add(program_id(q))
+        self.derived_modes.setdefault(program_id(q), set()).update(modes)
         self.stream_index.setdefault(program_id(q), self.stream_index.get(program_id(parent), -1))
         self.derived_pending.append((q, modes))
 
@@ -289,14 +291,20 @@ class Run:
         groups: dict[str, tuple[Program, set[str]]] = {}
         for m, entries in per_mode.items():
             q = derived_program(list(entries.values()), p, res.prediction)
-            if q is None or self.is_known(q):
+            if q is None or program_id(q) in self.checked:
                 continue
             modes = groups.setdefault(program_id(q), (q, set()))[1]
             modes.add(m)
             if any(e.rewrite is not None for e in entries.values()):
                 modes.update(ran)
         for q, modes in groups.values():
-            self.queue_derived(q, p, tuple(m for m in dict.fromkeys((*self.cfg.modes, *ran)) if m in modes))
+            # a derived program already queued runs again only in the modes it was not
+            # queued in: a costly mode's late part (eager) raises long after the other
+            # modes' part gave the same derived program (fuzz seed 0, 60 s: `mul|wrap=cond`
+            # never checked in eager, its program's derived one run in every other mode)
+            new = modes - self.derived_modes.get(program_id(q), set())
+            if new:
+                self.queue_derived(q, p, tuple(m for m in dict.fromkeys((*self.cfg.modes, *ran)) if m in new))
 
     def _first(self, what: str, pid: str) -> bool:
         """Whether program `pid` is counted as `what` for the first time (and count it)."""
