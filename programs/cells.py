@@ -9,7 +9,7 @@ from programs.model import Mesh, Op, Program
 from programs.ops import LOCAL_OPS
 
 
-def _axis_class(axis: object, rank: int | None) -> str:
+def axis_class(axis: object, rank: int | None) -> str:
     if not isinstance(axis, int) or isinstance(axis, bool):
         return "none"
     if axis < 0:
@@ -82,7 +82,7 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
             out.add(f"{k}|axes={cls}&dtype={dtype}")
     if op.p("to") is not None:
         out.add(f"{k}|to={op.p('to')}")
-    params = [f"{n}={op.p(n) if n == 'tiled' else _axis_class(op.p(n), rank)}" for n in PAIRED if op.p(n) is not None]
+    params = [f"{n}={op.p(n) if n == 'tiled' else axis_class(op.p(n), rank)}" for n in PAIRED if op.p(n) is not None]
     out.update(f"{k}|{c}" for c in params)
     out.update(f"{k}|{a}&{b}" for i, a in enumerate(params) for b in params[i + 1:])
     if k == "all_to_all" and op.p("split_axis") is not None:

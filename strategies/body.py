@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from oracles.ops import OPS, Ctx
 from oracles.prediction import OracleError, ValueType
+from programs.cells import axis_class
 from programs.model import DTYPES, X64_DTYPE, Mesh, Op, is_float
 from strategies.invalid import ValueView as _V
 
@@ -52,6 +53,16 @@ class _Body:
         # made from it alone): the oracle's types carry no weakness, so such a value is
         # never combined with a narrower integer (int8 * axis_size stays int8 in jax)
         self.weak: set[int] = set()
+        # the parameter classes a focus op is drawn with (strategies/programs.py
+        # `_focus_op`: "tiled", "axis", "split_axis", "perm", ... -> its class, as
+        # programs/cells.py names them); empty: every parameter drawn freely
+        self.want: dict[str, str] = {}
+
+    def steer(self, name: str, values: list[int], rank: int) -> list[int]:
+        """Those of `values` (a parameter's candidate dimensions) in the class `want`
+        names for it (programs/cells.py `axis_class`), or all where none is."""
+        cls = self.want.get(name)
+        return ([v for v in values if axis_class(v, rank) == cls] or values) if cls else values
 
     def add(self, op: Op, v: _V) -> int:
         self.ops.append(op)
@@ -111,11 +122,11 @@ class _Body:
     def fitting_dims(self, draw: st.DrawFn, x: _V, n: int, label: str) -> tuple[bool, int] | None:
         """(tiled, dim) for psum_scatter / all_to_all: tiled needs a dim divisible by the
         group size n, untiled one equal to it; None when the value has no such dim."""
-        tiled = draw(st.booleans(), label="tiled")
+        tiled = self.want["tiled"] == "True" if "tiled" in self.want else draw(st.booleans(), label="tiled")
         dims = [d for d in range(len(x.shape)) if (x.shape[d] % n == 0 if tiled else x.shape[d] == n)]
         if not dims:
             return None
-        return tiled, draw(st.sampled_from(dims), label=label)
+        return tiled, draw(st.sampled_from(self.steer(label, dims, len(x.shape))), label=label)
 
     def try_op(self, draw: st.DrawFn, kind: str, operand: int | None = None, axes: tuple[str, ...] | None = None) -> bool:
         """Append one op of `kind` if the current values allow it; False otherwise. Its

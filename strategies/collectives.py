@@ -38,9 +38,9 @@ def _reduction(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...], kind:
 
 def _all_gather(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     r = len(b.vals[idx].shape)
-    tiled = r > 0 and draw(st.booleans(), label="tiled")
+    tiled = r > 0 and (b.want["tiled"] == "True" if "tiled" in b.want else draw(st.booleans(), label="tiled"))
     hi = r if tiled else r + 1
-    axis = draw(st.integers(-hi, hi - 1), label="axis")
+    axis = draw(st.sampled_from(b.steer("axis", list(range(-hi, hi)), r)), label="axis")
     to = draw(st.sampled_from([None, None, "varying", "invarying"]), label="to")
     event(f"all_gather: tiled={tiled} to={to}")
     return b.push(Op.make("all_gather", (idx,), axes=axes, axis=axis, tiled=tiled, to=to)) is not None
@@ -52,7 +52,8 @@ def _psum_scatter(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) ->
     if fit is None:
         return False
     tiled, d = fit
-    if draw(st.integers(0, 3), label="negative_dim") == 0:
+    neg = b.want.get("scatter_dimension")
+    if neg == "negative" or (neg is None and draw(st.integers(0, 3), label="negative_dim") == 0):
         d -= len(x.shape)  # jax #20125: negative scatter_dimension
     event(f"psum_scatter: tiled={tiled}")
     return b.push(Op.make("psum_scatter", (idx,), axes=axes, scatter_dimension=d, tiled=tiled)) is not None
@@ -65,8 +66,17 @@ def _all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> b
     if fit is None:
         return False
     tiled, sd = fit
-    cd = draw(st.integers(0, r - 1), label="concat_axis")
-    neg = draw(st.integers(0, 5), label="negative_axes")  # jax #19720: negative axes
+    cds = list(range(r))
+    if "split" in b.want:  # (all_to_all|split!=concat, split==concat)
+        cds = [c for c in cds if (c == sd) == (b.want["split"] == "==")] or cds
+    cd = draw(st.sampled_from(b.steer("concat_axis", cds, r)), label="concat_axis")
+    sc, cc = b.want.get("split_axis"), b.want.get("concat_axis")
+    if sc == "negative" or cc == "negative":
+        neg = 0 if sc == "negative" else 1
+    elif sc is not None or cc is not None:
+        neg = 5  # (the classes wanted are not negative)
+    else:
+        neg = draw(st.integers(0, 5), label="negative_axes")  # jax #19720: negative axes
     sd_p, cd_p = (sd - r if neg == 0 else sd), (cd - r if neg == 1 else cd)
     event(f"all_to_all: tiled={tiled}")
     return b.push(Op.make("all_to_all", (idx,), axes=axes, split_axis=sd_p, concat_axis=cd_p, tiled=tiled)) is not None
@@ -77,14 +87,20 @@ def _pswapaxes(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bo
     dims = [d for d in range(len(x.shape)) if x.shape[d] == n]
     if not dims:
         return False
-    d = draw(st.sampled_from(dims), label="axis")
+    d = draw(st.sampled_from(b.steer("axis", dims, len(x.shape))), label="axis")
     return b.push(Op.make("pswapaxes", (idx,), axes=axes, axis=d)) is not None
 
 
 def _ppermute(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     n = b.n(axes)
+    cls = b.want.get("perm")
+    if cls in ("cyclic", "identity") and n > 1:
+        shift = 0 if cls == "identity" else draw(st.sampled_from([1, n - 1]), label="perm_shift")
+        perm = tuple((i, (i + shift) % n) for i in range(n))
+        event(f"ppermute: {cls}")
+        return b.push(Op.make("ppermute", (idx,), axes=axes, perm=perm)) is not None
     srcs = draw(st.permutations(list(range(n))), label="sources")
-    k = draw(st.integers(1, n), label="n_pairs")
+    k = n if cls == "full" else draw(st.integers(1, n - 1 if cls == "partial" and n > 1 else n), label="n_pairs")
     dsts = draw(st.permutations(list(range(n))), label="destinations")
     perm = tuple(sorted(zip(srcs[:k], dsts[:k])))
     event("ppermute: partial" if k < n else "ppermute: full")
@@ -92,7 +108,12 @@ def _ppermute(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
 
 
 def _pshuffle(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
-    perm = tuple(draw(st.permutations(list(range(b.n(axes)))), label="perm"))
+    n, cls = b.n(axes), b.want.get("perm")
+    if cls in ("cyclic", "identity") and n > 1:
+        shift = 0 if cls == "identity" else draw(st.sampled_from([1, n - 1]), label="perm_shift")
+        perm = tuple((i + shift) % n for i in range(n))
+    else:
+        perm = tuple(draw(st.permutations(list(range(n))), label="perm"))
     return b.push(Op.make("pshuffle", (idx,), axes=axes, perm=perm)) is not None
 
 

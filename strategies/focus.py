@@ -154,6 +154,7 @@ _SPMD_MESHES = {
     "out_of_mesh_order": ((2, 2, 2), (2, 1, 2), (1, 2, 2), (1, 3, 2), (3, 1, 2)),
 }
 _SMAP_SIZES = (2, 3, 4, 6, 8)
+_FULL_PERM_MESHES = ((3, 2), (4, 2), (2, 2, 2))  # (a usable group of 3 or more: `focus_mesh`)
 # a nested shard_map's focus: (named, free manual and even, Auto and > 1)
 _NESTED_MESHES = ((2, 2, 2), (1, 2, 2), (1, 2, 3), (1, 2, 4))
 _NESTED_SMAP_MESHES = ((2, 2), (2, 4), (4, 2), (3, 2), (2, 3))  # (the smap axis, Auto and > 1)
@@ -169,7 +170,10 @@ def focus_mesh(draw: st.DrawFn, f: Focus, names: tuple[str, ...]) -> tuple[Mesh,
         mesh = Mesh(names[:1], (draw(st.sampled_from(_SMAP_SIZES), label="focus_mesh"),))
         return mesh, mesh.names
     key = f.fixes("axes") or ""
-    sizes = draw(st.sampled_from(_SPMD_MESHES[key]), label="focus_mesh")
+    # (a full permutation that is not cyclic needs a group of 3 or more: over one usable
+    # axis of size 2 none can be drawn)
+    meshes = _FULL_PERM_MESHES if not key and f.fixes("perm") == "full" else _SPMD_MESHES[key]
+    sizes = draw(st.sampled_from(meshes), label="focus_mesh")
     mesh = Mesh(names[: len(sizes)], sizes)
     return mesh, mesh.names[:-1]  # the last (even, > 1) axis stays free
 

@@ -25,6 +25,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from programs.cells import PAIRED, axis_class
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import COLLECTIVES
 from strategies.body import _Body
@@ -111,10 +112,12 @@ def _uniform(n: int) -> float:
 
 @st.composite
 def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, large: bool = False,
-              dtypes: tuple[str, ...] = _X32_DTYPES, rank: int | None = None, fit: int | None = None) -> tuple[Input, Spec, _V]:
+              dtypes: tuple[str, ...] = _X32_DTYPES, rank: int | None = None, fit: int | None = None,
+              fit_class: str | None = None) -> tuple[Input, Spec, _V]:
     """Argument `i`: its per-device shape (of rank `rank` when given), spec, then a dtype
     from `dtypes` (a one-dtype tuple fixes it). `fit`: a per-device dimension of that
-    size (a focus op over a group of that size needs one: `_focused`), unless rank 0."""
+    size (a focus op over a group of that size needs one: `_focused`), unless rank 0, at
+    a position of the class `fit_class` (programs/cells.py `axis_class`) where given."""
     if rank is None:
         rank = draw(st.integers(1 if large or fit else 0, 3), label="arg_rank")
     choices = _dim_choices(mesh)
@@ -128,8 +131,9 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
             event("input: zero-size dimension")
         else:
             local.append(draw(st.sampled_from(choices), label="dim"))
-    if fit is not None and rank and fit not in local:
-        local[draw(st.integers(0, rank - 1), label="fit_dim")] = fit
+    at = [d for d in range(rank) if fit_class is None or fit_class == "negative" or axis_class(d, rank) == fit_class]
+    if fit is not None and rank and not any(local[d] == fit for d in at):
+        local[draw(st.sampled_from(at or list(range(rank))), label="fit_dim")] = fit
     if large:  # the last dimension long enough for a block of LARGE_ELEMENTS
         rest = math.prod(local[:-1])
         local[-1] = _LARGE_MULTIPLE * -(-LARGE_ELEMENTS // (_LARGE_MULTIPLE * rest))
@@ -666,8 +670,13 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
         if cast_to is not None:
             ok = cast_to in body.dtypes and body.vals[idx].dtype != cast_to and body.push(Op.make("cast", (idx,), dtype=cast_to)) is not None
         else:
-            # every other try over the axes of the focus's axis-tuple class (the others drawn)
-            ok = body.try_op(draw, f.kind, operand=idx, axes=() if empty else axes if n % 2 == 0 else None)
+            # every other try over the axes of the focus's axis-tuple class (the others
+            # drawn); the parameters drawn in the classes the foci name (`_Body.want`)
+            body.want = _steering((f, *extra))
+            try:
+                ok = body.try_op(draw, f.kind, operand=idx, axes=() if empty else axes if n % 2 == 0 else None)
+            finally:
+                body.want = {}
         if not ok:
             continue
         for at, cells in _appended(body, before, f.kind):
@@ -681,7 +690,22 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
     return None if best is None else best[1]
 
 
-_FITS = ("psum_scatter", "all_to_all", "pswapaxes")  # the kinds `_takes_all` needs a dimension of the group size for
+def _steering(foci: tuple[Focus, ...]) -> dict[str, str]:
+    """The parameter classes the foci name, for the collective draws (`_Body.want`):
+    axis positions and tiled (programs/cells.py `PAIRED`), perm, and all_to_all's
+    split!=concat / split==concat (as "split": "!=" / "==")."""
+    out: dict[str, str] = {}
+    for g in foci:
+        for d, v in g.parts:
+            if d in PAIRED or d == "perm":
+                out[d] = v
+            elif g.dimension in ("split!=concat", "split==concat") or d in ("split!", "split"):
+                out["split"] = "!=" if "!=" in g.cell else "=="
+    return out
+
+
+_FITS = ("psum_scatter", "all_to_all", "pswapaxes")
+_FIT_PARAM = {"psum_scatter": "scatter_dimension", "all_to_all": "split_axis", "pswapaxes": "axis"}  # the parameter naming that dimension  # the kinds `_takes_all` needs a dimension of the group size for
 
 
 @st.composite
@@ -719,6 +743,10 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     vma_flag = not any(g.needs_check_vma_off for g in every)
     x64 = any(g.fixes("dtype") in (X64_DTYPE, *_X64_ONLY) for g in every)
     rank, dtype = argument_constraint(f, x64, group[0][1:])
+    if f.kind == "transpose" and rank is None:
+        # (a transpose needs rank 2 or more: from a drawn rank, a third of its focus
+        # programs had no value it could take)
+        rank = draw(st.integers(2, 3), label="transpose_rank")
     # a sweep group's other (compound) foci of a rank or dtype: the next arguments take them
     more = [argument_constraint(c[0], x64, c[1:]) for c in group[1:]
             if any(d in ("rank", "dtype") or v == "middle" for g in c for d, v in g.parts)]
@@ -727,8 +755,15 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     fit = None
     if f.kind in _FITS and (axes := _focus_axes(mesh, usable, f.fixes("axes"))) is not None:
         fit = mesh.group_size(axes)
+    elif f.kind in _FITS and usable:
+        # over one axis (the smap profile's mesh has one; the class "one"): a dimension of
+        # the size of one usable axis (without it, half the focus programs of these kinds
+        # held no such op at all: no dimension of the argument fit the group)
+        fit = mesh.axis_size(usable[0] if len(usable) == 1 else draw(st.sampled_from(usable), label="fit_axis"))
     if f.kind == "shard_map":  # (a nested one puts its Auto axis on a dimension it divides)
         fit = mesh.axis_size(mesh.names[-1])
+    # the dimension the focus op splits or swaps (its position's class, where a focus names it)
+    fit_class = _steering(tuple(group[0])).get(_FIT_PARAM.get(f.kind, ""))
     n_args = draw(st.integers(1, max_args), label="n_args")
     if not is_float(dtype):
         n_args = max(n_args, 2)  # a float argument too: grad differentiates it
@@ -741,7 +776,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         if i >= 2 and i - 2 < len(more):
             r, d = more[i - 2]
             dts = (d or ("float64" if x64 else "float32"),)
-        x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=r, fit=fit if i == 0 else None), label=f"arg{i}")
+        x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=r, fit=fit if i == 0 else None,
+                                 fit_class=fit_class if i == 0 else None), label=f"arg{i}")
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
@@ -762,6 +798,19 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         if at is not None and at not in ats:
             ats.append(at)
     outputs, out_specs = _outputs(draw, body, len(inputs), max(max_outputs, len(ats)), first=tuple(ats))
+    if not any(is_float(body.vals[o].dtype) for o in outputs):
+        # a float output too: the grad modes check a program only through one (a sweep
+        # group of six axis_index foci made six int32 outputs, and the grad modes never
+        # ran it: those foci were given up in every seed-0 and seed-1 sweep)
+        floats = [j for j, v in enumerate(body.vals) if is_float(v.dtype) and not (v.unreduced or v.reduced)
+                  and not (body.check_vma and v.vma and not v.shape)]
+        if floats:
+            j = draw(st.sampled_from([j for j in floats if j >= len(inputs)] or floats), label="float_output")
+            spec = _out_spec(draw, body.vals[j], body.usable, body.check_vma)
+            spec = None if spec is None else out_spec_ur(body.mesh, body.manual, body.vals[j], spec)
+            if spec is not None:
+                outputs.append(j)
+                out_specs.append(spec)
     program = _program(body, inputs, in_specs, outputs, out_specs)
     if explicit:  # (every axis manual and Explicit: a splitting in_spec needs its argument resharded)
         program = replace(program, reshard=any(s.kind == "P" and s.axes() for s in in_specs))
