@@ -58,6 +58,10 @@ class _Body:
         # programs/cells.py names them); empty: every parameter drawn freely
         self.want: dict[str, str] = {}
 
+    def tiled(self, draw: st.DrawFn) -> bool:
+        """Tiled or not: as `want` names it, else drawn."""
+        return self.want["tiled"] == "True" if "tiled" in self.want else draw(st.booleans(), label="tiled")
+
     def steer(self, name: str, values: list[int], rank: int) -> list[int]:
         """Those of `values` (a parameter's candidate dimensions) in the class `want`
         names for it (programs/cells.py `axis_class`), or all where none is."""
@@ -122,7 +126,7 @@ class _Body:
     def fitting_dims(self, draw: st.DrawFn, x: _V, n: int, label: str) -> tuple[bool, int] | None:
         """(tiled, dim) for psum_scatter / all_to_all: tiled needs a dim divisible by the
         group size n, untiled one equal to it; None when the value has no such dim."""
-        tiled = self.want["tiled"] == "True" if "tiled" in self.want else draw(st.booleans(), label="tiled")
+        tiled = self.tiled(draw)
         dims = [d for d in range(len(x.shape)) if (x.shape[d] % n == 0 if tiled else x.shape[d] == n)]
         if not dims:
             return None

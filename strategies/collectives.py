@@ -38,7 +38,7 @@ def _reduction(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...], kind:
 
 def _all_gather(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     r = len(b.vals[idx].shape)
-    tiled = r > 0 and (b.want["tiled"] == "True" if "tiled" in b.want else draw(st.booleans(), label="tiled"))
+    tiled = r > 0 and b.tiled(draw)
     hi = r if tiled else r + 1
     axis = draw(st.sampled_from(b.steer("axis", list(range(-hi, hi)), r)), label="axis")
     to = draw(st.sampled_from([None, None, "varying", "invarying"]), label="to")
@@ -91,14 +91,22 @@ def _pswapaxes(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bo
     return b.push(Op.make("pswapaxes", (idx,), axes=axes, axis=d)) is not None
 
 
+def _shifted(draw: st.DrawFn, n: int, cls: str | None) -> tuple[int, ...] | None:
+    """Each of `n` members' destination for the perm class `cls` a focus wants
+    (`_Body.want`) where it is a shift (identity; cyclic, by one either way), else None."""
+    if cls not in ("cyclic", "identity") or n < 2:
+        return None
+    shift = 0 if cls == "identity" else draw(st.sampled_from([1, n - 1]), label="perm_shift")
+    return tuple((i + shift) % n for i in range(n))
+
+
 def _ppermute(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     n = b.n(axes)
     cls = b.want.get("perm")
-    if cls in ("cyclic", "identity") and n > 1:
-        shift = 0 if cls == "identity" else draw(st.sampled_from([1, n - 1]), label="perm_shift")
-        perm = tuple((i, (i + shift) % n) for i in range(n))
+    shifted = _shifted(draw, n, cls)
+    if shifted is not None:
         event(f"ppermute: {cls}")
-        return b.push(Op.make("ppermute", (idx,), axes=axes, perm=perm)) is not None
+        return b.push(Op.make("ppermute", (idx,), axes=axes, perm=tuple(enumerate(shifted)))) is not None
     srcs = draw(st.permutations(list(range(n))), label="sources")
     k = n if cls == "full" else draw(st.integers(1, n - 1 if cls == "partial" and n > 1 else n), label="n_pairs")
     dsts = draw(st.permutations(list(range(n))), label="destinations")
@@ -108,12 +116,8 @@ def _ppermute(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
 
 
 def _pshuffle(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
-    n, cls = b.n(axes), b.want.get("perm")
-    if cls in ("cyclic", "identity") and n > 1:
-        shift = 0 if cls == "identity" else draw(st.sampled_from([1, n - 1]), label="perm_shift")
-        perm = tuple((i + shift) % n for i in range(n))
-    else:
-        perm = tuple(draw(st.permutations(list(range(n))), label="perm"))
+    n = b.n(axes)
+    perm = _shifted(draw, n, b.want.get("perm")) or tuple(draw(st.permutations(list(range(n))), label="perm"))
     return b.push(Op.make("pshuffle", (idx,), axes=axes, perm=perm)) is not None
 
 

@@ -86,12 +86,15 @@ def lost_cells(p: Program, raise_ops: dict[str, frozenset[int]]) -> dict[str, fr
     live = live_ops(p)
     every = program_cells(p, types)
     out: dict[str, frozenset[str]] = {}
+    parts: dict[tuple[int, ...], Program] = {}  # (the modes' ops at fault are mostly the same)
     for m, bad in raise_ops.items():
         keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad))
         if len(keep) == len(p.outputs):
             continue  # (no output reaches them: the mode runs `p` whole)
         kept: frozenset[str] = frozenset()
-        if keep and applies(slice_outputs(p, keep), m):
+        if keep and keep not in parts:
+            parts[keep] = slice_outputs(p, keep)
+        if keep and applies(parts[keep], m):
             kept = ops_cells(p, frozenset().union(*(cone(p, p.outputs[k]) for k in keep)), types)
         out[m] = every - kept - ops_cells(p, bad & live, types)
     return {m: c for m, c in out.items() if c}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import KeysView, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,8 +120,8 @@ class Run:
         # known divergences explain only what they cause: the program without the known
         # bugs (each entry's rewrite, or the outputs no buggy op reaches) is checked too
         self.derived_pending: list[tuple[Program, tuple[str, ...]]] = []
-        self.derived_ids: set[str] = set()  # derived programs (not counted in programs_run)
-        self.derived_modes: dict[str, set[str]] = {}  # derived program id -> the modes it was queued in
+        # derived programs (not counted in programs_run): id -> the modes it was queued in
+        self.derived_modes: dict[str, set[str]] = {}
         self.derived_checked = 0
         self.with_known = 0  # programs (drawn or derived) with a divergence a known entry explains
         self.in_full_by_rewrite = 0  # ... whose derived program keeps every output (a rewrite)
@@ -158,6 +158,11 @@ class Run:
         atomic_write(path, doc)
         return path
 
+    @property
+    def derived_ids(self) -> KeysView[str]:
+        """The derived programs' ids."""
+        return self.derived_modes.keys()
+
     def is_known(self, q: Program) -> bool:
         """Whether `q` was already checked, drawn or derived."""
         return program_id(q) in self.checked or program_id(q) in self.derived_ids
@@ -166,7 +171,6 @@ class Run:
         """Check `q`, a program derived from `parent` (without its known bugs, or its
         part XLA:CPU can run), in `modes`; counted in derived_checked, not programs_run,
         and placed at its parent in the stream."""
-        self.derived_ids.add(program_id(q))
         self.derived_modes.setdefault(program_id(q), set()).update(modes)
         self.stream_index.setdefault(program_id(q), self.stream_index.get(program_id(parent), -1))
         self.derived_pending.append((q, modes))
