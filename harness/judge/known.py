@@ -257,29 +257,42 @@ def known_trouble(entries: Sequence[KnownDivergence], p: Program, pred: Predicti
     return False
 
 
+def raise_entries(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
+                  modes: Sequence[str]) -> list[tuple[KnownDivergence, frozenset[str], frozenset[int]]]:
+    """(entry, the modes of `modes` it names, the body ops) for each entry that says jax
+    raises, crashes or hangs at those ops of the valid program `p` in those modes (an
+    `unexpected_error`, `crash` or `timeout` signature naming them; its program features
+    holding; its op features on those ops, or every op for an entry with program
+    features only). `types`: the oracle's value types."""
+    out = []
+    for e in entries:
+        if not e.covers(jax_version) or not (e.op_features or e.program_features):
+            continue
+        ms = frozenset(m for pat in e.patterns if pat.kind in ("unexpected_error", "crash", "timeout")
+                       for m in modes if pat.modes is None or m in pat.modes)
+        if not ms or not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
+            continue
+        ops = e.feature_ops(p, types) if e.op_features else frozenset(range(len(p.body)))
+        if ops:
+            out.append((e, ms, ops))
+    return out
+
+
 def known_raise_ops(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
                     modes: Sequence[str]) -> dict[str, frozenset[int]]:
     """Per mode of `modes`, the body ops of the valid program `p` at which some entry
-    says jax raises, crashes or hangs in that mode (an `unexpected_error`, `crash` or
-    `timeout` signature naming it; its program features holding; its op features on
-    those ops, or every op for an entry with program features only), leaving out
+    says jax raises, crashes or hangs in that mode (`raise_entries`), leaving out
     entries with a rewrite (their rewritten program keeps the ops after the buggy one).
     The mode then checks nothing of `p`, and the program without the bug (the outputs
     those ops do not reach: `derived_program`) none of the ops after them: the value
     tier does not claim those ops' cells there, and the sweep draws their foci again
     (harness/campaign/cells.py `lost_cells`). `types`: the oracle's value types."""
     out: dict[str, set[int]] = {}
-    for e in entries:
-        if e.rewrite is not None or not e.covers(jax_version) or not (e.op_features or e.program_features):
-            continue
-        ms = {m for pat in e.patterns if pat.kind in ("unexpected_error", "crash", "timeout")
-              for m in modes if pat.modes is None or m in pat.modes}
-        if not ms or not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
-            continue
-        ops = e.feature_ops(p, types) if e.op_features else frozenset(range(len(p.body)))
-        for m in ms:
-            out.setdefault(m, set()).update(ops)
-    return {m: frozenset(v) for m, v in out.items() if v}
+    for e, ms, ops in raise_entries(entries, p, types, jax_version, modes):
+        if e.rewrite is None:
+            for m in ms:
+                out.setdefault(m, set()).update(ops)
+    return {m: frozenset(v) for m, v in out.items()}
 
 
 def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str) -> frozenset[int]:
