@@ -172,6 +172,13 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
     return Input(gshape, dtype, fill, seed, offset), spec, _V(tuple(local), dtype, vma)
 
 
+def _output_spec(draw: st.DrawFn, body: _Body, idx: int) -> Spec | None:
+    """An out_spec for body value `idx` as an output, with its unreduced / reduced axes
+    (None: jax cannot take it)."""
+    spec = _out_spec(draw, body.vals[idx], body.usable, body.check_vma)
+    return None if spec is None else out_spec_ur(body.mesh, body.manual, body.vals[idx], spec)
+
+
 def _out_spec(draw: st.DrawFn, v: _V, manual: tuple[str, ...], check_vma: bool) -> Spec | None:
     """An out_spec valid for `v`: names every axis `v` varies along (when checked)."""
     r = len(v.shape)
@@ -317,9 +324,7 @@ def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
             idx = sinks.pop(draw(st.integers(0, len(sinks) - 1), label="sink"))
         if k < len(firsts):
             idx = firsts[k]
-        spec = _out_spec(draw, body.vals[idx], body.usable, body.check_vma)
-        if spec is not None:  # with the value's unreduced / reduced axes (None: jax cannot take them)
-            spec = out_spec_ur(body.mesh, body.manual, body.vals[idx], spec)
+        spec = _output_spec(draw, body, idx)
         if spec is None:
             continue
         outputs.append(idx)
@@ -806,8 +811,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
                   and not (body.check_vma and v.vma and not v.shape)]
         if floats:
             j = draw(st.sampled_from([j for j in floats if j >= len(inputs)] or floats), label="float_output")
-            spec = _out_spec(draw, body.vals[j], body.usable, body.check_vma)
-            spec = None if spec is None else out_spec_ur(body.mesh, body.manual, body.vals[j], spec)
+            spec = _output_spec(draw, body, j)
             if spec is not None:
                 outputs.append(j)
                 out_specs.append(spec)

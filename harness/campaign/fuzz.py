@@ -207,15 +207,21 @@ class _Scheduler:
             # program id (the share) runs it whole, dead ops too
             modes = tuple(m for m in modes if m not in late)
             for m in late:
-                q, cells = p, checked_cells(p)
                 if (program_id(p), m) in self.run.cells.cut:  # claimed for its cells there: the lean part
-                    keep = self.run.cells.cut.pop((program_id(p), m))
-                    q = lean_part(p, keep, failing_op(p), not value_types(p)[1])
-                    if keep is not None:  # (a valid program's: its kept outputs' cells)
-                        cells = frozenset().union(*(typed_output_cells(p)[k] for k in keep))
-                self.late.append((q, (m,), program_id(p), cells))
+                    self.queue_late(p, m, self.run.cells.cut.pop((program_id(p), m)))
+                else:
+                    self.late.append((p, (m,), program_id(p), checked_cells(p)))
         self._submit(p, modes)
         self.submit_late()
+
+    def queue_late(self, p: Program, mode: str, keep: tuple[int, ...] | None = None) -> None:
+        """A late part of `p` in `mode`: `p` cut to the outputs `keep` (all: None) without
+        its dead ops (`lean_part`), with the cells it checks (a valid program cut: its kept
+        outputs')."""
+        cells = checked_cells(p)
+        if keep is not None:
+            cells = frozenset().union(*(typed_output_cells(p)[k] for k in keep))
+        self.late.append((lean_part(p, keep, failing_op(p), not value_types(p)[1]), (mode,), program_id(p), cells))
 
     def submit_late(self, everything: bool = False) -> None:
         """The late parts beyond LATE_BOUND, or while the sweep runs one for every
@@ -310,8 +316,7 @@ class _Scheduler:
             # like any other (`best_late`): not ahead of the programs still to draw
             late = tuple(m for m in modes if m in COSTLY_MODES)
             for m in late:
-                part = lean_part(q, None, failing_op(q), not value_types(q)[1])
-                self.late.append((part, (m,), program_id(q), checked_cells(q)))
+                self.queue_late(q, m)
             rest = tuple(m for m in modes if m not in late)
             if rest:
                 self.wait_for_free_worker()
@@ -391,13 +396,9 @@ class _Scheduler:
             return
         for size_ in list(self.queues):
             self.flush(size_)
-        if self.out_of_time:
-            self.run.late_dropped += len(self.late)
-            self.late.clear()
-        self.submit_late(everything=True)
         while self.pool.busy() or self.parts or self.run.derived_pending or self.late:
             self.submit_derived()
-            if self.late:  # (a derived program's costly mode: a late part of its own)
+            if self.late:  # (the last ones, and a derived program's costly mode: a late part of its own)
                 if self.out_of_time:
                     self.run.late_dropped += len(self.late)
                     self.late.clear()
