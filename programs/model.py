@@ -374,6 +374,13 @@ class Program:
         follows (`oracles.ops.base.Ctx.x64`)."""
         return any(x.dtype == X64_DTYPE for x in self.inputs) or any(op.p("dtype") == X64_DTYPE for op in self.all_ops())
 
+    def uses_ur(self) -> bool:
+        """Whether the program holds a reduced / unreduced value: a pcast to one, an
+        all_gather(to='reduced'), a spec naming one (some modes run no such program on
+        some jax: harness/run/compat.py `ur_mode_gap`)."""
+        return any((op.kind == "pcast" and op.p("to") != "varying") or (op.kind == "all_gather" and op.p("to") == "reduced")
+                   for op in self.body) or any(s.unreduced or s.reduced for s in self.in_specs + self.out_specs)
+
     def all_ops(self) -> tuple[Op, ...]:
         """The body's ops and, after each nested shard_map, the one op inside it (after
         each transform, its sub-body's steps)."""

@@ -296,8 +296,7 @@ def test_the_lean_part_drops_dead_ops_and_keeps_the_op_an_error_is_at() -> None:
     """A claimed eager part runs without dead ops (eager dispatches each, and they check
     no cell); an invalid program keeps the op its error is predicted at and what that op
     needs, so its prediction is the same error, with the same cells by error."""
-    from harness.campaign.cells import checked_cells, typed_cells
-    from harness.campaign.cells import failing_op
+    from harness.campaign.cells import checked_cells, failing_op, typed_cells
     from oracles import predict
     from programs.graph import lean_part
 
@@ -668,3 +667,52 @@ def test_a_mode_that_raised_at_one_known_op_blocks_the_cells_of_the_others_jax_r
     assert "negative-all-to-all-concat-axis" in blocked[("all_to_all|split_axis=last&concat_axis=negative", "jit")]
     assert ("neg|dtype=float32", "jit") not in blocked
     assert not any(m == "abstract" for _, m in blocked)  # (abstract checked them)
+
+
+def test_a_mode_that_runs_no_reduced_value_is_not_claimed_for_a_program_holding_one() -> None:
+    """The workers' jax runs no program holding a reduced / unreduced value in some modes
+    (vmap: no batching rule; harness/run/compat.py `ur_mode_gaps`): a program with a pcast
+    to 'reduced' is not claimed there, so its other cells stay open in those modes for a
+    later program (seed 0 claimed pcast|axes=with_size_1 in vmap and vmap_spmd for one,
+    and neither mode ever checked it)."""
+    from harness.campaign.cells import applies, checked_cells
+
+    mesh = Mesh(("x", "y"), (2, 1))
+    p = Program(mesh, (Input((), "float32", "small"),), (Spec(()),),
+                (Op.make("pcast", (0,), axes=("x", "y"), to="reduced"), Op.make("pcast", (1,), axes=("x", "y"), to="varying"),
+                 Op.make("psum", (2,), axes=("x", "y"))), (3,), (Spec(()),))
+    cells = checked_cells(p)
+    assert "pcast|axes=with_size_1" in cells and p.uses_ur()
+    gaps = {"vmap": "no batching rule", "vmap_spmd": "no batching rule"}
+    assert applies(p, "vmap") and not applies(p, "vmap", gaps) and applies(p, "jit", gaps)
+    led = CellLedger.new()
+    led.ur_gaps = gaps
+    got = led.claim(p, cells, DEFAULT_MODES, lean=True)  # (as while sweeping: the modes it brings a pair)
+    assert "jit" in got and "vmap" not in got and "vmap_spmd" not in got
+    assert not any(pair.endswith(("@vmap", "@vmap_spmd")) for pair in led.scheduled)
+    # a program without such a value is claimed there as before
+    q = _psum(1)
+    assert "vmap" in led.claim(q, checked_cells(q), DEFAULT_MODES, lean=True)
+
+
+def test_an_invalid_lean_part_drops_unused_arguments_when_its_defect_comes_after_the_body() -> None:
+    """An invalid program whose defect jax finds after tracing the body (an out_spec's,
+    an op's) runs its lean part without the arguments nothing uses, with the same
+    predicted error and cells by error (eager moves each argument with a compile of its
+    own); one whose defect is an argument's in_spec keeps them all."""
+    from dataclasses import replace
+
+    from harness.campaign.cells import checked_cells, lean
+    from oracles import predict
+
+    mesh = Mesh(("x",), (2,))
+    ins = (Input((4,), "float32", "iota"), Input((2,), "float32", "iota", seed=1))
+    p = Program(mesh, ins, (Spec((("x",),)), Spec((None,))), (Op.make("psum", (0,), axes=("x",)),), (2,), (Spec((None, None)),),
+                defect="out_spec_too_long")
+    q = lean(p)
+    assert q.inputs == ins[:1] and checked_cells(q) == checked_cells(p)
+    a, b = predict(p).error, predict(q).error
+    assert a is not None and b is not None and (a.kind, a.facts) == (b.kind, b.facts)
+    # the unused argument's in_spec is the defect: it stays
+    r = replace(p, in_specs=(Spec((("x",),)), Spec((None, None))), out_specs=(Spec((None,)),), defect="in_spec_too_long")
+    assert predict(r).error is not None and lean(r).inputs == ins

@@ -18,10 +18,12 @@ reached, and why a cell cannot be reached here.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from programs.cells import op_cells, ops_cells, output_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
+from programs.graph import drop_unused_inputs, lean_part
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
 from programs.serialize import program_id
@@ -45,6 +47,27 @@ def failing_op(p: Program) -> int | None:
     types, fails = value_types(p)
     n_in, n = len(p.inputs), len(types)
     return n - n_in if fails and n_in <= n < n_in + len(p.body) else None
+
+
+def lean(p: Program, keep: tuple[int, ...] | None = None) -> Program:
+    """`p` cut to the outputs `keep` (all: None), without its dead ops
+    (programs/graph.py `lean_part`) and its unused arguments: a valid program's, and an
+    invalid one's whose defect jax finds after tracing the body (strategies/invalid.py
+    `TRACED_DEFECTS`: no in_spec of theirs) where the oracle predicts the same error
+    without them. Eager moves each argument with a compile of its own: seed 0's sweep
+    sent 92 unused arguments in its invalid eager parts (of ~2000 eager compiles)."""
+    from oracles import predict
+    from strategies.invalid import TRACED_DEFECTS
+
+    fails = value_types(p)[1]
+    q = lean_part(p, keep, failing_op(p), not fails)
+    if fails and p.defect in TRACED_DEFECTS:
+        r = drop_unused_inputs(q)
+        if r is not q:
+            a, b = predict(q, values=False).error, predict(r, values=False).error
+            if a is not None and b is not None and (a.kind, a.facts, a.op_index, a.output) == (b.kind, b.facts, b.op_index, b.output):
+                return r
+    return q
 
 
 def _typed(p: Program) -> tuple[list[tuple[tuple[int, ...], str]], bool]:
@@ -114,9 +137,13 @@ def checked_cells(p: Program) -> frozenset[str]:
     return by_error(cells) if fails else cells
 
 
-def applies(p: Program, mode: str) -> bool:
+def applies(p: Program, mode: str, ur_gaps: Mapping[str, str] | None = None) -> bool:
     """Whether `mode` runs `p` at all on XLA:CPU (the modes' own unsupported rules,
-    restated on the program: a scheduling decision, never a verdict)."""
+    restated on the program: a scheduling decision, never a verdict). `ur_gaps`: the
+    modes that run no program holding a reduced / unreduced value on the workers' jax
+    (harness/run/compat.py `ur_mode_gaps`)."""
+    if ur_gaps and mode in ur_gaps and p.uses_ur():
+        return False
     kinds = {op.kind for op in p.all_ops()}
     if mode in VALUE_MODES and kinds & (NO_CPU_VALUES | NO_CPU_LOWERING):
         return False
@@ -205,6 +232,11 @@ class CellLedger:
     # the sweep still reads `scheduled` alone, so its draws do not depend on results
     reopened: set[str] = field(default_factory=set)
     reopens: dict[str, int] = field(default_factory=dict)
+    # the modes that run no program holding a reduced / unreduced value on the workers'
+    # jax, with why (harness/run/compat.py `ur_mode_gaps`): `claim` and the sweep do not
+    # count on them for such a program (seed 0 claimed pcast|axes=with_size_1 in vmap
+    # for a program with a pcast to 'reduced', and vmap never checked it)
+    ur_gaps: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def new() -> CellLedger:
@@ -229,7 +261,7 @@ class CellLedger:
         `lost` (per mode, `lost_cells`): cells `p` cannot check in that mode, neither
         claimed there nor counted as new: they stay open for a later program."""
         lost = lost or {}
-        runs = [m for m in modes if applies(p, m)]
+        runs = [m for m in modes if applies(p, m, self.ur_gaps)]
         fresh = {m for m in runs if any(self._open(f"{c}@{m}") for c in cells - lost.get(m, frozenset()))}
         if not fresh:
             return ()

@@ -23,7 +23,7 @@ from hypothesis.statistics import collector
 from harness.campaign.cells import (
     CellLedger,
     checked_cells,
-    failing_op,
+    lean,
     lost_cells,
     typed_cells,
     typed_output_cells,
@@ -61,7 +61,6 @@ from harness.run.modes import Observation
 from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.pool import Completed, Pool
 from oracles import Prediction, predict
-from programs.graph import lean_part
 from programs.model import Program
 from programs.serialize import program_id
 
@@ -221,7 +220,7 @@ class _Scheduler:
         cells = checked_cells(p)
         if keep is not None:
             cells = frozenset().union(*(typed_output_cells(p)[k] for k in keep))
-        self.late.append((lean_part(p, keep, failing_op(p), not value_types(p)[1]), (mode,), program_id(p), cells))
+        self.late.append((lean(p, keep), (mode,), program_id(p), cells))
 
     def submit_late(self, everything: bool = False) -> None:
         """The late parts beyond LATE_BOUND, or while the sweep runs one for every

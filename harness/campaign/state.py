@@ -107,8 +107,6 @@ class Run:
         self.t0 = time.monotonic()
         self.last_progress = 0.0
         self.jax_version = compat.jax_version()
-        # mode -> why it runs no reduced / unreduced program here (the workers' compat.ur_mode_gap)
-        self.ur_gaps: dict[str, str] = {}
         self.coverage: Counter[tuple[str, int, str, str, str]] = Counter()
         self.accidents = 0
         self.fixed: list[dict[str, Any]] = []
@@ -144,6 +142,16 @@ class Run:
         # running (harness/run/pool.py `Completed.unrun`): `record` reopens their cells and
         # checks them on the program without the crash's known bug
         self.unrun: dict[str, set[str]] = {}
+
+    @property
+    def ur_gaps(self) -> dict[str, str]:
+        """Mode -> why it runs no reduced / unreduced program here (the workers'
+        compat.ur_mode_gaps): the ledger's, which its claims heed."""
+        return self.cells.ur_gaps
+
+    @ur_gaps.setter
+    def ur_gaps(self, gaps: dict[str, str]) -> None:
+        self.cells.ur_gaps = dict(gaps)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0

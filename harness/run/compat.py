@@ -381,13 +381,6 @@ def _program_features(p: Program) -> tuple[str, ...]:
 _UR_KINDS = ("pcast to reduced / unreduced", "all_gather(to='reduced')")
 
 
-def _uses_ur(p: Program) -> bool:
-    return any(
-        (op.kind == "pcast" and op.p("to") != "varying") or (op.kind == "all_gather" and op.p("to") == "reduced")
-        for op in p.body
-    ) or any(s.unreduced or s.reduced for s in p.in_specs + p.out_specs)
-
-
 def ur_mode_gap(mode: str | None) -> str | None:
     """Why `mode` runs no program holding a reduced / unreduced value (pcast to them,
     all_gather(to='reduced'), a spec naming them) on this jax, or None where it runs them.
@@ -419,7 +412,7 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
     oracle means it, each with why (data, not a skip: the program is checked in the
     other modes)."""
     out = []
-    gap = ur_mode_gap(mode) if _uses_ur(p) else None
+    gap = ur_mode_gap(mode) if p.uses_ur() else None
     if gap is not None:
         out.append(gap)
     if mode in ("grad", "grad_remat") and (p.explicit_axes or p.wrap is not None):
