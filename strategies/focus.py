@@ -17,7 +17,7 @@ axis the one specs and ops name, the second the free manual one), in the smap pr
 on a two-axis one (the smap axis, then the Auto one).
 
 The focus is a drawn value: the kind uniformly among the kinds of `strategies/cell_table.txt`
-(the cells unfocused generation reaches, scripts/build_cell_table.py), then one of its
+(the cells generation reaches, unfocused and around each focus: scripts/build_cell_table.py), then one of its
 cells uniformly, then the profile. So a rare cell gets its share whatever the op draws
 favour, and a program still depends on its choices alone: Hypothesis replays and shrinks
 it as any other (a steer by the run's state cannot: Hypothesis checks that a choice
