@@ -716,3 +716,62 @@ def test_an_invalid_lean_part_drops_unused_arguments_when_its_defect_comes_after
     # the unused argument's in_spec is the defect: it stays
     r = replace(p, in_specs=(Spec((("x",),)), Spec((None, None))), out_specs=(Spec((None,)),), defect="in_spec_too_long")
     assert predict(r).error is not None and lean(r).inputs == ins
+
+
+def test_a_crash_gives_the_modes_it_kept_from_running_the_entrys_reason_where_it_names_them(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A crash in jit kills the worker before the job's later modes run: where the known
+    entry that explains it says jax fails in those modes too, its ops' cells there are
+    listed with that reason (the program without the bug rewrites the op, so no program
+    checks them: seed 0 left vmap_spmd's negative concat_axis cells missed); a cell of
+    no entry's op is not."""
+    import io
+
+    from harness.campaign.finish import cell_checks
+    from harness.campaign.state import Run
+    from harness.judge.check import CheckResult
+    from harness.judge.compare import Divergence, DivergenceKind
+    from harness.judge.known_load import load
+    from harness.report.summary import BLOCKED_WHY
+    from harness.run.observation import Observation
+    from oracles import predict
+
+    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False, suppressions=load()))
+    run.jax_version = "0.10.2"
+    concat = Op.make("all_to_all", (0,), axes=("x",), split_axis=0, concat_axis=-1, tiled=True)
+    p = Program(Mesh(("x",), (2,)), (Input((4, 2), "float32", "iota"),), (Spec(()),), (concat, Op.make("neg", (0,))),
+                (1, 2), (Spec((("x",),)), Spec((("x",),))))
+    run.unrun[program_id(p)] = {"gspmd", "vmap_spmd"}
+    crash = Divergence(DivergenceKind.CRASH, "jit", "worker died (SIGSEGV)", "crash")
+    run.record(CheckResult(p, predict(p), (Observation("abstract", status="ok"), Observation("jit", status="crash")), (crash,)))
+    cell = "all_to_all|split_axis=first&concat_axis=negative"
+    assert run.cells.stopped[(cell, "vmap_spmd")] == {"negative-all-to-all-concat-axis@jit"}
+    assert ("neg|dtype=float32", "vmap_spmd") not in run.cells.stopped
+    why = {(c.cell, c.mode): c.why for c in cell_checks(run)}
+    assert why[(cell, "vmap_spmd")].startswith(BLOCKED_WHY) and "crashed or hung in jit before vmap_spmd ran" in why[(cell, "vmap_spmd")]
+    assert not why[("neg|dtype=float32", "vmap_spmd")]
+
+
+def test_the_program_without_a_known_bug_keeps_the_op_an_invalid_programs_error_is_at() -> None:
+    """An invalid program whose known bug (a bf16 psum in a partial-manual shard_map, an
+    abort) sits on one output: the program without it drops that output but keeps the
+    op the error is at, dead or not, so it fails the same way and checks the other ops'
+    cells by error (without it the derived program was valid, and seed 0's psum_scatter
+    cells by error were never checked in eager)."""
+    from harness.campaign.cells import checked_cells
+    from harness.judge.known import derived_program
+    from harness.judge.known_load import load
+    from oracles import predict
+
+    entry = next(e for e in load() if e.id == "bf16-partial-manual-allreduce-abort")
+    mesh = Mesh(("x", "y"), (2, 2))
+    ins = (Input((4,), "bfloat16", "iota"), Input((4,), "int32", "iota", seed=1))
+    body = (Op.make("psum", (0,), axes=("x",)), Op.make("neg", (1,)), Op.make("psum", (1,), axes=("y",)))  # the last: 'y' is not manual
+    p = Program(mesh, ins, (Spec((("x",),)), Spec((("x",),))), body, (2, 3), (Spec((None,)), Spec((("x",),))),
+                axis_names=("x",), defect="collective_not_manual")
+    pred = predict(p)
+    assert pred.error is not None and pred.error.op_index == 2
+    q = derived_program([entry], p, pred)
+    assert q is not None and [op.kind for op in q.body] == ["neg", "psum"] and len(q.outputs) == 1
+    e = predict(q).error
+    assert e is not None and (e.kind, e.facts) == (pred.error.kind, pred.error.facts)
+    assert "neg|dtype=int32|by_error" in checked_cells(q)

@@ -226,6 +226,10 @@ class CellLedger:
     # checking it in that mode: jax raised where the oracle predicts values, or ran where
     # it predicts an error, and a known entry explains it at that cell's op (`block`)
     blocked: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    # (cell, mode) -> "entry@mode" for each crash or hang (in that other mode) that kept a
+    # program holding it from running in this mode, where the entry says jax fails in this
+    # mode too (`stop`)
+    stopped: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     # "cell@mode" pairs claimed by a program that then did not check them there (jax
     # raised in that mode, at the pair's op or another, or the mode did not run it):
     # the value tier claims them again (`claim`), up to REOPEN times each (`reopen`);
@@ -302,6 +306,13 @@ class CellLedger:
     def block(self, cells: frozenset[str], mode: str, entry: str) -> None:
         for c in cells:
             self.blocked.setdefault((c, mode), set()).add(entry)
+
+    def stop(self, cells: frozenset[str], mode: str, entry: str, at: str) -> None:
+        """A job crashed or hung in mode `at` (as `entry` explains) before it ran `mode`,
+        where `entry` says jax fails on those cells' ops too: the summary gives that as
+        why a cell no program checked there was not checked (`stopped`)."""
+        for c in cells:
+            self.stopped.setdefault((c, mode), set()).add(f"{entry}@{at}")
 
     def record(self, cells: frozenset[str], modes: list[str], index: int, t: float) -> None:
         for c in cells:

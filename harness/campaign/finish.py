@@ -184,7 +184,8 @@ def cell_checks(run: Run) -> tuple[CellCheck, ...]:
                 i, t = run.cells.first[(c, m)]
                 out.append(CellCheck(c, m, n, i, t))
             else:
-                out.append(CellCheck(c, m, 0, why=unreachable(c, m, ur_gaps=run.ur_gaps) or _not_drawn(run, c) or _blocked(run, c, m)))
+                out.append(CellCheck(c, m, 0, why=unreachable(c, m, ur_gaps=run.ur_gaps) or _not_drawn(run, c) or _blocked(run, c, m)
+                                     or _stopped(run, c, m)))
     return tuple(out)
 
 
@@ -197,6 +198,19 @@ def _blocked(run: Run, cell: str, mode: str) -> str:
     what = "ran without the error the oracle predicts" if cell.endswith("|by_error") else "raised, crashed or hung"
     return (f"{BLOCKED_WHY}in every program that held it, jax {what} in {mode}, as "
             f"{', '.join(sorted(ids))} explains (a known bucket of this report; its rewrite, when it has one, is checked)")
+
+
+def _stopped(run: Run, cell: str, mode: str) -> str:
+    """Why no program checked `cell` in `mode` although one held it there: a crash or hang
+    in another mode stopped its job first, and the known entry that explains it says jax
+    fails in `mode` too (harness/campaign/state.py `_block_stopped`), or ''."""
+    marks = run.cells.stopped.get((cell, mode))
+    if not marks:
+        return ""
+    ids = sorted({m.rsplit("@", 1)[0] for m in marks})
+    at = sorted({m.rsplit("@", 1)[1] for m in marks})
+    return (f"{BLOCKED_WHY}the program that held it crashed or hung in {', '.join(at)} before {mode} ran, and "
+            f"{', '.join(ids)} says jax fails in {mode} there too (a known bucket of this report; its rewrite, when it has one, is checked)")
 
 
 def _not_drawn(run: Run, cell: str) -> str:

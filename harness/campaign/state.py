@@ -271,6 +271,7 @@ class Run:
         if any(x.entry is None for x in explained) and self._first("failing", pid):
             self.n_failing_programs += 1  # (a derived program's new divergence is its parent's failure)
         self._block_known(res, explained, checked, types, own)
+        self._block_stopped(res, explained, unrun, types, own)
         used = list({x.entry.id: x.entry for x in explained if x.entry is not None}.values())
         if used:
             q = derived_program(used, p, res.prediction)
@@ -297,6 +298,30 @@ class Run:
             b.count += 1
             if len(b.programs) < 5:
                 b.programs.append(str(path))
+
+    def _block_stopped(self, res: CheckResult, explained: Sequence[Explained], unrun: set[str],
+                       types: list[tuple[tuple[int, ...], str]], cells: frozenset[str]) -> None:
+        """The modes a crash or hang in another mode kept from running (`unrun`), where a
+        known entry that explains it says jax fails in them too (a crash, hang or raise
+        signature naming the mode): its ops' cells there are given that as why no program
+        checked them (the program without the bug rewrites or drops those ops; seed 0: a
+        sweep program of negative concat_axis all_to_alls crashed in jit before vmap_spmd
+        ran, and vmap_spmd's negative concat_axis cells were left missed)."""
+        if not unrun:
+            return
+        p, valid = res.program, res.prediction.error is None
+        for x in explained:
+            d = x.divergence
+            if d.kind not in (DivergenceKind.CRASH, DivergenceKind.TIMEOUT):
+                continue
+            for e in self.cfg.suppressions:
+                if not explains(e, d, p, res.prediction, self.jax_version):
+                    continue
+                own = ops_cells(p, e.feature_ops(p, res.prediction.value_types), types) if e.op_features else cells
+                for m in unrun:
+                    if any(pat.kind in ("crash", "timeout", "unexpected_error") and (pat.modes is None or m in pat.modes)
+                           for pat in e.patterns):
+                        self.cells.stop(own if valid else by_error(own), m, e.id, d.mode)
 
     def _queue_derived_per_mode(self, res: CheckResult, explained: Sequence[Explained], unrun: set[str]) -> None:
         """The program without its known bugs, per mode: each mode's derived program

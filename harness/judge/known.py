@@ -230,8 +230,15 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
         keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad) and k not in spec_bad)
         if not keep:
             return None
+        # an invalid program keeps the op its error is at, dead or not, where no bug op
+        # feeds it: the program without the bugs fails the same way and checks the other
+        # ops' cells by error (seed 0: a bf16 psum crashed eager on a program whose defect
+        # was a dead psum_scatter over a non-manual axis; without it the derived program
+        # was valid, and its psum_scatter cells by error were never checked in eager)
+        at = pred.error.op_index if pred.error is not None else None
+        also = frozenset({at}) if at is not None and not (cone(p, len(p.inputs) + at) & bad) else frozenset()
         if len(keep) < len(p.outputs):
-            q = slice_outputs(p, keep)
+            q = slice_outputs(p, keep, also)
     return None if q == p else q
 
 
