@@ -189,6 +189,9 @@ def cell_checks(run: Run) -> tuple[CellCheck, ...]:
     return tuple(out)
 
 
+_KNOWN_TAIL = "(a known bucket of this report; its rewrite, when it has one, is checked)"
+
+
 def _blocked(run: Run, cell: str, mode: str) -> str:
     """Why no program checked `cell` in `mode` although some held it there: jax diverged
     there each time, as known entries explain (harness/campaign/state.py `_block_known`), or ''."""
@@ -197,7 +200,7 @@ def _blocked(run: Run, cell: str, mode: str) -> str:
         return ""
     what = "ran without the error the oracle predicts" if cell.endswith("|by_error") else "raised, crashed or hung"
     return (f"{BLOCKED_WHY}in every program that held it, jax {what} in {mode}, as "
-            f"{', '.join(sorted(ids))} explains (a known bucket of this report; its rewrite, when it has one, is checked)")
+            f"{', '.join(sorted(ids))} explains {_KNOWN_TAIL}")
 
 
 def _stopped(run: Run, cell: str, mode: str) -> str:
@@ -210,7 +213,7 @@ def _stopped(run: Run, cell: str, mode: str) -> str:
     ids = sorted({m.rsplit("@", 1)[0] for m in marks})
     at = sorted({m.rsplit("@", 1)[1] for m in marks})
     return (f"{BLOCKED_WHY}the program that held it crashed or hung in {', '.join(at)} before {mode} ran, and "
-            f"{', '.join(ids)} says jax fails in {mode} there too (a known bucket of this report; its rewrite, when it has one, is checked)")
+            f"{', '.join(ids)} says jax fails in {mode} there too {_KNOWN_TAIL}")
 
 
 def _not_drawn(run: Run, cell: str) -> str:

@@ -97,6 +97,15 @@ def coverage_keys(res: CheckResult) -> set[tuple[str, int, str, str, str]]:
     return keys
 
 
+def _entry_cells(e: KnownDivergence, res: CheckResult, types: list[tuple[tuple[int, ...], str]], cells: frozenset[str]) -> frozenset[str]:
+    """The cells of the ops a known entry's op features hold on in `res`'s program (`cells`,
+    the program's own, for an entry scoped by the program alone), by error for an invalid
+    program: what the entry blocks when jax diverged as it explains."""
+    p = res.program
+    own = ops_cells(p, e.feature_ops(p, res.prediction.value_types), types) if e.op_features else cells
+    return own if res.prediction.error is None else by_error(own)
+
+
 class Run:
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
@@ -216,8 +225,7 @@ class Run:
             for e in here:
                 assert e is not None
                 if e.id not in mine:
-                    own = ops_cells(p, e.feature_ops(p, res.prediction.value_types), types) if e.op_features else cells
-                    mine[e.id] = own if valid else by_error(own)
+                    mine[e.id] = _entry_cells(e, res, types, cells)
                 self.cells.block(mine[e.id], m, e.id)
         if valid and raised:
             # jax raised at the first op at fault, and never reached the others a known entry
@@ -309,19 +317,17 @@ class Run:
         ran, and vmap_spmd's negative concat_axis cells were left missed)."""
         if not unrun:
             return
-        p, valid = res.program, res.prediction.error is None
         for x in explained:
             d = x.divergence
             if d.kind not in (DivergenceKind.CRASH, DivergenceKind.TIMEOUT):
                 continue
             for e in self.cfg.suppressions:
-                if not explains(e, d, p, res.prediction, self.jax_version):
+                if not explains(e, d, res.program, res.prediction, self.jax_version):
                     continue
-                own = ops_cells(p, e.feature_ops(p, res.prediction.value_types), types) if e.op_features else cells
                 for m in unrun:
                     if any(pat.kind in ("crash", "timeout", "unexpected_error") and (pat.modes is None or m in pat.modes)
                            for pat in e.patterns):
-                        self.cells.stop(own if valid else by_error(own), m, e.id, d.mode)
+                        self.cells.stop(_entry_cells(e, res, types, cells), m, e.id, d.mode)
 
     def _queue_derived_per_mode(self, res: CheckResult, explained: Sequence[Explained], unrun: set[str]) -> None:
         """The program without its known bugs, per mode: each mode's derived program
