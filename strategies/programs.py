@@ -654,7 +654,7 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
     has all their cells, else the one with most (a wrapper's is applied afterwards)."""
     want = f.cell.removesuffix("|by_error")
     wants = {g.cell.removesuffix("|by_error") for g in extra if g.dimension != "wrap"}
-    cast_to = next((g.value for g in (f, *extra) if g.kind == "cast" and g.dimension == "dtype"), None)
+    cast_to = _cast_to((f, *extra))
     best: tuple[int, int] | None = None  # (extra cells it has, value index)
     to = next((g.reduced_type for g in (f, *extra) if g.reduced_type is not None), None)
     if to is not None:
@@ -693,6 +693,11 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
                     best = (score, at)
                 break
     return None if best is None else best[1]
+
+
+def _cast_to(foci: tuple[Focus, ...]) -> str | None:
+    """The dtype a cast focus among `foci` casts to (a cast's dtype cell is its result's)."""
+    return next((g.value for g in foci if g.kind == "cast" and g.dimension == "dtype"), None)
 
 
 def _steering(foci: tuple[Focus, ...]) -> dict[str, str]:
@@ -779,7 +784,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     inputs, in_specs, vals = [], [], []
     # a cast to float32 needs an operand of another dtype (its first argument's: arguments
     # 0 and 1 were both float32, and `cast|dtype=float32` held in 12 of 30 draws)
-    cast_to = next((g.value for g in group[0] if g.kind == "cast" and g.dimension == "dtype"), None)
+    cast_to = _cast_to(group[0])
     for i in range(n_args):
         dts: tuple[str, ...] = ((dtype or "float32",) if i == 0 else ("float32",) if i == 1 else (DTYPES if x64 else _X32_DTYPES))
         if i == 0 and cast_to == "float32" and wanted(group[0])[1] is None:

@@ -175,7 +175,7 @@ def applies(p: Program, mode: str, ur_gaps: Mapping[str, str] | None = None) -> 
 UR_CELLS = frozenset({"pcast|to=reduced", "pcast|to=unreduced", "all_gather|to=reduced"})
 
 
-def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: dict[str, str] | None = None) -> str | None:
+def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: Mapping[str, str] | None = None) -> str | None:
     """Why `cell` can never be value-checked in `mode` here, or None. `ur_gaps`: the
     modes that run no reduced / unreduced program on the workers' jax, and why."""
     kind = cell.split("|")[0]

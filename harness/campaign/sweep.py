@@ -120,7 +120,7 @@ def profile_modes(f: Focus, modes: tuple[str, ...], ur_gaps: Mapping[str, str] |
     the cell can be reached at all: harness/campaign/cells.py `unreachable`, with the
     workers' `ur_gaps`)."""
     mine = ("smap",) if f.profile == "smap" else tuple(m for m in modes if m != "smap")
-    return tuple(m for m in mine if m in modes and unreachable(f.cell, m, ur_gaps=dict(ur_gaps or {})) is None)
+    return tuple(m for m in mine if m in modes and unreachable(f.cell, m, ur_gaps=ur_gaps) is None)
 
 
 def holds(f: Focus, p: Program, modes: tuple[str, ...], ur_gaps: Mapping[str, str] | None = None) -> bool:
