@@ -22,9 +22,11 @@ from oracles.interpreter import trace
 from programs.model import Op, ParamValue, Program
 
 
-def _ranks(p: Program) -> list[int] | None:
-    st, err = trace(p, with_values=False)
-    return None if err is not None else [len(t.shape) for t in st.types]
+def _ranks(p: Program) -> list[int]:
+    """The rank of every value the oracle types: all of them, or for an invalid program
+    those made before its error (every one where the error is in the out_specs)."""
+    st, _ = trace(p, with_values=False)
+    return [len(t.shape) for t in st.types]
 
 
 def _with(op: Op, **params: ParamValue) -> Op:
@@ -34,15 +36,21 @@ def _with(op: Op, **params: ParamValue) -> Op:
 def nonnegative_axes(p: Program) -> Program | None:
     """psum_scatter's scatter_dimension and all_to_all's split_axis / concat_axis, when
     negative, become their non-negative equivalents (axis % rank of the operand).
-    jax 0.10.2 forwards these unnormalised (jax-ml/jax#20125, #19720)."""
+    jax 0.10.2 forwards these unnormalised (jax-ml/jax#20125, #19720).
+
+    An invalid program is rewritten too, where the oracle types the operand (its error
+    comes later) and the axis is in range (-rank <= axis < 0): an out-of-range axis is
+    the defect itself, and stays. Its rewrite fails the same way without the crash (fuzz
+    seed 0: eager segfaulted at a negative split_axis of an invalid sweep program, and
+    the program sliced without that op was valid: its other all_to_alls' cells were
+    never checked by error in eager)."""
     ranks = _ranks(p)
-    if ranks is None:
-        return None
     body, changed = list(p.body), False
     for i, op in enumerate(p.body):
         keys = {"psum_scatter": ("scatter_dimension",), "all_to_all": ("split_axis", "concat_axis")}.get(op.kind, ())
-        r = ranks[op.operands[0]] if op.operands else 0
-        fixed = {k: int(op.p(k)) % r for k in keys if isinstance(op.p(k), int) and int(op.p(k)) < 0 and r > 0}  # type: ignore[arg-type]
+        r = ranks[op.operands[0]] if op.operands and op.operands[0] < len(ranks) else 0
+        fixed = {k: int(op.p(k)) % r for k in keys  # type: ignore[arg-type]
+                 if isinstance(op.p(k), int) and -r <= int(op.p(k)) < 0}  # type: ignore[arg-type]
         if fixed:
             body[i], changed = _with(op, **fixed), True
     return replace(p, body=tuple(body)) if changed else None
