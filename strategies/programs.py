@@ -714,6 +714,19 @@ def _steering(foci: tuple[Focus, ...]) -> dict[str, str]:
     return out
 
 
+# the least rank of a value the kind's op takes, where it is above 0 (strategies/local_ops.py;
+# the kinds of _FITS get a dimension of the group size, so a rank of 1 or more, anyway)
+_MIN_RANK = {"transpose": 2, "reduce_sum": 1}
+
+
+def _takeable_rank(draw: st.DrawFn, kind: str, rank: int | None) -> int | None:
+    """`rank`, or where it is drawn (None) and the focus kind takes no value of a low rank,
+    a rank it takes, 2 or 3 for a transpose."""
+    if rank is None and kind in _MIN_RANK:
+        return draw(st.integers(_MIN_RANK[kind], 3), label=f"{kind}_rank")
+    return rank
+
+
 _FITS = ("psum_scatter", "all_to_all", "pswapaxes")
 _FIT_PARAM = {"psum_scatter": "scatter_dimension", "all_to_all": "split_axis", "pswapaxes": "axis"}  # the parameter naming that dimension  # the kinds `_takes_all` needs a dimension of the group size for
 
@@ -755,13 +768,14 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     vma_flag = not any(g.needs_check_vma_off for g in every)
     x64 = any(g.fixes("dtype") in (X64_DTYPE, *_X64_ONLY) for g in every)
     rank, dtype = argument_constraint(f, x64, group[0][1:])
-    if f.kind == "transpose" and rank is None:
-        # (a transpose needs rank 2 or more: from a drawn rank, a third of its focus
-        # programs had no value it could take)
-        rank = draw(st.integers(2, 3), label="transpose_rank")
+    # (a transpose needs rank 2 or more: from a drawn rank, a third of its focus programs
+    # had no value it could take)
+    rank = _takeable_rank(draw, f.kind, rank)
     # a sweep group's other (compound) foci of a rank or dtype: the next arguments take them
     others = [c for c in group[1:] if any(d in ("rank", "dtype") or v == "middle" for g in c for d, v in g.parts)]
-    more = [argument_constraint(c[0], x64, c[1:]) for c in others]
+    # (of a rank their op takes: seed 2's sweep gave up reduce_sum|dtype=int32|by_error
+    # and transpose|dtype=int8|by_error in every mode, their arguments drawn of rank 0 and 1)
+    more = [(_takeable_rank(draw, c[0].kind, r), d) for c in others for r, d in [argument_constraint(c[0], x64, c[1:])]]
     # a psum_scatter, all_to_all or pswapaxes over every usable axis (`_focus_axes`) needs
     # a dimension of the group's size (a multiple, tiled): the first argument has one
     fit = None

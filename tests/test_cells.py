@@ -775,3 +775,38 @@ def test_the_program_without_a_known_bug_keeps_the_op_an_invalid_programs_error_
     e = predict(q).error
     assert e is not None and (e.kind, e.facts) == (pred.error.kind, pred.error.facts)
     assert "neg|dtype=int32|by_error" in checked_cells(q)
+
+
+def test_the_program_without_a_known_bug_outputs_what_the_bug_op_reads() -> None:
+    """The program without a known bug (a bf16 psum over a partial-manual axis, which
+    aborts) keeps the ops that fed only the bug op, each read value made an output (a
+    varying scalar as its sum with a zero of shape (1,)): seed 0's pshuffle in a cond fed
+    such a psum, and `pshuffle|wrap=cond|by_error` was never checked in eager. A value a
+    bug op makes, or one another bug op feeds, stays out."""
+    from harness.campaign.cells import checked_cells
+    from harness.judge.known import derived_program
+    from harness.judge.known_load import load
+    from oracles import predict
+
+    entry = next(e for e in load() if e.id == "bf16-partial-manual-allreduce-abort")
+    mesh = Mesh(("x", "y"), (2, 2))
+    ins = (Input((), "bfloat16", "iota"), Input((4,), "bfloat16", "iota", seed=1), Input((4,), "int32", "iota", seed=2))
+    body = (Op.make("pshuffle", (0,), axes=("x",), perm=(1, 0), wrap="cond"),  # 3: a varying scalar
+            Op.make("psum", (3,), axes=("x",)),  # 4: the bug
+            Op.make("neg", (1,)),  # 5: a rank-1 value varying along x
+            Op.make("psum", (5,), axes=("x",)),  # 6: the bug
+            Op.make("psum", (6,), axes=("x",)),  # 7: fed by a bug op
+            Op.make("neg", (2,)))  # 8
+    p = Program(mesh, ins, (Spec(()), Spec((("x",),)), Spec((("x",),))), body, (4, 7, 8),
+                (Spec(()), Spec((None,)), Spec((("x",),))), axis_names=("x",))
+    pred = predict(p)
+    assert pred.error is None
+    q = derived_program([entry], p, pred)
+    assert q is not None
+    got = predict(q)
+    assert got.error is None
+    assert [op.kind for op in q.body] == ["pshuffle", "neg", "neg", "const", "add"]
+    assert len(q.outputs) == 3 and [o.global_shape for o in got.outputs] == [(4,), (2,), (4,)]
+    assert (got.outputs[0].device_values == pred.outputs[2].device_values).all()
+    assert {"pshuffle|wrap=cond", "neg|dtype=bfloat16"} <= checked_cells(q)
+    assert not any(op.kind == "psum" for op in q.body)

@@ -364,3 +364,57 @@ def test_after_known_trouble_at_an_op_of_another_kind_a_group_is_drawn_without_t
         assert other <= set(avoid1), (other, avoid1)
         followed += bool(other)
     assert followed >= 2, followed
+
+
+def test_a_sweep_groups_later_reduce_sum_or_transpose_focus_has_an_argument_of_a_rank_it_takes() -> None:
+    """A later focus of a sweep group that names a dtype gets an argument of that dtype;
+    a reduce_sum takes no scalar and a transpose no value below rank 2, so that argument
+    has a rank they take (seed 2 gave up reduce_sum|dtype=int32|by_error and
+    transpose|dtype=int8|by_error in every mode: their arguments came out of rank 0 and 1)."""
+    from harness.campaign.sweep import _draw, _held
+    from harness.run.modes import DEFAULT_MODES
+
+    for cells in (("reduce_sum|dtype=uint32", "reduce_sum|dtype=int32"), ("transpose|dtype=float16", "transpose|dtype=int8")):
+        a, b = (Focus(c, "spmd") for c in cells)
+        held = 0
+        for at in range(12):
+            p = _draw(7 * at + 1, ((a,), (b,)), ())[0]
+            held += p is not None and b in _held([b], p, DEFAULT_MODES)
+        assert held >= 11, (cells, held)
+
+
+def test_after_known_trouble_at_its_defects_op_a_group_is_drawn_with_another_defect() -> None:
+    """An invalid sweep program whose defect's own op (of another kind than the foci) is
+    one jax is known to answer with another error holds none of its foci: the group's
+    next draws take another defect (seed 2: a bad_permutation's ppermute, which jax does
+    not check, cost reduce_sum|dtype=int32|by_error one of its tries)."""
+    from itertools import islice
+
+    import harness.campaign.sweep as sweep
+    from harness.campaign.cells import failing_op
+
+    calls: list[tuple[tuple[tuple[Focus, ...], ...], tuple[str, ...], Program | None]] = []
+    real = sweep._draw
+
+    def spy(at: int, group: tuple[tuple[Focus, ...], ...], defects: tuple[str, ...], avoid: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+        got = real(at, group, defects, avoid)
+        calls.append((group, defects, got[0]))
+        return got
+
+    def trouble(p: Program) -> frozenset[int]:  # (jax "goes wrong" at every ppermute and pmin)
+        return frozenset(i for i, op in enumerate(p.body) if op.kind in ("ppermute", "pmin"))
+
+    sweep._draw = spy  # type: ignore[assignment]
+    try:
+        list(islice(sweep.sweep_draws(0, invalid=1.0, trouble=trouble), 60))
+    finally:
+        sweep._draw = real  # type: ignore[assignment]
+    followed = 0
+    for (g0, _, p0), (g1, d1, _) in zip(calls, calls[1:]):
+        if g0 != g1 or p0 is None or p0.defect is None or g0[0][0].kind in ("ppermute", "pmin"):
+            continue
+        at = failing_op(p0)
+        if at is not None and at in trouble(p0):
+            assert d1 and p0.defect not in d1, (p0.defect, d1)
+            followed += 1
+    assert followed >= 1, followed

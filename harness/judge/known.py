@@ -44,7 +44,7 @@ from harness.judge.known_features import (
 from oracles.prediction import Prediction, ValueType
 from oracles.rewrites import REWRITES
 from programs.graph import cone, live_ops, slice_outputs
-from programs.model import Program
+from programs.model import DTYPES, Program
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "reports" / "known_divergences.toml"
 _KINDS = {k.value for k in DivergenceKind}
@@ -212,8 +212,9 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
     that applies: every such rewrite, and nothing sliced away, so the whole rewritten
     program is checked again (the bugs of entries without a rewrite show there once more,
     each explained only by its own entry, and that check's own derived program slices
-    them off). Else only the outputs that no feature op of these entries reaches. None
-    when that is `p` itself or has no output left."""
+    them off). Else only the outputs that no feature op of these entries reaches, and the
+    values those ops read where no bug op feeds them (`_sliced_with_feeders`). None when
+    that is `p` itself or has no output left."""
     q = p
     for e in used:
         if e.rewrite is not None:
@@ -228,8 +229,6 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
                 for k in range(len(p.outputs)) if OUTPUT_FEATURES[f](p, k)}
     if bad or spec_bad:
         keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad) and k not in spec_bad)
-        if not keep:
-            return None
         # an invalid program keeps the op its error is at, dead or not, where no bug op
         # feeds it: the program without the bugs fails the same way and checks the other
         # ops' cells by error (seed 0: a bf16 psum crashed eager on a program whose defect
@@ -238,8 +237,59 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
         at = pred.error.op_index if pred.error is not None else None
         also = frozenset({at}) if at is not None and not (cone(p, len(p.inputs) + at) & bad) else frozenset()
         if len(keep) < len(p.outputs):
-            q = slice_outputs(p, keep, also)
-    return None if q == p else q
+            q = _sliced_with_feeders(p, keep, also, bad, pred)
+    return None if q == p or not q.outputs else q
+
+
+def _sliced_with_feeders(p: Program, keep: tuple[int, ...], also: frozenset[int], bad: frozenset[int],
+                         pred: Prediction) -> Program:
+    """`p` sliced to its outputs `keep` and the ops `also` (`slice_outputs`), with an
+    output more for each value a bug op (`bad`) reads that no bug op makes or feeds and
+    that the slice would drop: its op's cells are checked in the program without the bug
+    too (seed 0: eager aborted at a bf16 psum over a partial-manual axis, and the program
+    sliced without it lost the pshuffle in a cond that fed it: `pshuffle|wrap=cond|by_error`
+    was never checked in eager). Each such output's out_spec names the manual axes the
+    value varies along (the oracle's types; every manual axis without check_vma) on its
+    first dimension, or is P() where it varies along none; a scalar that varies is
+    output as its sum with a zero of shape (1,) (`jnp.full`: two ops more; of an argument's
+    dtype only). A reduced or
+    unreduced value, or a program wrapped in auto_axes / explicit_axes (one spec per
+    output there) gets no output."""
+    from dataclasses import replace
+
+    from programs.model import Op, Spec
+
+    n_in = len(p.inputs)
+    needed: set[int] = set()
+    for o in (*(p.outputs[k] for k in keep), *(n_in + i for i in also)):
+        needed |= cone(p, o)
+    types = pred.value_types
+    order = {a: i for i, a in enumerate(p.mesh.names)}
+    extra: list[tuple[int, Spec]] = []
+    for v in sorted({v for i in bad for v in p.body[i].operands}) if p.wrap is None else ():
+        if v < n_in or v >= len(types) or (v - n_in) in needed or cone(p, v) & bad:
+            continue
+        t = types[v]
+        if t.unreduced or t.reduced:
+            continue
+        axes = tuple(sorted(t.vma if t.vma is not None else p.manual_axes, key=order.__getitem__))
+        if axes and not t.shape and t.dtype not in DTYPES:
+            continue  # (a const of int16 / int64 / uint64, a dtype only a result has: none)
+        extra.append((v, Spec(((axes,) + (None,) * (max(len(t.shape), 1) - 1)) if axes else ())))
+        needed |= cone(p, v)
+    q = slice_outputs(p, keep, also | {v - n_in for v, _ in extra})
+    if not extra:
+        return q
+    at = {n_in + i: n_in + j for j, i in enumerate(sorted(needed))}  # (slice_outputs' renumbering)
+    body, outputs = list(q.body), list(q.outputs)
+    for v, spec in extra:
+        o = at[v]
+        if spec.entries and not types[v].shape:  # (a varying scalar: no out_spec names its axes)
+            body.append(Op.make("const", (), shape=(1,), dtype=types[v].dtype, value=0))
+            body.append(Op.make("add", (o, n_in + len(body) - 1)))
+            o = n_in + len(body) - 1
+        outputs.append(o)
+    return replace(q, body=tuple(body), outputs=tuple(outputs), out_specs=(*q.out_specs, *(s for _, s in extra)))
 
 
 # ------------------------------------------------------------------------ use
