@@ -27,7 +27,7 @@ from hypothesis.errors import InvalidArgument
 
 from programs.cells import PAIRED, axis_class
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
-from programs.ops import COLLECTIVES
+from programs.ops import BINARY_OPS, COLLECTIVES
 from strategies.body import _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
@@ -678,6 +678,8 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
             # every other try over the axes of the focus's axis-tuple class (the others
             # drawn); the parameters drawn in the classes the foci name (`_Body.want`)
             body.want = _steering((f, *extra))
+            if f.kind in BINARY_OPS and (d := wanted((f, *extra))[1]) is not None:
+                body.want["dtype"] = d  # (the binary op's partner of that dtype: strategies/local_ops.py)
             try:
                 ok = body.try_op(draw, f.kind, operand=idx, axes=() if empty else axes if n % 2 == 0 else None)
             finally:
