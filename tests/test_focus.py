@@ -437,3 +437,31 @@ def test_a_binary_ops_dtype_focus_takes_a_partner_of_its_dtype() -> None:
             held += len(_held(foci, p, DEFAULT_MODES))
             total += len(foci)
     assert held >= 0.9 * total, (held, total)
+
+
+def test_the_sweep_aims_at_a_cell_outside_the_table_that_a_program_held() -> None:
+    """A cell outside the table that some program drawn before held (`CellLedger.seen`,
+    harness/campaign/fuzz.py `tier_modes`) becomes a focus of the sweep, which draws a program holding
+    it (seed 1: cast|dtype=float64|by_error and psum|dtype=uint64|by_error, held by sweep
+    programs jax is known to answer with another error at another op, were checked in
+    abstract only, and no focus aimed at them)."""
+    from harness.campaign.cells import CellLedger, checked_cells
+    from harness.campaign.sweep import sweep_draws
+    from harness.run.modes import DEFAULT_MODES
+    from strategies.focus import CELLS
+
+    outside = {"cast|dtype=float64|by_error", "psum|dtype=uint64|by_error"}
+    assert not outside & set(CELLS)
+    ledger = CellLedger.new()
+    held: set[str] = set()
+    for d in sweep_draws(1, ledger=ledger):
+        if d.program is not None:
+            held |= checked_cells(d.program) & outside
+            ledger.claim(d.program, checked_cells(d.program), DEFAULT_MODES)
+            ledger.seen |= outside  # (as if an earlier program had held them)
+    assert held == outside
+    # unseen, no group aims at them
+    ledger = CellLedger.new()
+    for d in sweep_draws(1, ledger=ledger):
+        assert not {f.cell for g in d.group for f in g} & outside
+        ledger.claim(d.program, checked_cells(d.program) - outside, DEFAULT_MODES)

@@ -241,6 +241,10 @@ class CellLedger:
     # count on them for such a program (seed 0 claimed pcast|axes=with_size_1 in vmap
     # for a program with a pcast to 'reduced', and vmap never checked it)
     ur_gaps: dict[str, str] = field(default_factory=dict)
+    # every cell of the programs drawn so far, as the value tier saw them (every program
+    # is checked abstractly at least: harness/campaign/fuzz.py `tier_modes`): the sweep
+    # aims at those outside the table too (harness/campaign/sweep.py)
+    seen: set[str] = field(default_factory=set)
 
     @staticmethod
     def new() -> CellLedger:

@@ -583,6 +583,7 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
         # error (`CELL|by_error`, as Run.record counts them): cheap, it stops at tracing
         fails = typed_cells(p)[1]
         cells = checked_cells(p)
+        ledger.seen |= cells
         if fails and jax_version is not None:
             bad = error_trouble(cfg, p, jax_version)
             if bad:
