@@ -654,3 +654,27 @@ def test_a_wrong_error_jax_raises_after_tracing_the_whole_body_may_come_from_any
     assert d.signature == "wrong_error|jit|collective_param->ValueError" and d.raised_at == len(p.body) and d.op_index == 1
     [x] = explain_all(load(), res.divergences, p, res.prediction, "0.10.2")
     assert x.entry is not None and x.entry.id == "negative-scatter-dimension"
+
+
+def test_the_modes_a_known_entry_says_jax_may_crash_in_run_last() -> None:
+    """A crash kills the worker, and the modes after it in the job never run: the
+    scheduler puts the modes a known entry says jax may crash in on a program last (seed
+    3: a partial-manual all_gather crashed gspmd, and smap never checked that sweep
+    program's seven cells, which the sweep counted as claimed). A program without the
+    entry's features keeps its order."""
+    from types import SimpleNamespace
+
+    from harness.campaign.fuzz import _Scheduler as Scheduler
+    from harness.judge.known import hang_entries, hang_mode_names
+
+    crashes = hang_entries(ENTRIES, "0.10.2", "crash")
+    assert any(e.id == "gspmd-partial-manual-all-gather-abort" for e in crashes)
+    sched = SimpleNamespace(crashes=crashes, crash_names=hang_mode_names(crashes, "crash"))
+    xyz = Mesh(("x", "y", "z"), (2, 2, 2))
+    gather = Program(xyz, (iota(4),), (P("x"),), (op("all_gather", 0, axes=("x",), axis=0, tiled=True),), (1,), (P(),),
+                     axis_names=("x",))
+    modes = ("abstract", "jit", "gspmd", "vmap", "smap", "grad", "lowering")
+    got = Scheduler.crash_last(sched, gather, modes)  # type: ignore[arg-type]
+    assert got[-1] == "gspmd" and sorted(got) == sorted(modes) and got[:2] == ("abstract", "jit"), got
+    plain = Program(xyz, (iota(4),), (P("x"),), (op("neg", 0),), (1,), (P("x"),), axis_names=("x",))
+    assert Scheduler.crash_last(sched, plain, modes) == modes  # type: ignore[arg-type]

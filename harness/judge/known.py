@@ -383,32 +383,36 @@ def trouble_kind(p: Program, bad: frozenset[int]) -> str | None:
     return next(iter(kinds)) if len(kinds) == 1 else None
 
 
-def hang_entries(entries: Sequence[KnownDivergence], jax_version: str) -> tuple[KnownDivergence, ...]:
-    """The entries covering `jax_version` that say jax hangs (a `timeout` signature)."""
-    return tuple(e for e in entries if e.covers(jax_version) and any(pat.kind == "timeout" for pat in e.patterns))
+def hang_entries(entries: Sequence[KnownDivergence], jax_version: str, kind: str = "timeout") -> tuple[KnownDivergence, ...]:
+    """The entries covering `jax_version` that say jax hangs (a `timeout` signature), or
+    with `kind` "crash", crashes."""
+    return tuple(e for e in entries if e.covers(jax_version) and any(pat.kind == kind for pat in e.patterns))
 
 
-def hang_mode_names(entries: Sequence[KnownDivergence]) -> frozenset[str] | None:
-    """The modes the timeout signatures of `entries` name (None: one names every mode)."""
+def hang_mode_names(entries: Sequence[KnownDivergence], kind: str = "timeout") -> frozenset[str] | None:
+    """The modes the timeout (or `kind`) signatures of `entries` name (None: one names every mode)."""
     out: set[str] = set()
     for e in entries:
         for pat in e.patterns:
-            if pat.kind == "timeout":
+            if pat.kind == kind:
                 if pat.modes is None:
                     return None
                 out |= set(pat.modes)
     return frozenset(out)
 
 
-def known_hang_modes(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], modes: Sequence[str]) -> tuple[str, ...]:
+def known_hang_modes(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], modes: Sequence[str],
+                     kind: str = "timeout") -> tuple[str, ...]:
     """The modes of `modes` in which one of `entries` (`hang_entries`) says jax may hang
     on `p` (`types`: the oracle's value types): its timeout signature names the mode, its program features hold, and its op
     features hold on some op (dead ones too: a hang names no op, so `explains` scopes it
     to any op). The scheduler runs those modes with a short time limit of their own
-    (harness/campaign/fuzz.py KNOWN_HANG_LIMIT_S): checked, but not at 30 s a hang."""
+    (harness/campaign/fuzz.py KNOWN_HANG_LIMIT_S): checked, but not at 30 s a hang.
+    With `kind` "crash": the modes an entry says jax may crash in, which the scheduler
+    runs after the program's other modes."""
     out: set[str] = set()
     for e in entries:
-        ms = {m for pat in e.patterns if pat.kind == "timeout" for m in modes if pat.modes is None or m in pat.modes}
+        ms = {m for pat in e.patterns if pat.kind == kind for m in modes if pat.modes is None or m in pat.modes}
         if not ms or not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
             continue
         if e.op_features and not e.feature_ops(p, types):
