@@ -328,8 +328,7 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
         return ledger is None or any(f"{f.cell}@{m}" not in ledger.scheduled for m in profile_modes(f, modes, gaps))
 
     n = 0
-    table = {f.cell for f in FOCI}
-    aimed: set[str] = set()
+    aimed = {f.cell for f in FOCI}  # (the table's cells, and those outside it already foci)
     for key in pending.keys():
         if ledger is not None:
             # a cell outside the table that a program drawn before held (`CellLedger.seen`:
@@ -340,7 +339,7 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
             # checked them (the table lists what unfocused generation and the foci reach:
             # with every such twin, 88 cells and ~20 sweep programs more, eager missed
             # 90 to 170 pairs more at seeds 0 to 2)
-            for c in sorted(ledger.seen - table - aimed):
+            for c in sorted(ledger.seen - aimed):
                 aimed.add(c)
                 if c.split("|")[0] in KINDS and "=?" not in c:
                     for pr in PROFILES:
@@ -354,8 +353,8 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
         avoid: set[str] = set()
         skip: set[str] = set()
         for d in range(DRAWS):
-            some = tuple(x for x in (defects or DEFECTS) if x not in skip) if skip else defects
-            got, kept = _draw(s * 100_003 + n + 1_000_000_007 * d, group, some or defects, tuple(sorted(avoid)))
+            some = tuple(x for x in (defects or DEFECTS) if x not in skip) or defects
+            got, kept = _draw(s * 100_003 + n + 1_000_000_007 * d, group, some, tuple(sorted(avoid)))
             if got is None:
                 continue
             held = _held(members, got, modes, gaps)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
@@ -44,7 +44,7 @@ from harness.judge.known_features import (
 from oracles.prediction import Prediction, ValueType
 from oracles.rewrites import REWRITES
 from programs.graph import cone, live_ops, slice_outputs
-from programs.model import DTYPES, Program
+from programs.model import DTYPES, Op, Program, Spec
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "reports" / "known_divergences.toml"
 _KINDS = {k.value for k in DivergenceKind}
@@ -255,10 +255,6 @@ def _sliced_with_feeders(p: Program, keep: tuple[int, ...], also: frozenset[int]
     dtype only). A reduced or
     unreduced value, or a program wrapped in auto_axes / explicit_axes (one spec per
     output there) gets no output."""
-    from dataclasses import replace
-
-    from programs.model import Op, Spec
-
     n_in = len(p.inputs)
     needed: set[int] = set()
     for o in (*(p.outputs[k] for k in keep), *(n_in + i for i in also)):
@@ -277,19 +273,16 @@ def _sliced_with_feeders(p: Program, keep: tuple[int, ...], also: frozenset[int]
             continue  # (a const of int16 / int64 / uint64, a dtype only a result has: none)
         extra.append((v, Spec(((axes,) + (None,) * (max(len(t.shape), 1) - 1)) if axes else ())))
         needed |= cone(p, v)
-    q = slice_outputs(p, keep, also | {v - n_in for v, _ in extra})
-    if not extra:
-        return q
-    at = {n_in + i: n_in + j for j, i in enumerate(sorted(needed))}  # (slice_outputs' renumbering)
+    # (the extra values as outputs of `p`, sliced with the kept ones: slice_outputs renumbers)
+    wide = replace(p, outputs=(*p.outputs, *(v for v, _ in extra)), out_specs=(*p.out_specs, *(sp for _, sp in extra)))
+    q = slice_outputs(wide, (*keep, *range(len(p.outputs), len(wide.outputs))), also)
     body, outputs = list(q.body), list(q.outputs)
-    for v, spec in extra:
-        o = at[v]
+    for j, (v, spec) in enumerate(extra, start=len(keep)):
         if spec.entries and not types[v].shape:  # (a varying scalar: no out_spec names its axes)
             body.append(Op.make("const", (), shape=(1,), dtype=types[v].dtype, value=0))
-            body.append(Op.make("add", (o, n_in + len(body) - 1)))
-            o = n_in + len(body) - 1
-        outputs.append(o)
-    return replace(q, body=tuple(body), outputs=tuple(outputs), out_specs=(*q.out_specs, *(s for _, s in extra)))
+            body.append(Op.make("add", (outputs[j], n_in + len(body) - 1)))
+            outputs[j] = n_in + len(body) - 1
+    return replace(q, body=tuple(body), outputs=tuple(outputs))
 
 
 # ------------------------------------------------------------------------ use
