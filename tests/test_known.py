@@ -678,3 +678,56 @@ def test_the_modes_a_known_entry_says_jax_may_crash_in_run_last() -> None:
     assert got[-1] == "gspmd" and sorted(got) == sorted(modes) and got[:2] == ("abstract", "jit"), got
     plain = Program(xyz, (iota(4),), (P("x"),), (op("neg", 0),), (1,), (P("x"),), axis_names=("x",))
     assert Scheduler.crash_last(sched, plain, modes) == modes  # type: ignore[arg-type]
+
+
+def test_a_value_feature_the_program_lacks_is_no_known_trouble() -> None:
+    """`known_trouble` (the scheduler runs such a valid program alone, not in a jit
+    batch) asks an entry's value features too: zero-size-output-blocks, whose only
+    feature is a zero-size value, held every valid program, and none was batched."""
+    from harness.judge.known import known_trouble
+
+    plain = prog(XY, [iota(4)], [P("x")], [op("neg", 0)], [1], [P("x")])
+    assert not known_trouble(ENTRIES, plain, predict(plain), "0.10.2", "jit")
+    zero = prog(XY, [iota(4, 0)], [P("x")], [op("neg", 0)], [1], [P("x")])
+    assert predict(zero).error is None and 0 in predict(zero).outputs[0].global_shape
+    assert "zero-size-output-blocks" in [e.id for e in ENTRIES if known_trouble([e], zero, predict(zero), "0.10.2", "jit")]
+
+
+class _Recorder:
+    """A worker pool that records what is sent to it and never finishes a job."""
+
+    def __init__(self) -> None:
+        self.alone: list[tuple[str, ...]] = []
+        self.batches = 0
+
+    def free(self) -> int:
+        return 1
+
+    def submit(self, program: Program, modes: tuple[str, ...], tag: object = None, limit_s: float | None = None) -> None:
+        self.alone.append(modes)
+
+    def submit_batch(self, programs: list[Program], tags: list[object]) -> None:
+        self.batches += 1
+
+
+def test_a_stream_program_has_its_jit_mode_batched_and_a_sweep_program_does_not(tmp_path: Path) -> None:
+    """A valid program of the stream has its jit mode compiled in a batch with others;
+    one of the sweep runs every mode in its own job, as a batch records its programs only
+    when it is full (seeds 1 and 2, 60 s: batched sweep programs left 36-47 pairs of
+    every cheap mode unchecked)."""
+    from harness.campaign.config import RunConfig
+    from harness.campaign.fuzz import _Scheduler as Scheduler
+    from harness.campaign.state import Run
+
+    progs = [prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("add", 0, k)], [2], [P("x")]) for k in (1, 0)]
+    for sweeping in (False, True):
+        cfg = RunConfig(workers=0, report_dir=tmp_path, suppressions=ENTRIES, batch=2, modes=("abstract", "jit", "vmap"))
+        pool = _Recorder()
+        sched = Scheduler(Run(cfg), pool)  # type: ignore[arg-type]
+        sched.run.jax_version, sched.sweeping = "0.10.2", sweeping
+        for p in progs:
+            sched._submit(p, ("abstract", "jit", "vmap"))
+        if sweeping:
+            assert pool.batches == 0 and pool.alone == [("abstract", "jit", "vmap")] * 2, pool.alone
+        else:
+            assert pool.batches == 1 and pool.alone == [("abstract", "vmap")] * 2, pool.alone

@@ -301,6 +301,8 @@ def known_trouble(entries: Sequence[KnownDivergence], p: Program, pred: Predicti
             continue
         if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
             continue
+        if not _value_features_hold(e, Scope(None, None, frozenset(range(len(p.body))), False), p, pred):
+            continue  # (zero-size-output-blocks, whose only feature is a value's, held every program: none was batched)
         if e.op_features and not (e.feature_ops(p, pred.value_types) & live):
             continue
         return True
