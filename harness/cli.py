@@ -257,6 +257,8 @@ def print_summary(s: RunSummary, report: Path) -> None:
     )
     if s.cells:
         print(f"  cells: {s.cell_coverage.line()}")
+    if s.mode_time:
+        print(f"  worker time: {s.worker_time.line()}")
     for b in s.new + s.still:
         tag = "NEW  " if b.new else "STILL"
         mini = f"  minimized: {b.minimized_case} {list(b.minimized_size or ())}" if b.minimized_case else ""

@@ -419,6 +419,37 @@ def test_cell_coverage_counts_every_pair_once_and_every_renderer_prints_its_line
     assert f"cells: {line}" in buf.getvalue()
 
 
+def test_worker_time_names_each_modes_share_and_the_cache_and_every_renderer_prints_its_line(tmp_path: Path) -> None:
+    """`WorkerTime` (harness/report/summary.py): each mode's seconds and runs, the most
+    first, and whether the compilation cache was empty (a machine's first run checks
+    fewer pairs in its budget); summary.json, junit.xml, index.html and the console give
+    its one line."""
+    from harness.report.summary import ModeTime, WorkerTime
+
+    modes = (ModeTime("jit", 10, 1.5), ModeTime("eager", 3, 4.25))
+    line = WorkerTime(modes, 0).line()
+    assert line.startswith("6s in checks: eager 4.2s (3 runs), jit 1.5s (10 runs)") and "cache was empty" in line
+    assert "held 12 executables" in WorkerTime(modes, 12).line() and "no compilation cache" in WorkerTime(modes).line()
+    doc = json.loads(json.dumps({**_summary_doc_with_cells(()), "mode_time": [{"mode": m.mode, "runs": m.runs,
+                                                                               "seconds": m.seconds} for m in modes],
+                                 "cache_entries": 0}))
+    s = RunSummary.from_json(doc)
+    assert s.worker_time == WorkerTime(modes, 0)
+    out = s.to_json()
+    assert out["worker_time"] == line and RunSummary.from_json(out) == s  # (derived: not read back)
+    junit, page = _write_reports(s, tmp_path)
+    assert line in junit.read_text() and html.escape(line) in page.read_text()
+    import contextlib
+    import io
+
+    from harness.cli import print_summary
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        print_summary(s, tmp_path)
+    assert f"worker time: {line}" in buf.getvalue()
+
+
 def _summary_doc_with_cells(cells: tuple[Any, ...]) -> dict[str, Any]:
     from dataclasses import asdict
 

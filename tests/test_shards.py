@@ -52,6 +52,10 @@ def test_shards_merged_equal_the_unsharded_run(tmp_path: Path, faulty_pool: Pool
     assert buckets(merged) == buckets(whole)
     assert merged.counts == whole.counts
     assert merged.merged_from == (str(tmp_path / "s0"), str(tmp_path / "s1"))
+    # each mode's worker time: the shards' summed (every drawn program checked abstractly once)
+    runs = {m.mode: m.runs for m in merged.mode_time}
+    assert runs["abstract"] == sum(m.runs for p in parts for m in p.mode_time if m.mode == "abstract") >= whole.counts.programs_run
+    assert runs == {m.mode: sum(n.runs for p in parts for n in p.mode_time if n.mode == m.mode) for m in merged.mode_time}
     # the merged report is self-contained and reads back as the same summary
     for b in merged.buckets:
         assert Path(b.case).parent == tmp_path / "merged" / "cases" and Path(b.case).exists()

@@ -32,6 +32,7 @@ from harness.report.summary import (
     CellCheck,
     CoverageCell,
     FixedCase,
+    ModeTime,
     RunSummary,
     counts_of,
 )
@@ -267,6 +268,8 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         programs_drawn=len(run.generated_ids),
         programs_swept=len(run.swept_ids),
         late_dropped=run.late_dropped,
+        mode_time=tuple(ModeTime(m, n, round(t, 2)) for m, (n, t) in sorted(run.mode_time.items())),
+        cache_entries=run.cache_entries,
     )
     atomic_write(cfg.report_dir / "summary.json", json.dumps(summary.to_json(), indent=1))
     write_reports(summary, cfg.report_dir)

@@ -10,6 +10,7 @@ derived programs) and re-exports the names callers use.
 
 from __future__ import annotations
 
+import os
 import unittest
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -357,6 +358,9 @@ class _Scheduler:
         result, a re-confirmation alone, or a probe run."""
         assert self.pool is not None
         tag = c.tag
+        for o in c.observations:
+            runs, secs = self.run.mode_time.get(o.mode, (0, 0.0))
+            self.run.mode_time[o.mode] = (runs + 1, secs + o.elapsed_s)
         if c.unrun:  # (a crash or hang kept these modes from running: Run.record)
             self.run.unrun.setdefault(program_id(c.program), set()).update(c.unrun)
         if isinstance(tag, _Probe):
@@ -476,6 +480,7 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
     passed in (already started: benchmarks measure the steady state) is used instead of
     a new one and left open."""
     run = Run(cfg)
+    run.cache_entries = cache_entries(cfg.worker_env.get("JAX_COMPILATION_CACHE_DIR"))
     stats: list[dict[str, Any]] = []
     cfg.report_dir.mkdir(parents=True, exist_ok=True)
     own_pool = pool is None
@@ -510,6 +515,17 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
         if pool is not None and own_pool:
             pool.close()
     return summarise(run, stats)
+
+
+def cache_entries(directory: str | None) -> int:
+    """The executables jax's compilation cache `directory` holds (-1: no cache)."""
+    if not directory:
+        return -1
+    try:
+        with os.scandir(directory) as it:
+            return sum(1 for e in it if e.name.endswith("-cache"))
+    except OSError:
+        return 0  # (not made yet: jax makes it at the first write)
 
 
 def cpu_runnable_part(p: Program) -> Program | None:

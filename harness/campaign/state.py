@@ -122,6 +122,8 @@ class Run:
         self.corpus_replayed = 0
         self.swept_ids: set[str] = set()  # the sweep's programs (drawn: in generated_ids too)
         self.late_dropped = 0  # late parts (costly modes) not run: the budget ended first
+        self.mode_time: dict[str, tuple[int, float]] = {}  # mode -> (runs, seconds): the workers' own timing
+        self.cache_entries = -1  # executables in the compilation cache at the start (-1: no cache)
         self.database_replayed = 0
         self.checked: set[str] = set()  # program ids checked in this run
         self.repeats = 0  # programs drawn again (the same id) and not checked again

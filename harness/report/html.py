@@ -94,6 +94,7 @@ def _header(s: RunSummary) -> str:
         f'<div class="sub">jax {_esc(s.jax_version)} · seed {_esc(s.seed)} · modes {_esc(", ".join(s.modes) or "?")}'
         f" · {_esc(s.elapsed_s)} s{_shards(s)}</div>",
         f'<p class="counts">{_esc(c.line())}</p>',
+        *([f'<p class="meta">worker time: {_esc(s.worker_time.line())}</p>'] if s.mode_time else []),
         '<div class="tiles">',
         _tile(c.new_buckets, "new buckets", "new" if c.new_buckets else "zero"),
         _tile(c.still_failing_buckets, "still failing buckets", "new" if c.still_failing_buckets else "zero"),

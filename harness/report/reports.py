@@ -62,6 +62,7 @@ def junit_xml(summary: RunSummary) -> str:
     run = ET.SubElement(suite, "testcase", classname="shardfuzz", name="run", time=str(summary.elapsed_s))
     out = ET.SubElement(run, "system-out")
     cells = f"\ncells: {summary.cell_coverage.line()}" if summary.cells else ""
+    cells += f"\nworker time: {summary.worker_time.line()}" if summary.mode_time else ""
     out.text = _clean(f"{c.line()}; jax {summary.jax_version}, seed {summary.seed}{cells}")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
