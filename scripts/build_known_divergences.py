@@ -112,10 +112,11 @@ entries = [
    # jax raises at the psum_scatter (or while lowering, naming no op); a wrong error's `where`
    # is the predicted kind, so its scope is the op jax raised at (errors_downstream: or after it)
    signatures=["unexpected_error|*|psum_scatter->*", "unexpected_error|*|lowering->ValueError",
-               "wrong_error|*|*->ValueError", "wrong_error|vmap,vmap_spmd|*->IndexError", "shape|*|psum_scatter",
+               "wrong_error|*|*->ValueError", "wrong_error|vmap,vmap_spmd|*->IndexError",
+               "wrong_error|vmap,vmap_spmd|*->TypeError", "shape|*|psum_scatter",
                "timeout|grad,grad_remat|timeout"],
    when=["psum_scatter:scatter_dimension<0"],
-   reason="jax.lax.psum_scatter forwards a negative scatter_dimension unnormalised to the reduce_scatter primitive: lowering fails StableHLO verification ('value is non-negative'), under vmap the batching rule raises IndexError, the abstract shape of later ops can be wrong, and in the grad modes after an all_to_all inside lax.scan the backward pass hangs (reports/corpus/known/neg_scatter_scan_grad_hang.json). The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.psum_scatter forwards a negative scatter_dimension unnormalised to the reduce_scatter primitive: lowering fails StableHLO verification ('value is non-negative'), under vmap the batching rule raises IndexError, or scatters the wrong dimension, and in a fori loop the carry check then raises TypeError ('carry input and carry output must have equal types': int32[2] against int32[1]) before an invalid program's own defect (fuzz --seed 2, 60 s: an untiled scatter_dimension=-1 psum_scatter in a fori, out_specs with extra entries; reports/corpus/known/neg_scatter_vmap_fori_invalid.json), the abstract shape of later ops can be wrong, and in the grad modes after an all_to_all inside lax.scan the backward pass hangs (reports/corpus/known/neg_scatter_scan_grad_hang.json). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/20125 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="negative-all-to-all-split-axis", case="neg_split", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,

@@ -357,6 +357,35 @@ def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a
     assert find(ENTRIES, wrong(0), [wrong(0)], p, pred, "0.11.2") is None  # fixed upstream
 
 
+def test_a_negative_scatter_psum_scatter_explains_vmaps_carry_type_error_before_a_later_defect() -> None:
+    """Under vmap, an untiled psum_scatter with scatter_dimension=-1 in a fori loop
+    scatters the wrong dimension, and the loop's carry check raises TypeError before the
+    invalid program's out_specs defect (fuzz --seed 2, 60 s; reports/corpus/known/
+    neg_scatter_vmap_fori_invalid.json). The entry explains that TypeError in the vmap
+    modes only, not for the same program with the dimension non-negative, nor on a jax
+    that has the fix."""
+    from dataclasses import replace
+
+    from programs.model import Op
+    from programs.serialize import from_json
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_scatter_vmap_fori_invalid.json").read_text())
+    assert p.body[0].kind == "psum_scatter" and p.body[0].p("scatter_dimension") < 0 and p.defect
+    pred = predict(p)
+    assert pred.error is not None
+
+    def wrong(mode: str) -> Divergence:
+        return Divergence(DivergenceKind.WRONG_ERROR, mode, "", f"{pred.error.kind.value}->TypeError", raised_at=0)
+
+    e = find(ENTRIES, wrong("vmap"), [wrong("vmap")], p, pred, "0.10.2")
+    assert e is not None and e.id == "negative-scatter-dimension"
+    assert find(ENTRIES, wrong("jit"), [wrong("jit")], p, pred, "0.10.2") is None
+    ps = Op.make("psum_scatter", p.body[0].operands, **{**dict(p.body[0].params), "scatter_dimension": 1})
+    q = replace(p, body=(ps, *p.body[1:]))
+    assert find(ENTRIES, wrong("vmap"), [wrong("vmap")], q, predict(q), "0.10.2") is None
+    assert find(ENTRIES, wrong("vmap"), [wrong("vmap")], p, pred, "0.11.2") is None  # fixed upstream
+
+
 def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_its_cone() -> None:
     """Untiled over a size-1 axis with split_axis=-1, jax 0.10.2's all_to_all keeps its
     operand's shape, so a following pswapaxes of the oracle's (valid) shape raises
