@@ -406,17 +406,7 @@ def test_cell_coverage_counts_every_pair_once_and_every_renderer_prints_its_line
     assert s.cell_coverage == cov
     out = s.to_json()
     assert out["cell_coverage"]["checked"] == 2 and RunSummary.from_json(out) == s  # (derived: not read back)
-    junit, page = _write_reports(s, tmp_path)
-    assert line in junit.read_text() and html.escape(line) in page.read_text()
-    import contextlib
-    import io
-
-    from harness.cli import print_summary
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        print_summary(s, tmp_path)
-    assert f"cells: {line}" in buf.getvalue()
+    _every_renderer_prints(s, tmp_path, f"cells: {line}", line)
 
 
 def test_worker_time_names_each_modes_share_and_the_cache_and_every_renderer_prints_its_line(tmp_path: Path) -> None:
@@ -437,17 +427,22 @@ def test_worker_time_names_each_modes_share_and_the_cache_and_every_renderer_pri
     assert s.worker_time == WorkerTime(modes, 0)
     out = s.to_json()
     assert out["worker_time"] == line and RunSummary.from_json(out) == s  # (derived: not read back)
-    junit, page = _write_reports(s, tmp_path)
-    assert line in junit.read_text() and html.escape(line) in page.read_text()
+    _every_renderer_prints(s, tmp_path, f"worker time: {line}", line)
+
+
+def _every_renderer_prints(s: RunSummary, report: Path, console: str, line: str) -> None:
+    """junit.xml and index.html hold `line`, and the console summary `console`."""
     import contextlib
     import io
 
     from harness.cli import print_summary
 
+    junit, page = _write_reports(s, report)
+    assert line in junit.read_text() and html.escape(line) in page.read_text()
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        print_summary(s, tmp_path)
-    assert f"worker time: {line}" in buf.getvalue()
+        print_summary(s, report)
+    assert console in buf.getvalue()
 
 
 def _summary_doc_with_cells(cells: tuple[Any, ...]) -> dict[str, Any]:
