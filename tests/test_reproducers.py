@@ -94,6 +94,7 @@ PLAIN_MODES = {
     "unbound_assert": "abstract", "vmap_out_rank": "vmap", "vmap_spmd_static_arg": "vmap_spmd",
     "neg_split_eager_invalid": "eager", "neg_split_downstream_swap": "abstract",
     "a2a_untiled_transform": "abstract", "zero_psum_scatter_eager_invalid": "eager",
+    "neg_scatter_vmap_fori_invalid": "vmap",
 }
 # Known cases whose recorded first divergence jax 0.10.2 no longer shows (reported, not hidden)
 STALE: dict[str, str] = {}
