@@ -268,7 +268,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         programs_drawn=len(run.generated_ids),
         programs_swept=len(run.swept_ids),
         late_dropped=run.late_dropped,
-        mode_time=tuple(ModeTime(m, n, round(t, 2)) for m, (n, t) in sorted(run.mode_time.items())),
+        mode_time=ModeTime.totals((m, n, t) for m, (n, t) in run.mode_time.items()),
         cache_entries=run.cache_entries,
     )
     atomic_write(cfg.report_dir / "summary.json", json.dumps(summary.to_json(), indent=1))

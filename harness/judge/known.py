@@ -127,6 +127,11 @@ class Scope:
     ops: frozenset[int]
     localised: bool
 
+    @staticmethod
+    def whole(p: Program) -> Scope:
+        """No value or op named: any op of `p`, dead ones too."""
+        return Scope(None, None, frozenset(range(len(p.body))), False)
+
 
 def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
     n_in = len(p.inputs)
@@ -136,13 +141,13 @@ def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
         # then raise while differentiating it: where jax raised is not known, and it
         # differentiates every op, dead ones too (a pmax with no derivative rule before
         # the op an invalid program's defect is at)
-        return Scope(None, None, frozenset(range(len(p.body))), False)
+        return Scope.whole(p)
     if d.kind.value == "wrong_error" and d.raised_at == len(p.body):
         # jax traced the whole body, then raised (lowering, compiling, the out_specs):
         # it names no op, and lowering fails at any op, dead ones too (a dead psum_scatter
         # of a negative scatter_dimension fails StableHLO verification under jit before
         # a later ppermute's bad perm is checked: fuzz seed 1, 60 s)
-        return Scope(None, None, frozenset(range(len(p.body))), False)
+        return Scope.whole(p)
     if d.output is not None and d.output < len(p.outputs):
         value = p.outputs[d.output]
     elif d.kind.value == "wrong_error" and d.raised_at is not None:
@@ -159,7 +164,7 @@ def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
             return Scope(None, None, frozenset(), True)
         # jax named no op (a compile error, a crash, a hang): any op, dead ones too
         # (eager and the grad modes trace every op; jit drops dead ones only when lowering)
-        return Scope(None, None, frozenset(range(len(p.body))), False)
+        return Scope.whole(p)
     at_op = value - n_in if value >= n_in else None
     return Scope(value, at_op, cone(p, value), True)
 
@@ -301,7 +306,7 @@ def known_trouble(entries: Sequence[KnownDivergence], p: Program, pred: Predicti
             continue
         if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
             continue
-        if not _value_features_hold(e, Scope(None, None, frozenset(range(len(p.body))), False), p, pred):
+        if not _value_features_hold(e, Scope.whole(p), p, pred):
             continue  # (zero-size-output-blocks, whose only feature is a value's, held every program: none was batched)
         if e.op_features and not (e.feature_ops(p, pred.value_types) & live):
             continue

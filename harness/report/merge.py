@@ -203,22 +203,12 @@ def merge(dirs: Sequence[Path], out: Path) -> RunSummary:
         merged_from=tuple(str(d) for d, _ in reports),
         programs_swept=max(s.programs_swept for s in sums),  # (every shard draws the whole sweep)
         late_dropped=total("late_dropped"),
-        mode_time=_mode_time(sums),
+        mode_time=ModeTime.totals((m.mode, m.runs, m.seconds) for s in sums for m in s.mode_time),
         cache_entries=min(s.cache_entries for s in sums),  # (the coldest shard's)
     )
     atomic_write(out / "summary.json", json.dumps(merged.to_json(), indent=1))
     write_reports(merged, out)
     return merged
-
-
-def _mode_time(sums: Sequence[RunSummary]) -> tuple[ModeTime, ...]:
-    """Each mode's runs and seconds, summed over the shards."""
-    by: dict[str, tuple[int, float]] = {}
-    for s in sums:
-        for m in s.mode_time:
-            runs, secs = by.get(m.mode, (0, 0.0))
-            by[m.mode] = (runs + m.runs, secs + m.seconds)
-    return tuple(ModeTime(m, n, round(t, 2)) for m, (n, t) in sorted(by.items()))
 
 
 def missing_shards(reports: Sequence[RunSummary]) -> list[str]:

@@ -15,7 +15,7 @@ first hit, or why it cannot be reached); a bucket's `new` is false for known buc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -144,6 +144,15 @@ class ModeTime:
     mode: str
     runs: int
     seconds: float
+
+    @staticmethod
+    def totals(parts: Iterable[tuple[str, int, float]]) -> tuple[ModeTime, ...]:
+        """(mode, runs, seconds) parts summed per mode, in mode order."""
+        by: dict[str, tuple[int, float]] = {}
+        for mode, runs, secs in parts:
+            n, t = by.get(mode, (0, 0.0))
+            by[mode] = (n + runs, t + secs)
+        return tuple(ModeTime(m, n, round(t, 2)) for m, (n, t) in sorted(by.items()))
 
 
 @dataclass(frozen=True)
