@@ -43,18 +43,33 @@ def test_value_fault_is_caught(fault: str) -> None:
     assert not evaluate(c.program, c.observations).divergences
 
 
-def test_crash_and_hang_cost_one_program() -> None:
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.parametrize("fork_server", [True, False])
+def test_crash_and_hang_cost_one_program(fork_server: bool) -> None:
+    """With the fork server (harness/run/zygote.py) a crashed or hung worker's
+    replacement is a fork of it, and the crash's signal is reported as a spawned
+    worker's is."""
     crash = prog(XY, [iota(8)], [P("y")], [op("pshuffle", 0, axes=("y",), perm=(1, 0, 3, 2))], [1], [P("y")])
     hang = prog(XY, [iota(8)], [P("y")], [op("pswapaxes", 0, axes=("y",), axis=0)], [1], [P("y")])
     fine = PROGRAMS["psum_counts_device0_twice"]
-    pool = Pool(1, timeout_s=5.0, env={"SHARDFUZZ_FAULTS": "abort_in_pshuffle,hang_in_pswapaxes"})
+    pool = Pool(1, timeout_s=5.0, env={"SHARDFUZZ_FAULTS": "abort_in_pshuffle,hang_in_pswapaxes"}, fork_server=fork_server)
     results = []
     try:
+        assert (pool.server is not None) == fork_server
+        first = pool.workers[0].proc.pid
         for p in (crash, fine, hang, fine):
             while pool.free() == 0:
                 results.extend(pool.wait(1.0))
             pool.submit(p, ("abstract", "jit"))
         results.extend(pool.drain())
+        (w,) = pool.workers
+        assert w.proc.pid != first  # (replaced twice)
+        if pool.server is not None:
+            assert pool.server.proc is not None and _parent(w.proc.pid) == pool.server.proc.pid
     finally:
         pool.close()
     by = [(evaluate(c.program, c.observations), c.program) for c in results]

@@ -33,6 +33,7 @@ from typing import Any
 from harness.run.modes import Observation, observation_from_dict
 from harness.run.observation import signame
 from harness.run.worker import JOB_MARK, LOG_ENV
+from harness.run.zygote import Forked, ForkServer
 from programs.model import Program
 from programs.serialize import program_to_dict
 
@@ -69,18 +70,27 @@ class Completed:
 
 
 class _Worker:
-    def __init__(self, python: str, env: dict[str, str], log_dir: Path) -> None:
+    def __init__(self, python: str, env: dict[str, str], log_dir: Path, server: ForkServer | None = None) -> None:
         self.log = tempfile.NamedTemporaryFile(prefix="shardfuzz-worker-", suffix=".log", dir=log_dir, delete=False)
-        self.proc = subprocess.Popen(
-            [python, "-m", "harness.run.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            text=True,
-            env={**env, LOG_ENV: self.log.name},
-            cwd=str(ROOT),
-            start_new_session=True,
-        )
+        self.proc: subprocess.Popen[str] | Forked
+        if server is not None:
+            try:
+                self.proc = server.spawn(self.log)
+            except BaseException:
+                self.log.close()
+                os.unlink(self.log.name)
+                raise
+        else:
+            self.proc = subprocess.Popen(
+                [python, "-m", "harness.run.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.log,
+                text=True,
+                env={**env, LOG_ENV: self.log.name},
+                cwd=str(ROOT),
+                start_new_session=True,
+            )
         self.job: Job | None = None
         self.buf: list[bytes] = []  # the pieces of an unfinished line
         self.ready = False
@@ -144,6 +154,7 @@ class Pool:
         timeout_s: float = 30.0,
         env: dict[str, str] | None = None,
         clear_caches_every: int = 200,
+        fork_server: bool | None = None,
     ) -> None:
         self.n = max(1, n)
         self.python = python or sys.executable
@@ -165,7 +176,16 @@ class Pool:
         self._pending: list[Completed] = []  # completions seen while waiting to submit
         self.log_dir = Path(tempfile.mkdtemp(prefix="shardfuzz-pool-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.log_dir), True)
+        # workers are forks of one process that imported jax (harness/run/zygote.py):
+        # ready in milliseconds, where an interpreter of their own takes ~1.5 s of CPU,
+        # at the start and after every crash and hang (SHARDFUZZ_FORK_SERVER=0: off)
+        if fork_server is None:
+            fork_server = os.environ.get("SHARDFUZZ_FORK_SERVER", "1") != "0"
+        self.server: ForkServer | None = None
         try:
+            if fork_server:
+                server = ForkServer(self.python, self.env, self.log_dir)
+                self.server = server if server.ready else None
             for _ in range(self.n):
                 self._spawn()
             self._await_ready()
@@ -180,7 +200,15 @@ class Pool:
         return self.retired_cpu_s + sum(w.cpu_s for w in self.workers)
 
     def _spawn(self) -> _Worker:
-        w = _Worker(self.python, self.env, self.log_dir)
+        w = None
+        if self.server is not None:
+            try:
+                w = _Worker(self.python, self.env, self.log_dir, self.server)
+            except OSError:  # the fork server is gone: interpreters of their own from now on
+                self.server.close()
+                self.server = None
+        if w is None:
+            w = _Worker(self.python, self.env, self.log_dir)
         assert w.proc.stdout is not None
         self.sel.register(w.proc.stdout, selectors.EVENT_READ, w)
         self.workers.append(w)
@@ -371,5 +399,8 @@ class Pool:
             except OSError:
                 pass
             self._retire(w)
+        if self.server is not None:
+            self.server.close()
+            self.server = None
         self._cleanup()  # the log directory (each log is already gone with its worker)
 
