@@ -574,6 +574,33 @@ def test_cells_after_an_op_jax_raises_at_in_a_mode_are_left_open_there() -> None
     assert "pcast|axes=with_size_1@grad" not in led.scheduled and "pcast|axes=with_size_1@grad_remat" not in led.scheduled
 
 
+def test_an_invalid_program_claims_in_a_mode_jax_misses_its_error_only_the_cells_of_the_ops_at_fault() -> None:
+    """A grouped pmin (grouped-pmin-claims-invariance: jax types it invariant, and misses
+    the out_specs defect in every mode) beside an int8 pmin of no groups
+    (pmin-no-differentiation-rule: every pmin, in the grad modes only). In jit the
+    program checks no cell by error and the entry blocks the grouped pmin's: the int8
+    pmin's cell stays open there; in grad both pmins are at fault, so it is claimed (and
+    blocked). Seed 6, 60 s: such a sweep program held pmin|dtype=int8|by_error, and no
+    mode but grad checked it."""
+    from harness.campaign.cells import checked_cells
+    from harness.campaign.fuzz import error_trouble
+    from harness.judge.known_load import load
+    from oracles import predict
+
+    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
+    p = Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"), Input((4,), "int8", "iota")),
+                (Spec((("x",),)), Spec((("x",),))),
+                (Op.make("pmin", (0,), axes=("x",), groups=((0,), (1,))), Op.make("pmin", (1,), axes=("x",))),
+                (2, 3), (Spec((None,)), Spec((None,))), defect="out_spec_drops_varying_axis")
+    assert predict(p).error is not None and "pmin|dtype=int8|by_error" in checked_cells(p)
+    trouble = error_trouble(cfg, p, "0.10.2")
+    assert trouble["jit"] == frozenset({0}) and trouble["grad"] == frozenset({0, 1})
+    led = CellLedger.new()
+    assert "jit" in tier_modes(p, cfg, led, False, "0.10.2")
+    assert "pmin|groups=yes|by_error@jit" in led.scheduled and "pmin|dtype=int8|by_error@grad" in led.scheduled
+    assert "pmin|dtype=int8|by_error@jit" not in led.scheduled and "pmin|dtype=int8|by_error@eager" not in led.scheduled
+
+
 def test_cells_the_program_without_the_bug_cannot_check_in_a_mode_are_left_open_there() -> None:
     """The program without the bug (`derived_program`: the outputs no op at fault
     reaches) checks in a mode only the ops of its own outputs, and nothing where the mode

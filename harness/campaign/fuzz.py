@@ -26,6 +26,7 @@ from harness.campaign.cells import (
     checked_cells,
     lean,
     lost_cells,
+    trouble_cells,
     typed_cells,
     typed_output_cells,
     value_types,
@@ -47,9 +48,9 @@ from harness.campaign.state import Bucket, Run, case_document, coverage_keys, sp
 from harness.campaign.sweep import sweep_programs
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
 from harness.judge.known import (
+    error_trouble_modes,
     hang_entries,
     hang_mode_names,
-    known_error_trouble,
     known_hang_modes,
     known_raise_ops,
     known_trouble,
@@ -457,7 +458,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
         sched.limit, sched.sweeping = cfg.max_examples, True
         run = sched.run
 
-        def trouble(p: Program) -> frozenset[int]:
+        def trouble(p: Program) -> dict[str, frozenset[int]]:
             return error_trouble(cfg, p, run.jax_version)
 
         def lost(p: Program) -> dict[str, frozenset[str]]:
@@ -571,12 +572,15 @@ LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go o
 SWEEP_LATE_EVERY = 10
 
 
-def error_trouble(cfg: RunConfig, p: Program, jax_version: str) -> frozenset[int]:
-    """The ops of the invalid program `p` at which a known entry of the run says jax (of
-    `jax_version`, the workers') raises another error than predicted, or none
-    (harness/judge/known.py `known_error_trouble`): what the sweep's draws by error and
-    the value tier's claim (`tier_modes`) both ask."""
-    return known_error_trouble(cfg.suppressions, p, value_types(p)[0], jax_version) if cfg.suppressions else frozenset()
+def error_trouble(cfg: RunConfig, p: Program, jax_version: str) -> dict[str, frozenset[int]]:
+    """Per mode of the run, the ops of the invalid program `p` at which a known entry of
+    the run says jax (of `jax_version`, the workers') raises another error than
+    predicted, or none (harness/judge/known.py `error_trouble_modes`; no mode: no
+    trouble): what the sweep's draws by error and the value tier's claim (`tier_modes`)
+    both ask."""
+    if not cfg.suppressions:
+        return {}
+    return error_trouble_modes(cfg.suppressions, p, value_types(p)[0], jax_version, cfg.modes)  # type: ignore[return-value]
 
 
 def raise_lost(cfg: RunConfig, p: Program, jax_version: str) -> dict[str, frozenset[str]]:
@@ -603,10 +607,11 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
     programs are: the same seed draws the same programs.
 
     With `jax_version` (the workers'), an invalid program that a known entry says jax
-    answers with another error, or none, at some ops (harness/judge/known.py
-    `known_error_trouble`) claims only the cells of the kind those ops share: it checks
-    none of the others by error, and they stay open for a later program (the sweep
-    draws their foci again)."""
+    answers with another error, or none, at some ops in some modes (`error_trouble`)
+    claims only the cells of the kind those ops share, and in those modes only those
+    ops' own cells (`trouble_cells`: the entry blocks them): it checks none of the
+    others by error there, and they stay open for a later program (the sweep draws
+    their foci again)."""
     if block_bytes(p) >= LARGE_BLOCK_BYTES:  # a large program: the transport's chunked path, not every mode
         return tuple(m for m in cfg.modes if m in LARGE_MODES)
     if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
@@ -617,12 +622,13 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
         fails = typed_cells(p)[1]
         cells = checked_cells(p)
         ledger.seen |= cells
-        if fails and jax_version is not None:
-            bad = error_trouble(cfg, p, jax_version)
-            if bad:
-                kind = trouble_kind(p, bad)
-                cells = frozenset(c for c in cells if c.split("|")[0] == kind)
         lost = None if fails or jax_version is None else raise_lost(cfg, p, jax_version)
+        if fails and jax_version is not None:
+            trouble = error_trouble(cfg, p, jax_version)
+            if trouble:
+                kind = trouble_kind(p, frozenset().union(*trouble.values()))
+                cells = frozenset(c for c in cells if c.split("|")[0] == kind)
+                lost = {m: cells - trouble_cells(p, ops) for m, ops in trouble.items()}
         claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES, None if fails else typed_output_cells(p), lean, lost)
         if claimed:
             return claimed

@@ -31,6 +31,7 @@ from harness.campaign.cells import (
     checked_cells,
     failing_op,
     lean,
+    trouble_cells,
     unreachable,
     value_types,
 )
@@ -273,7 +274,7 @@ class SweepDraw:
 def sweep_programs(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
                    stats: Callable[[dict[str, Any]], None] | None = None,
                    ledger: CellLedger | None = None, modes: tuple[str, ...] = DEFAULT_MODES,
-                   k: int = SWEEP_GROUP, trouble: Callable[[Program], frozenset[int]] | None = None,
+                   k: int = SWEEP_GROUP, trouble: Callable[[Program], Mapping[str, frozenset[int]]] | None = None,
                    lost: Callable[[Program], dict[str, frozenset[str]]] | None = None) -> Iterator[Program]:
     """The programs of `sweep_draws`."""
     for d in sweep_draws(s, defects, invalid, stats, ledger, modes, k, trouble, lost):
@@ -283,7 +284,7 @@ def sweep_programs(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
 def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
                 stats: Callable[[dict[str, Any]], None] | None = None,
                 ledger: CellLedger | None = None, modes: tuple[str, ...] = DEFAULT_MODES,
-                k: int = SWEEP_GROUP, trouble: Callable[[Program], frozenset[int]] | None = None,
+                k: int = SWEEP_GROUP, trouble: Callable[[Program], Mapping[str, frozenset[int]]] | None = None,
                 lost: Callable[[Program], dict[str, frozenset[str]]] | None = None) -> Iterator[SweepDraw]:
     """The sweep of a run with seed `s`: programs drawn around groups of up to `k` foci
     of one kind and profile, in `sweep_groups(s)`' order, each group formed when its
@@ -305,12 +306,14 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
     value; a group by error draws its defect from `defects` (default: all); `stats` gets
     each kept draw's Hypothesis statistics (its second test case: the program kept).
 
-    `trouble` (harness/judge/known.py `known_error_trouble`, for the run's known entries
-    and jax version): the ops of an invalid program at which jax is known to raise
+    `trouble` (harness/campaign/fuzz.py `error_trouble`, for the run's known entries and
+    jax version): per mode, the ops of an invalid program at which jax is known to raise
     another error than the oracle predicts, or none. The program holds only the foci of
-    the kind of all those ops (their own cells are blocked by the entry, the best there
-    is), the others are drawn again: it would check their cells by error in none of the
-    modes jax goes wrong in.
+    the kind of all those ops, and of those only the ones whose cells, in each mode of
+    their profile jax goes wrong in, are those ops' own (harness/campaign/cells.py
+    `trouble_cells`: blocked by the entry there, the best there is); the others are
+    drawn again: it would check their cells by error in none of the modes jax goes
+    wrong in.
 
     `lost` (harness/campaign/fuzz.py `raise_lost`: harness/campaign/cells.py
     `lost_cells`): per mode, the cells of a valid program no run of it checks there (each
@@ -358,9 +361,13 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
             if got is None:
                 continue
             held = _held(members, got, modes, gaps)
-            bad = trouble(got) if trouble is not None and held and value_types(got)[1] else frozenset()
+            per_mode = trouble(got) if trouble is not None and held and value_types(got)[1] else {}
+            bad = frozenset().union(*per_mode.values())
             if bad:
-                held = frozenset(f for f in held if f.kind == trouble_kind(got, bad))
+                kind = trouble_kind(got, bad)
+                at_fault = {m: trouble_cells(got, ops) for m, ops in per_mode.items()}
+                held = frozenset(f for f in held if f.kind == kind and all(
+                    f.cell in at_fault[m] for m in profile_modes(f, modes, gaps) if m in at_fault))
                 # the next draws add no op of another kind jax is known to go wrong at (the
                 # ops drawn besides the foci's: seed 0 gave up pswapaxes|dtype=float64|by_error,
                 # its draws' psum_scatter, all_to_all or pmax ops in trouble)

@@ -354,23 +354,43 @@ def known_raise_ops(entries: Sequence[KnownDivergence], p: Program, types: Seque
 
 def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str) -> frozenset[int]:
     """The body ops of an invalid program at which some entry says jax raises another
-    error than the one predicted, or none (a `missing_error` or `wrong_error`
-    signature, its program features holding): those its op features hold on, dead ones
-    too (jax checks some parameters as it traces an op, others only as it lowers or runs
-    one); every op for an entry with program features only. Such a program checks its
-    cells by error in none of the modes jax goes wrong in, so the sweep draws its
-    programs by error without one at an op of another kind than the focus
-    (harness/campaign/sweep.py); `types`: the oracle's value types, as far as it traces."""
-    out: set[int] = set()
+    error than the one predicted, or none, in some mode (`error_trouble_modes`, over
+    every mode). Such a program checks its cells by error in none of the modes jax goes
+    wrong in, so the sweep draws its programs by error without one at an op of another
+    kind than the focus (harness/campaign/sweep.py)."""
+    return frozenset().union(*error_trouble_modes(entries, p, types, jax_version, None).values())
+
+
+def error_trouble_modes(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
+                        modes: Sequence[str] | None) -> dict[str | None, frozenset[int]]:
+    """Per mode of `modes`, the body ops of an invalid program at which some entry says
+    jax raises another error than the one predicted, or none, in that mode (a
+    `missing_error` or `wrong_error` signature naming it, its program features
+    holding): those its op features hold on, dead ones too (jax checks some parameters
+    as it traces an op, others only as it lowers or runs one); every op for an entry
+    with program features only. With `modes` None, one entry None for every mode.
+    `types`: the oracle's value types, as far as it traces. (pmin-no-differentiation-rule
+    names every pmin in the grad modes only, grouped-pmin-claims-invariance the grouped
+    ones in every mode: in jit, a program's ungrouped pmin is checked by error.)"""
+    out: dict[str | None, set[int]] = {}
     for e in entries:
         if not e.covers(jax_version) or not (e.op_features or e.program_features):
             continue
-        if not any(pat.kind in ("missing_error", "wrong_error") for pat in e.patterns):
+        pats = [pat for pat in e.patterns if pat.kind in ("missing_error", "wrong_error")]
+        if not pats:
             continue
         if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
             continue
-        out |= e.feature_ops(p, types) if e.op_features else set(range(len(p.body)))
-    return frozenset(out)
+        ops = e.feature_ops(p, types) if e.op_features else frozenset(range(len(p.body)))
+        if not ops:
+            continue
+        if modes is None:
+            out.setdefault(None, set()).update(ops)
+            continue
+        for m in modes:
+            if any(pat.modes is None or m in pat.modes for pat in pats):
+                out.setdefault(m, set()).update(ops)
+    return {m: frozenset(v) for m, v in out.items()}
 
 
 def trouble_kind(p: Program, bad: frozenset[int]) -> str | None:
