@@ -558,9 +558,12 @@ def cpu_runnable_part(p: Program) -> Program | None:
 # that brings a cell new to such a mode runs it there always.
 # A mode a known entry says may hang on a program (a `timeout` signature whose features
 # it holds) runs with this limit instead of the pool's timeout_s (30 s): a hang is still
-# observed, and explained, but costs a worker this long. The grad modes of a seed-0/1
-# sweep program take at most ~2 s with a warm cache; a cold compile of one can take ~4.
-KNOWN_HANG_LIMIT_S = 8.0
+# observed, and explained, but costs a worker this long. Measured with the fast codegen,
+# 2 cores under a run's load: the slowest grad of 169 seed-6 programs took 0.49 s with
+# an empty compilation cache (grad_remat 0.34 s), 0.27 s warm; seed 4, 0.27 s. The
+# known hangs (negative-scatter-dimension: MLIR's verifier loops) had cost 8 s each,
+# one or two a minute at seeds 2 and 4.
+KNOWN_HANG_LIMIT_S = 4.0
 COSTLY_MODES = frozenset({"eager"})
 COSTLY_SHARE = 0.25
 LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go out first
