@@ -601,6 +601,26 @@ def test_an_invalid_program_claims_in_a_mode_jax_misses_its_error_only_the_cells
     assert "pmin|dtype=int8|by_error@jit" not in led.scheduled and "pmin|dtype=int8|by_error@eager" not in led.scheduled
 
 
+def test_an_entry_for_another_predicted_error_is_no_trouble_for_an_invalid_program() -> None:
+    """axis-index-groups-not-checked-pmax names every grouped pmax, but only for a
+    collective_param error (its signatures' `where`): a program by error of out_specs
+    with a pmax of one group is in trouble only where pmax-no-differentiation-rule says
+    (the grad modes). Seed 2, 60 s: such a program held pmax|dtype=float16|by_error and
+    pmax|wrap=fori|by_error as at fault in every mode, and jax, right there, neither
+    checked nor blocked them."""
+    from harness.campaign.fuzz import error_trouble
+    from harness.judge.known_load import load
+    from oracles import predict
+
+    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
+    p = Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
+                (Op.make("pmax", (0,), axes=("x",), groups=((0, 1),)), Op.make("neg", (0,))),
+                (1, 2), (Spec((None,)), Spec((None,))), defect="out_spec_drops_varying_axis")
+    err = predict(p).error
+    assert err is not None and err.kind.value == "out_spec_replication"
+    assert error_trouble(cfg, p, "0.10.2") == {"grad": frozenset({0}), "grad_remat": frozenset({0})}
+
+
 def test_cells_the_program_without_the_bug_cannot_check_in_a_mode_are_left_open_there() -> None:
     """The program without the bug (`derived_program`: the outputs no op at fault
     reaches) checks in a mode only the ops of its own outputs, and nothing where the mode

@@ -32,13 +32,27 @@ VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "gr
 
 
 @functools.lru_cache(maxsize=256)
-def value_types(p: Program) -> tuple[tuple[Any, ...], bool]:
-    """(the oracle's value types of the program's values, as far as it traces, whether it
-    expects the program to fail): no values computed."""
+def _abstract(p: Program) -> tuple[tuple[Any, ...], Any]:
+    """(the oracle's value types of the program's values, as far as it traces, the error
+    it predicts or None): no values computed."""
     from oracles.interpreter import trace
 
     st, err = trace(p, with_values=False)
-    return tuple(st.types), err is not None
+    return tuple(st.types), err
+
+
+def value_types(p: Program) -> tuple[tuple[Any, ...], bool]:
+    """(the oracle's value types of the program's values, as far as it traces, whether it
+    expects the program to fail): no values computed."""
+    types, err = _abstract(p)
+    return types, err is not None
+
+
+def error_kind(p: Program) -> str | None:
+    """The kind of error the oracle predicts for `p` (oracles/prediction.py `ErrorKind`'s
+    value, as a divergence's signature names it), or None."""
+    err = _abstract(p)[1]
+    return None if err is None else str(err.kind.value)
 
 
 def failing_op(p: Program) -> int | None:

@@ -24,6 +24,7 @@ from hypothesis.statistics import collector
 from harness.campaign.cells import (
     CellLedger,
     checked_cells,
+    error_kind,
     lean,
     lost_cells,
     trouble_cells,
@@ -578,12 +579,13 @@ SWEEP_LATE_EVERY = 10
 def error_trouble(cfg: RunConfig, p: Program, jax_version: str) -> dict[str, frozenset[int]]:
     """Per mode of the run, the ops of the invalid program `p` at which a known entry of
     the run says jax (of `jax_version`, the workers') raises another error than
-    predicted, or none (harness/judge/known.py `error_trouble_modes`; no mode: no
-    trouble): what the sweep's draws by error and the value tier's claim (`tier_modes`)
+    predicted, or none, for the error it predicts (harness/judge/known.py
+    `error_trouble_modes`; no mode: no trouble): what the sweep's draws by error and the value tier's claim (`tier_modes`)
     both ask."""
     if not cfg.suppressions:
         return {}
-    return error_trouble_modes(cfg.suppressions, p, value_types(p)[0], jax_version, cfg.modes)  # type: ignore[return-value]
+    return error_trouble_modes(cfg.suppressions, p, value_types(p)[0], jax_version, cfg.modes,  # type: ignore[return-value]
+                               error_kind(p))
 
 
 def raise_lost(cfg: RunConfig, p: Program, jax_version: str) -> dict[str, frozenset[str]]:

@@ -25,6 +25,7 @@ of the program is never excused.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -352,31 +353,46 @@ def known_raise_ops(entries: Sequence[KnownDivergence], p: Program, types: Seque
     return {m: frozenset(v) for m, v in out.items()}
 
 
-def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str) -> frozenset[int]:
+def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
+                        error: str | None = None) -> frozenset[int]:
     """The body ops of an invalid program at which some entry says jax raises another
     error than the one predicted, or none, in some mode (`error_trouble_modes`, over
     every mode). Such a program checks its cells by error in none of the modes jax goes
     wrong in, so the sweep draws its programs by error without one at an op of another
     kind than the focus (harness/campaign/sweep.py)."""
-    return frozenset().union(*error_trouble_modes(entries, p, types, jax_version, None).values())
+    return frozenset().union(*error_trouble_modes(entries, p, types, jax_version, None, error).values())
+
+
+def _predicts(pat: Pattern, error: str | None) -> bool:
+    """Whether a `missing_error` / `wrong_error` pattern can match a divergence of a
+    program whose predicted error is of kind `error` (None: any): its `where` names the
+    predicted kind (`out_spec_replication`, `collective_param->*`)."""
+    if error is None:
+        return True
+    want = pat.where.split("->", 1)[0] if pat.kind == "wrong_error" else pat.where
+    return fnmatch.fnmatchcase(error, want)
 
 
 def error_trouble_modes(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
-                        modes: Sequence[str] | None) -> dict[str | None, frozenset[int]]:
+                        modes: Sequence[str] | None, error: str | None = None) -> dict[str | None, frozenset[int]]:
     """Per mode of `modes`, the body ops of an invalid program at which some entry says
     jax raises another error than the one predicted, or none, in that mode (a
-    `missing_error` or `wrong_error` signature naming it, its program features
-    holding): those its op features hold on, dead ones too (jax checks some parameters
-    as it traces an op, others only as it lowers or runs one); every op for an entry
-    with program features only. With `modes` None, one entry None for every mode.
-    `types`: the oracle's value types, as far as it traces. (pmin-no-differentiation-rule
-    names every pmin in the grad modes only, grouped-pmin-claims-invariance the grouped
-    ones in every mode: in jit, a program's ungrouped pmin is checked by error.)"""
+    `missing_error` or `wrong_error` signature naming it and the predicted error's kind
+    `error`, when given; its program features holding): those its op features hold
+    on, dead ones too (jax checks some parameters as it traces an op, others only as it
+    lowers or runs one); every op for an entry with program features only. With `modes`
+    None, one entry None for every mode. `types`: the oracle's value types, as far as
+    it traces. (pmin-no-differentiation-rule names every pmin in the grad modes only,
+    grouped-pmin-claims-invariance the grouped ones in every mode: in jit, a program's
+    ungrouped pmin is checked by error. axis-index-groups-not-checked-pmax names every
+    grouped pmax, for a collective_param error only: seed 2's program by error of
+    out_specs held, and never had checked or blocked, the foci of its pmaxes of one
+    group.)"""
     out: dict[str | None, set[int]] = {}
     for e in entries:
         if not e.covers(jax_version) or not (e.op_features or e.program_features):
             continue
-        pats = [pat for pat in e.patterns if pat.kind in ("missing_error", "wrong_error")]
+        pats = [pat for pat in e.patterns if pat.kind in ("missing_error", "wrong_error") and _predicts(pat, error)]
         if not pats:
             continue
         if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
