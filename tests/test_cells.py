@@ -498,6 +498,35 @@ def test_a_mode_a_known_entry_says_may_hang_runs_with_a_short_limit_and_its_hang
     assert s.counts.programs_run == 1
 
 
+def test_the_program_without_a_crashing_bug_runs_a_mode_that_may_hang_with_the_short_limit(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A negative-split all_to_all (jax fails on it: negative-all-to-all-split-axis)
+    beside a zero-size tiled all_gather (its grad may hang in MLIR's verifier:
+    zero-size-tiled-all-gather): the program without the all_to_all is checked too, and
+    its grad modes run with KNOWN_HANG_LIMIT_S as the program's own do (seed 3, 60 s:
+    that derived program's grad hung for the pool's 30 s)."""
+    import dataclasses
+    import io
+
+    from harness.campaign.fuzz import KNOWN_HANG_LIMIT_S, fuzz
+    from harness.judge.known import load
+    from programs.serialize import from_json
+
+    root = Path(__file__).parent.parent / "reports/corpus/known"
+    hang = from_json((root / "zero_ag_tiled_grad_hang.json").read_text())
+    n = len(hang.inputs) + len(hang.body)  # (the all_to_all's operand: a new last input)
+    a2a = Op.make("all_to_all", (len(hang.inputs),), axes=("model",), split_axis=-1, concat_axis=0, tiled=True)
+    body = tuple(dataclasses.replace(op, operands=tuple(o + 1 if o >= len(hang.inputs) else o for o in op.operands))
+                 for op in hang.body) + (a2a,)
+    p = dataclasses.replace(hang, inputs=(*hang.inputs, Input((4,), "int32", "iota")), in_specs=(*hang.in_specs, Spec(())),
+                            body=body, outputs=(*(o + 1 for o in hang.outputs), n + 1),
+                            out_specs=(*hang.out_specs, Spec((("model",),))))
+    s = fuzz(RunConfig(seed=0, max_examples=1, modes=("abstract", "jit", "grad"), workers=1, report_dir=tmp_path,
+                       progress=io.StringIO(), minimize_budget_s=0, suppressions=load(), value_share=1.0), fixed=[p])
+    assert s.counts.programs_run == 1 and s.derived_checked >= 1
+    # (the hang is not deterministic: the verifier sometimes raises instead)
+    assert all(f"timed out after {KNOWN_HANG_LIMIT_S:.0f}s" in b.message for b in s.buckets if b.kind == "timeout")
+
+
 def test_a_crash_blocks_the_cells_of_every_known_entry_that_explains_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A crash names no op: with two all_to_alls, one of a negative split_axis and one of a
     negative concat_axis (each a known entry that says jax may crash), a jit crash blocks
