@@ -581,10 +581,10 @@ SWEEP_LATE_EVERY = 10
 
 def error_trouble(cfg: RunConfig, p: Program, jax_version: str) -> dict[str, frozenset[int]]:
     """Per mode of the run, the ops of the invalid program `p` at which a known entry of
-    the run says jax (of `jax_version`, the workers') raises another error than
-    predicted, or none, for the error it predicts (harness/judge/known.py
-    `error_trouble_modes`; no mode: no trouble): what the sweep's draws by error and the value tier's claim (`tier_modes`)
-    both ask."""
+    the run says jax (of `jax_version`, the workers') raises another error than the one
+    the oracle predicts, or none (harness/judge/known.py `error_trouble_modes`; a mode
+    not there: no trouble): what the sweep's draws by error and the value tier's claim
+    (`tier_modes`) both ask."""
     if not cfg.suppressions:
         return {}
     return error_trouble_modes(cfg.suppressions, p, value_types(p)[0], jax_version, cfg.modes,  # type: ignore[return-value]
