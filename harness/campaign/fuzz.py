@@ -286,7 +286,7 @@ class _Scheduler:
         crash = known_hang_modes(self.crashes, p, value_types(p)[0], modes, "crash")
         return (*(m for m in modes if m not in crash), *crash) if crash else modes
 
-    def _submit(self, p: Program, modes: tuple[str, ...]) -> None:
+    def _submit(self, p: Program, modes: tuple[str, ...], batch: bool = True) -> None:
         assert self.pool is not None
         modes = self.crash_last(p, modes)
         hang = self.hang_modes(p, modes)
@@ -307,7 +307,7 @@ class _Scheduler:
         # its batch (8 programs on as many devices) is full, and the sweep's 60 s are about
         # each pair's first check coming soon (seeds 1 and 2, 60 s, warm cache: batched,
         # every cheap mode missed 36-47 pairs, 96.7-97.5% in all; unbatched, 98.9-100%)
-        pred = predict(p) if self.cfg.batch > 1 and "jit" in modes and not self.sweeping else None
+        pred = predict(p) if batch and self.cfg.batch > 1 and "jit" in modes and not self.sweeping else None
         # a program the oracle expects to fail, or one with the features of a known jax
         # bug, would only make its batch fail and be bisected: it runs alone
         if pred is None or pred.error is not None or known_trouble(self.cfg.suppressions, p, pred, self.run.jax_version, "jit"):
@@ -341,8 +341,9 @@ class _Scheduler:
                 # (like any program: modes a known entry says may crash last, those it says
                 # may hang with their short limit; seed 3, 60 s: the program without a
                 # crashing negative all_to_all held a zero-size tiled all_gather, and its
-                # grad hung for the pool's 30 s)
-                self._submit(q, rest)
+                # grad hung for the pool's 30 s. Never batched: its result would wait for
+                # its batch to fill, after later programs')
+                self._submit(q, rest, batch=False)
 
     def flush(self, size: int) -> None:
         assert self.pool is not None
