@@ -263,7 +263,9 @@ class ForkServer:
         `block`). With the server gone, an ended worker's code is unknown: 1."""
         while pid not in self.exits:
             if self.dead:
-                return None if _alive(pid) and not block else (1 if not _alive(pid) else self._await_gone(pid))
+                if not _alive(pid):
+                    return 1
+                return self._await_gone(pid) if block else None
             if self._recv(timeout=1.0 if block else 0) is None and not block:
                 return None
         return self.exits.pop(pid)
