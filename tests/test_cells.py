@@ -555,34 +555,6 @@ def test_a_crash_blocks_the_cells_of_every_known_entry_that_explains_it(tmp_path
     assert ("neg|dtype=float32", "jit") not in blocked and ("neg|dtype=float32", "abstract") in run.cells.checks
 
 
-def test_a_finished_job_that_frees_a_worker_is_handled_once_the_next_job_is_out(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The scheduler hands the freed worker its next job before it evaluates the job
-    that finished (the worker sat idle ~20 ms a job while the parent evaluated), and
-    handles it at the next wait, while the workers are busy, or as the run drains."""
-    import io
-
-    from harness.campaign.fuzz import _Scheduler
-    from harness.campaign.state import Run
-    from harness.run.pool import Pool
-
-    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False, modes=("abstract", "jit")))
-    pool = Pool(1, timeout_s=60.0)
-    try:
-        sched = _Scheduler(run, pool)
-        a, b = _psum(1), _psum(2)
-        sched.wait_for_free_worker()
-        pool.submit(a, ("abstract", "jit"))
-        sched.wait_for_free_worker()  # (a's job done: the worker is free, a not yet recorded)
-        assert [c.program for c in sched.finished] == [a] and run.n == 0
-        pool.submit(b, ("abstract", "jit"))
-        sched.wait_for_free_worker()  # (a handled while b ran; b's job done, b waits)
-        assert run.n == 1 and [c.program for c in sched.finished] == [b]
-        sched.drain()
-        assert run.n == 2 and not sched.finished and not run.buckets
-    finally:
-        pool.close()
-
-
 def test_the_late_part_sent_next_is_the_one_with_most_unchecked_cells_per_op(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Late (eager) parts go out most worth first: unchecked cells of their mode per
     argument, op and output; the parts a budget leaves unsent are the least worth."""

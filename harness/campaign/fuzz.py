@@ -148,7 +148,6 @@ class _Scheduler:
         self.hang_names = hang_mode_names(self.hangs)  # the modes they name (None: every mode)
         self.crashes = hang_entries(self.cfg.suppressions, run.jax_version, "crash")  # entries saying jax may crash
         self.crash_names = hang_mode_names(self.crashes, "crash")
-        self.finished: list[Completed] = []  # finished jobs handled once the next job is out (`wait_for_free_worker`)
 
     def check(self, p: Program, reused: bool = False) -> None:
         """One drawn (or replayed) program: skipped when drawn again, else submitted."""
@@ -354,29 +353,11 @@ class _Scheduler:
             self.pool.submit_batch([p for p, _ in batch], [_Batched(t) for _, t in batch])
 
     def wait_for_free_worker(self) -> None:
-        """Wait until a worker is free. Jobs that finish while every worker is busy are
-        handled (evaluated against the oracle, recorded) at once; those that free a
-        worker wait in `finished` until the caller's next job is out and the workers are
-        busy again: handled first, the freed worker sat idle while the parent evaluated
-        (about 20 ms a job: 9.6 s of a 60 s run's 491 jobs)."""
         assert self.pool is not None
         while self.pool.free() == 0:
-            if self.finished:  # (every worker busy: the parent's time to evaluate)
-                self.handle_finished()
-                continue
-            done = self.pool.wait(1.0)
-            if self.pool.free():
-                self.finished.extend(done)
-                return
-            for c in done:
+            for c in self.pool.wait(1.0):
                 self.handle(c)
                 self.run.progress()
-
-    def handle_finished(self) -> None:
-        """The finished jobs `wait_for_free_worker` put off."""
-        while self.finished:
-            self.handle(self.finished.pop(0))
-            self.run.progress()
 
     def handle(self, c: Completed) -> None:
         """A finished job: a program's modes, a part of a split program, a batched jit
@@ -441,9 +422,7 @@ class _Scheduler:
             return
         for size_ in list(self.queues):
             self.flush(size_)
-        self.handle_finished()
-        while self.pool.busy() or self.parts or self.run.derived_pending or self.late or self.finished:
-            self.handle_finished()
+        while self.pool.busy() or self.parts or self.run.derived_pending or self.late:
             self.submit_derived()
             if self.late:  # (the last ones, and a derived program's costly mode: a late part of its own)
                 if self.out_of_time:
@@ -453,7 +432,6 @@ class _Scheduler:
                     self.submit_late(everything=True)
             for c in self.pool.drain():
                 self.handle(c)
-            self.handle_finished()
             if self.parts and not self.pool.busy():
                 break  # a part was lost (cannot happen unless a worker misbehaved)
 
