@@ -43,6 +43,45 @@ def test_value_fault_is_caught(fault: str) -> None:
     assert not evaluate(c.program, c.observations).divergences
 
 
+def test_a_job_queued_behind_a_crash_is_sent_again() -> None:
+    """A worker holds two jobs (Pool `depth`): it starts the second as soon as it
+    finishes the first. When it dies in the first, the second, sent but not started,
+    goes to its replacement and runs: the crash still costs one program."""
+    crash = prog(XY, [iota(8)], [P("y")], [op("pshuffle", 0, axes=("y",), perm=(1, 0, 3, 2))], [1], [P("y")])
+    fine = PROGRAMS["psum_counts_device0_twice"]
+    pool = Pool(1, timeout_s=10.0, env={"SHARDFUZZ_FAULTS": "abort_in_pshuffle"})
+    try:
+        pool.submit(crash, ("jit",))
+        assert pool.free() == 1  # (room for one more behind it)
+        pool.submit(fine, ("jit",))
+        assert pool.free() == 0 and len(pool.workers[0].queue) == 2
+        results = pool.drain()
+    finally:
+        pool.close()
+    assert [c.program for c in results] == [crash, fine]
+    assert [o.status for o in results[0].observations] == ["crash"] and pool.crashes == 1
+    assert not evaluate(fine, results[1].observations).divergences
+
+
+def test_a_long_job_line_waits_for_an_idle_worker(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A job whose line is longer than QUEUE_BYTES is never queued behind another: the
+    write into a busy worker's full pipe would block the parent, and with it the time
+    limit of the job that worker runs."""
+    import harness.run.pool as pool_mod
+
+    monkeypatch.setattr(pool_mod, "QUEUE_BYTES", 64)  # (every program's line is longer)
+    fine = PROGRAMS["psum_counts_device0_twice"]
+    pool = Pool(1, timeout_s=30.0)
+    try:
+        pool.submit(fine, ("jit",))
+        pool.submit(fine, ("abstract",))  # (waits for the first to finish: room for a short line only)
+        assert len(pool.workers[0].queue) == 1 and [c.observations[0].mode for c in pool._pending] == ["jit"]
+        results = pool.drain()
+    finally:
+        pool.close()
+    assert [o.mode for c in results for o in c.observations] == ["jit", "abstract"]
+
+
 def _parent(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[1])

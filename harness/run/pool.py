@@ -3,7 +3,8 @@
 A worker that dies (segfault, abort inside XLA) or hangs past the per-mode timeout costs
 one program: its current mode is recorded as a `crash` / `timeout` observation (with the
 tail of the worker's stderr), the job's later modes come back as `unrun`, the worker is
-replaced, and the run goes on.
+replaced, the jobs queued behind that one (a worker holds `depth` jobs) are sent again,
+and the run goes on.
 
 Each worker's stderr goes to a log file in a directory the pool owns (`log_dir`, made
 with `tempfile.mkdtemp`); `close()` removes it, and so does a finalizer should a pool
@@ -38,6 +39,7 @@ from programs.model import Program
 from programs.serialize import program_to_dict
 
 ROOT = Path(__file__).resolve().parents[2]
+QUEUE_BYTES = 32 << 10  # a job's line longer than this goes to an idle worker only (Pool._room)
 
 
 class WorkerStartError(RuntimeError):
@@ -56,6 +58,7 @@ class Job:
     batch: list[Program] | None = None  # a batch job: these programs, one jit
     batch_obs: dict[int, Observation] = field(default_factory=dict)
     limit_s: float | None = None  # its own per-mode time limit (else the pool's timeout_s)
+    line: bytes = b""  # what was sent (sent again if its worker died before it started)
 
 
 @dataclass
@@ -91,12 +94,19 @@ class _Worker:
                 cwd=str(ROOT),
                 start_new_session=True,
             )
-        self.job: Job | None = None
+        # the jobs sent to it, in order: the first is running, the others wait in its stdin
+        # (Pool `depth`)
+        self.queue: list[Job] = []
         self.buf: list[bytes] = []  # the pieces of an unfinished line
         self.ready = False
         self.info: dict[str, Any] = {}
         self.jobs_done = 0
         self.cpu_s = 0.0  # the worker's own CPU time, as of its last finished job
+
+    @property
+    def job(self) -> Job | None:
+        """The job it is running (None: idle)."""
+        return self.queue[0] if self.queue else None
 
     def stderr_tail(self, n: int = 1500, last_job: bool = False) -> str:
         """The end of the worker's stderr, without XLA's per-compile GSPMD deprecation
@@ -155,7 +165,12 @@ class Pool:
         env: dict[str, str] | None = None,
         clear_caches_every: int = 200,
         fork_server: bool | None = None,
+        depth: int = 2,
     ) -> None:
+        """`depth`: the jobs a worker holds at once, the one it runs and those waiting in
+        its stdin. With 2, a worker starts its next job as soon as it finishes one,
+        while the parent evaluates the finished one and draws the next program (it
+        otherwise sat idle about 17 ms a job: 6.5 s of a 60 s run's two workers)."""
         self.n = max(1, n)
         self.python = python or sys.executable
         self.timeout_s = timeout_s
@@ -174,6 +189,8 @@ class Pool:
         self.timeouts = 0
         self.info: dict[str, Any] = {}
         self._pending: list[Completed] = []  # completions seen while waiting to submit
+        self._backlog: list[Job] = []  # jobs a dead worker held but had not started: sent again
+        self.depth = max(1, depth)
         self.log_dir = Path(tempfile.mkdtemp(prefix="shardfuzz-pool-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.log_dir), True)
         # workers are forks of one process that imported jax (harness/run/zygote.py):
@@ -239,30 +256,57 @@ class Pool:
         base = self.timeout_s if job.limit_s is None else min(job.limit_s, self.timeout_s)
         return base * max(1.0, min(8.0, n / float(1 << 21)))
 
+    def _room(self, w: _Worker, line: bytes = b"") -> int:
+        """How many more jobs `w` takes now (none until it is ready); a job whose line
+        is longer than QUEUE_BYTES only an idle worker takes (a pipe holds 64 KiB: the
+        write to a busy worker could block the parent until that worker's job ends, and
+        a hung job's time limit with it)."""
+        if not w.ready or (w.queue and len(line) > QUEUE_BYTES):
+            return 0
+        return max(0, self.depth - len(w.queue))
+
     def free(self) -> int:
-        return sum(1 for w in self.workers if w.ready and w.job is None)
+        """How many jobs can be submitted now without waiting: the room left in the
+        workers' queues, less the jobs waiting to be sent again (`_backlog`)."""
+        return max(0, sum(self._room(w) for w in self.workers) - len(self._backlog))
 
     def busy(self) -> int:
-        return sum(1 for w in self.workers if w.job is not None)
+        return sum(1 for w in self.workers if w.queue) + len(self._backlog)
 
-    def _free_worker(self) -> _Worker:
-        """A ready, idle worker, waiting for one (a replacement may still be starting);
-        completions seen meanwhile are kept for the next wait/drain."""
+    def _pick(self, line: bytes) -> _Worker | None:
+        """The worker with room for `line` that has the fewest jobs (an idle one first)."""
+        return min((w for w in self.workers if self._room(w, line)), key=lambda w: len(w.queue), default=None)
+
+    def _dispatch(self) -> None:
+        """Send the jobs a dead worker held but had not started to workers with room, in order."""
+        while self._backlog:
+            w = self._pick(self._backlog[0].line)
+            if w is None:
+                return
+            job = self._backlog.pop(0)
+            self._send(w, job, job.line)
+
+    def _free_worker(self, line: bytes = b"") -> _Worker:
+        """A ready worker with room for `line`, waiting for one (a replacement may still
+        be starting); completions seen meanwhile are kept for the next wait/drain."""
         t0 = time.monotonic()
-        while self.free() == 0:
+        self._dispatch()
+        while True:
+            w = self._pick(line) if self.free() else None
+            if w is not None:
+                return w
             if time.monotonic() - t0 > 300:
                 raise WorkerStartError(f"{self.python}: no worker became free within 300s")
             self._pending.extend(self._poll(0.5))
-        return next(w for w in self.workers if w.ready and w.job is None)
 
-    def _send(self, w: _Worker, job: Job, msg: dict[str, Any]) -> None:
-        self.next_id += 1
-        w.job = job
-        job.mode_started = time.monotonic()
-        if len(job.modes) == 1:
-            job.current_mode = job.modes[0]  # (the worker sends no start for a one-mode job)
+    def _send(self, w: _Worker, job: Job, line: bytes) -> None:
+        self.next_id = max(self.next_id, job.id + 1)
+        job.line = line
+        w.queue.append(job)
+        if len(w.queue) == 1:
+            self._started(job)
         assert w.proc.stdin is not None
-        data = (json.dumps(msg) + "\n").encode()
+        data = line
         try:  # straight to the pipe (a text wrapper's write and flush cost more than the job)
             fd = w.proc.stdin.fileno()
             while data:
@@ -270,20 +314,29 @@ class Pool:
         except (BrokenPipeError, OSError):
             pass  # noticed as a crash by the next poll
 
+    @staticmethod
+    def _started(job: Job) -> None:
+        """`job` is its worker's running job from now (its time limit counts from here)."""
+        job.mode_started = time.monotonic()
+        if len(job.modes) == 1:
+            job.current_mode = job.modes[0]  # (the worker sends no start for a one-mode job)
+
     def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None, limit_s: float | None = None) -> None:
         """Give a program to a free worker, to run in each of `modes` (`limit_s`: a time
         limit per mode below the pool's, for modes a known entry says may hang)."""
-        w = self._free_worker()
+        body = json.dumps({"program": program_to_dict(program), "modes": list(modes)})[1:-1]
+        w = self._free_worker(body.encode())
         job = Job(self.next_id, program, modes, tag, limit_s=limit_s)
-        clear = self.clear_caches_every > 0 and (w.jobs_done + 1) % self.clear_caches_every == 0
-        self._send(w, job, {"id": job.id, "program": program_to_dict(program), "modes": list(modes), "clear_caches": clear})
+        clear = self.clear_caches_every > 0 and (w.jobs_done + len(w.queue) + 1) % self.clear_caches_every == 0
+        self._send(w, job, f'{{"id": {job.id}, {body}, "clear_caches": {json.dumps(clear)}}}\n'.encode())
 
     def submit_batch(self, programs: list[Program], tags: list[Any]) -> None:
         """Several programs (meshes over the same devices) for one combined jit; each
         comes back as its own Completed, with its own tag and a jit observation."""
-        w = self._free_worker()
+        body = json.dumps({"batch": [program_to_dict(p) for p in programs], "modes": ["jit"]})[1:-1]
+        w = self._free_worker(body.encode())
         job = Job(self.next_id, programs[0], ("jit",), list(tags), batch=list(programs))
-        self._send(w, job, {"id": job.id, "batch": [program_to_dict(p) for p in programs], "modes": ["jit"]})
+        self._send(w, job, f'{{"id": {job.id}, {body}}}\n'.encode())
 
     def wait(self, timeout: float = 1.0) -> list[Completed]:
         """Wait until at least one job completes (or `timeout`); return completed jobs."""
@@ -327,6 +380,7 @@ class Pool:
             elif w.job is None and w.proc.poll() is not None:
                 self._retire(w)
                 self._spawn()
+        self._dispatch()
         return done
 
     def _handle(self, w: _Worker, line: bytes) -> list[Completed]:
@@ -350,8 +404,9 @@ class Pool:
                 w.job.observations.append(o)
                 w.job.current_mode = None
         elif w.job is not None and ev == "done":
-            j = w.job
-            w.job = None
+            j = w.queue.pop(0)
+            if w.queue:  # (its next job, already in its stdin, starts now)
+                self._started(w.queue[0])
             w.jobs_done += 1
             w.cpu_s = float(msg.get("cpu_s", w.cpu_s))
             if j.batch is not None:
@@ -361,6 +416,9 @@ class Pool:
 
     def _dead(self, w: _Worker, status: str) -> list[Completed]:
         job = w.job
+        # the jobs it held but had not started go to the other workers, or its replacement
+        self._backlog.extend(w.queue[1:])
+        del w.queue[1:]
         if job is None and not w.ready:
             w.proc.wait()
             tail = w.stderr_tail()
