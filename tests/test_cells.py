@@ -353,6 +353,31 @@ def test_a_valid_lean_part_drops_the_arguments_nothing_uses() -> None:
     assert lean_part(ints, None, None, valid=True).inputs == ins[1:]
 
 
+def test_a_lean_part_keeps_the_dead_op_that_turns_x64_on() -> None:
+    """A dead cast to float64 is all that turns jax_enable_x64 on: the lean part (and
+    any slice of the program) keeps it, or the sum of an int32 would be an int32, not an
+    int64, and the pairs claimed for the int64 cells would never be checked (fuzz seed
+    0, 60 s: smap `all_gather|dtype=int64`, claimed by a sweep program that ran)."""
+    from harness.campaign.cells import checked_cells, lean, typed_cells
+    from harness.judge.check import check_program
+    from oracles import predict
+    from programs.graph import lean_part, slice_outputs
+
+    mesh = Mesh(("x",), (4,))
+    body = (Op.make("reduce_sum", (0,), axis=0), Op.make("cast", (0,), dtype="float64"),
+            Op.make("all_gather", (1,), axes=("x",), axis=0, tiled=True))
+    p = Program(mesh, (Input((4, 2), "int32", "iota"),), (Spec((("x",), None)),), body, (3,), (Spec((("x",),)),))
+    assert p.x64 and not typed_cells(p)[1]
+    assert "all_gather|dtype=int64" in checked_cells(p)
+    for q in (lean(p), lean_part(p, None, None, valid=True), slice_outputs(p, (0,))):
+        assert q.x64 and checked_cells(q) == checked_cells(p)
+        assert [t.dtype for t in predict(q).value_types] == [t.dtype for t in predict(p).value_types]
+    # (the cast stays dead: no output depends on it); jax agrees on the int64 it gathers
+    assert [op.kind for op in lean(p).body] == ["reduce_sum", "cast", "all_gather"]
+    res = check_program(lean(p), ("jit",))
+    assert not res.divergences and [o.dtype for o in res.observations[0].outputs] == ["int64"]
+
+
 def test_a_late_part_cut_to_some_outputs_is_its_programs_part(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The late part of a program cut to some outputs (`Run.record`'s parent) is recorded
     as that program's: counted once, its cells at the program's index; the same cut
