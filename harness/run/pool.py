@@ -256,12 +256,12 @@ class Pool:
         base = self.timeout_s if job.limit_s is None else min(job.limit_s, self.timeout_s)
         return base * max(1.0, min(8.0, n / float(1 << 21)))
 
-    def _room(self, w: _Worker, line: bytes = b"") -> int:
+    def _room(self, w: _Worker, size: int = 0) -> int:
         """How many more jobs `w` takes now (none until it is ready); a job whose line
-        is longer than QUEUE_BYTES only an idle worker takes (a pipe holds 64 KiB: the
+        (`size` bytes) is longer than QUEUE_BYTES only an idle worker takes (a pipe holds 64 KiB: the
         write to a busy worker could block the parent until that worker's job ends, and
         a hung job's time limit with it)."""
-        if not w.ready or (w.queue and len(line) > QUEUE_BYTES):
+        if not w.ready or (w.queue and size > QUEUE_BYTES):
             return 0
         return max(0, self.depth - len(w.queue))
 
@@ -273,26 +273,28 @@ class Pool:
     def busy(self) -> int:
         return sum(1 for w in self.workers if w.queue) + len(self._backlog)
 
-    def _pick(self, line: bytes) -> _Worker | None:
-        """The worker with room for `line` that has the fewest jobs (an idle one first)."""
-        return min((w for w in self.workers if self._room(w, line)), key=lambda w: len(w.queue), default=None)
+    def _pick(self, size: int) -> _Worker | None:
+        """The worker with room for a line of `size` bytes that has the fewest jobs (an
+        idle one first)."""
+        return min((w for w in self.workers if self._room(w, size)), key=lambda w: len(w.queue), default=None)
 
     def _dispatch(self) -> None:
         """Send the jobs a dead worker held but had not started to workers with room, in order."""
         while self._backlog:
-            w = self._pick(self._backlog[0].line)
+            w = self._pick(len(self._backlog[0].line))
             if w is None:
                 return
             job = self._backlog.pop(0)
             self._send(w, job, job.line)
 
-    def _free_worker(self, line: bytes = b"") -> _Worker:
-        """A ready worker with room for `line`, waiting for one (a replacement may still
-        be starting); completions seen meanwhile are kept for the next wait/drain."""
+    def _free_worker(self, size: int = 0) -> _Worker:
+        """A ready worker with room for a line of `size` bytes, waiting for one (a
+        replacement may still be starting); completions seen meanwhile are kept for the
+        next wait/drain."""
         t0 = time.monotonic()
         self._dispatch()
         while True:
-            w = self._pick(line) if self.free() else None
+            w = self._pick(size) if self.free() else None
             if w is not None:
                 return w
             if time.monotonic() - t0 > 300:
@@ -324,8 +326,8 @@ class Pool:
     def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None, limit_s: float | None = None) -> None:
         """Give a program to a free worker, to run in each of `modes` (`limit_s`: a time
         limit per mode below the pool's, for modes a known entry says may hang)."""
-        body = json.dumps({"program": program_to_dict(program), "modes": list(modes)})[1:-1]
-        w = self._free_worker(body.encode())
+        body = json.dumps({"program": program_to_dict(program), "modes": list(modes)})[1:-1]  # (ASCII: its length is its size)
+        w = self._free_worker(len(body))
         job = Job(self.next_id, program, modes, tag, limit_s=limit_s)
         clear = self.clear_caches_every > 0 and (w.jobs_done + len(w.queue) + 1) % self.clear_caches_every == 0
         self._send(w, job, f'{{"id": {job.id}, {body}, "clear_caches": {json.dumps(clear)}}}\n'.encode())
@@ -334,7 +336,7 @@ class Pool:
         """Several programs (meshes over the same devices) for one combined jit; each
         comes back as its own Completed, with its own tag and a jit observation."""
         body = json.dumps({"batch": [program_to_dict(p) for p in programs], "modes": ["jit"]})[1:-1]
-        w = self._free_worker(body.encode())
+        w = self._free_worker(len(body))
         job = Job(self.next_id, programs[0], ("jit",), list(tags), batch=list(programs))
         self._send(w, job, f'{{"id": {job.id}, {body}}}\n'.encode())
 
