@@ -220,6 +220,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         minimize_total_s=a.minimize_total,
         value_share=a.value_share,
         batch=a.batch,
+        together=not a.alone,
         worker_env=worker_env,
         shard=parse_shard(a.shard) if a.shard is not None else None,
         large=a.large,
@@ -322,6 +323,9 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
     f.add_argument("--value-share", type=fraction, default=FUZZ_DEFAULTS["value_share"], help="share of programs run in every mode; the rest only in the abstract tier")
     f.add_argument("--batch", type=at_least(1, what="1: no batching"), default=FUZZ_DEFAULTS["batch"], help="value-tier programs compiled together as one jit")
+    f.add_argument("--alone", action="store_true",
+                   help="compile every mode of a program on its own (default: its jit, vmap, vmap_spmd, grad and grad_remat "
+                   "modes share one jit, about 1.7x faster; a divergence there is re-run alone before it is reported)")
     f.add_argument(
         "--codegen",
         choices=("fast", "default"),

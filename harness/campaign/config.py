@@ -46,6 +46,7 @@ class RunConfig:
     corpus: Path | None = None  # persistent failing cases: replayed first, added to
     value_share: float = 0.25  # share of programs that go on from the abstract tier to every mode
     batch: int = 8  # programs per combined jit in the value tier (1: no batching)
+    together: bool = True  # a program's jit, vmap, vmap_spmd, grad, grad_remat in one jit (harness/run/together.py)
     minimize_budget_s: float = 30.0  # per new bucket, after the run; 0 disables
     minimize_total_s: float = 0.0  # for all new buckets together (0: no limit); most frequent first
     large: float | None = None  # share of large programs (>= 4 MiB per device); None: LARGE_SHARE with multiprocess, else 0

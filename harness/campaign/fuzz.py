@@ -63,6 +63,7 @@ from harness.run import compat
 from harness.run.modes import Observation
 from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.pool import Completed, Pool
+from harness.run.together import together_modes
 from oracles import Prediction, predict
 from programs.model import Program
 from programs.serialize import program_id
@@ -111,6 +112,17 @@ class _Batched:
     """Job tag: this program's jit part, compiled in a batch with others."""
 
     token: int
+
+
+@dataclass(frozen=True)
+class _Alone:
+    """Job tag: the modes of a program that diverged when run together in one jit
+    (harness/run/together.py), re-run alone; `kept` are its other observations, `tag`
+    the first job's (how the result is then recorded)."""
+
+    kept: tuple[Observation, ...]
+    pred: Prediction
+    tag: Any
 
 
 @dataclass(frozen=True)
@@ -311,18 +323,35 @@ class _Scheduler:
         # a program the oracle expects to fail, or one with the features of a known jax
         # bug, would only make its batch fail and be bisected: it runs alone
         if pred is None or pred.error is not None or known_trouble(self.cfg.suppressions, p, pred, self.run.jax_version, "jit"):
+            together, pred = self.together(p, modes, pred)
             self.wait_for_free_worker()
-            self.pool.submit(p, modes, tag=None if pred is None else _Predicted(pred))
+            self.pool.submit(p, modes, tag=None if pred is None else _Predicted(pred), together=together)
             return
         rest = tuple(m for m in modes if m != "jit")
         token = next(self.tokens)
         self.parts[token] = (1 + bool(rest), [], pred)
         if rest:
             self.wait_for_free_worker()
-            self.pool.submit(p, rest, tag=_Part(token))
+            self.pool.submit(p, rest, tag=_Part(token), together=self.together(p, rest, pred)[0])
         self.queues.setdefault(p.mesh.size, []).append((p, token))
         if len(self.queues[p.mesh.size]) >= self.cfg.batch:
             self.flush(p.mesh.size)
+
+    def together(self, p: Program, modes: tuple[str, ...], pred: Prediction | None) -> tuple[tuple[str, ...], Prediction | None]:
+        """The modes of `modes` the worker runs in one jit first (harness/run/together.py),
+        and the prediction, made here when needed: not those a known entry says jax goes
+        wrong in on `p` (they would make the whole jit fail, or crash the worker), nor
+        those it says may crash there (`crash_last`: they run last, alone)."""
+        mine = together_modes(p, modes) if self.cfg.together else ()
+        if not mine:
+            return (), pred
+        pred = pred if pred is not None else predict(p)
+        if pred.error is not None:
+            return (), pred
+        entries, version = self.cfg.suppressions, self.run.jax_version
+        crash = set(known_hang_modes(self.crashes, p, value_types(p)[0], mine, "crash")) if self.crashes else set()
+        mine = tuple(m for m in mine if m not in crash and not known_trouble(entries, p, pred, version, m))
+        return (mine if len(mine) > 1 else ()), pred
 
     def submit_derived(self) -> None:
         """The programs without their known bugs (see Run.record), checked like any other."""
@@ -380,12 +409,14 @@ class _Scheduler:
                 self.join(c.program, tag.token, c.observations, res)
         elif isinstance(tag, _Part):
             self.join(c.program, tag.token, c.observations)
+        elif isinstance(tag, _Alone):
+            self.finish(c.program, [*tag.kept, *c.observations], tag.pred, parent=tag.tag.parent if isinstance(tag.tag, _Late) else None)
         elif isinstance(tag, _Predicted):
-            self.finish(c.program, c.observations, tag.prediction)
+            self.finish(c.program, c.observations, tag.prediction, tag=tag)
         elif isinstance(tag, _Late):
-            self.finish(c.program, c.observations, parent=tag.parent)
+            self.finish(c.program, c.observations, parent=tag.parent, tag=tag)
         else:
-            self.finish(c.program, c.observations)
+            self.finish(c.program, c.observations, tag=tag)
 
     def join(self, p: Program, token: int, obs: list[Observation], res: CheckResult | None = None) -> None:
         """`res`: these observations already evaluated (reused when they are all there is)."""
@@ -397,10 +428,19 @@ class _Scheduler:
         self.parts[token] = (left - 1, have + obs, pred)
 
     def finish(self, p: Program, observations: list[Observation], pred: Prediction | None = None,
-               res: CheckResult | None = None, parent: str | None = None) -> None:
-        """`parent`: `p` is a late part of the program with that id (`_Late`)."""
+               res: CheckResult | None = None, parent: str | None = None, tag: Any = None) -> None:
+        """`parent`: `p` is a late part of the program with that id (`_Late`). A divergence
+        of a mode run together with others in one jit is never reported as it is: those
+        modes run again alone first (`_Alone`), and their results decide."""
         assert self.pool is not None
         res = res if res is not None else evaluate(p, observations, pred)
+        wrong = {m for d in res.divergences for m in d.mode.split(",")}
+        again = tuple(o.mode for o in observations if o.together and o.mode in wrong)
+        if again:
+            self.run.batch_reconfirmed += 1
+            kept = tuple(o for o in observations if o.mode not in again)
+            self.pool.submit(p, again, tag=_Alone(kept, res.prediction, tag))
+            return
         self.probe_or_record(res, parent)
 
     def probe_or_record(self, res: CheckResult, parent: str | None) -> None:

@@ -221,7 +221,7 @@ class RunSummary:
     elapsed_s: float
     buckets: tuple[BucketSummary, ...]
     fixed: tuple[FixedCase, ...]
-    batch_reconfirmed: int
+    batch_reconfirmed: int  # results of a shared jit (a batch of programs, or a program's modes together) that diverged, re-run alone
     corpus_replayed: int
     database_replayed: int
     programs_digest: str

@@ -13,7 +13,7 @@ import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,37 @@ def structure_key(p: Program) -> str:
 # bounded, least recently used out first, emptied with jax.clear_caches (worker.py)
 COMPILED: OrderedDict[tuple[str, str], tuple[Callable[..., Any], dict[int, Any], dict[int, Any]]] = OrderedDict()
 COMPILED_MAX = 256
+
+
+Types = dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]]
+URs = dict[int, tuple[frozenset[str], frozenset[str]]]
+
+
+def recorder() -> tuple[Callable[[int, Any], None], Types, URs]:
+    """A `record(i, v)` for the body (harness/run/lowering.py `make_body`) and the two
+    tables it fills: each body value's (shape, dtype, varying axes) and its (unreduced,
+    reduced) axes, as the first trace saw them."""
+    types: Types = {}
+    urs: URs = {}
+
+    def record(i: int, v: Any) -> None:
+        if i not in types:
+            types[i] = (tuple(v.shape), str(v.dtype), compat.vma_of(v))
+            ur = compat.ur_of(v)
+            if ur is not None:
+                urs[i] = ur
+
+    return record, types, urs
+
+
+@dataclass(frozen=True)
+class Staged:
+    """One mode's part of a run together (`Mode.stage`): `fn(*args)` is traced inside the
+    one jit; `done` turns its concrete result into the mode's outputs and facts."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    done: Callable[[Any], tuple[tuple[ObservedOutput, ...], dict[str, Any]]]
 
 
 class Mode:
@@ -105,17 +136,15 @@ class Mode:
         with compat.x64_scope(p.x64):  # a program naming float64 runs with jax_enable_x64 on
             return self._run(p)
 
+    def stage(self, p: Program, record: Callable[[int, Any], None]) -> Staged | None:
+        """This mode's run of `p` as a function to trace inside one jit with other modes'
+        (harness/run/together.py), or None where the mode runs `p` only on its own (no
+        compile to share, or nothing to compute: `run` says why). Called under the
+        program's scopes (`run`)."""
+        return None
+
     def _run(self, p: Program) -> Observation:
-        types: dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]] = {}
-        urs: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
-
-        def record(i: int, v: Any) -> None:
-            if i not in types:
-                types[i] = (tuple(v.shape), str(v.dtype), compat.vma_of(v))
-                ur = compat.ur_of(v)
-                if ur is not None:
-                    urs[i] = ur
-
+        record, types, urs = recorder()
         t0 = time.perf_counter()
 
         def raised(e: Exception, phase: str = "") -> Observation:  # the observation IS the exception

@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.run import compat
 from harness.run.lowering import make_body
-from harness.run.modes_base import Mode
+from harness.run.modes_base import Mode, Staged
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program
 
@@ -60,6 +60,9 @@ class Jit(Mode):
         import jax
 
         return jax.jit(f)
+
+    def stage(self, p: Program, record: Callable[[int, Any], None]) -> Staged | None:
+        return Staged(self.build(p, record), tuple(self.inputs(p)), lambda outs: (tuple(self.observe(o, p) for o in outs), {}))
 
 
 _REGION = re.compile(

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.run.modes_base import Mode
+from harness.run.modes_base import Mode, Staged
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program, is_float
 
@@ -50,6 +50,16 @@ class Vmap(Mode):
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
         return ObservedOutput(tuple(o.shape), str(o.dtype), np.asarray(o), None)
+
+    def stage(self, p: Program, record: Callable[[int, Any], None]) -> Staged | None:
+        import jax
+
+        self._axis = p.spmd_axis() if self.spmd else None
+        if self.spmd and (self._axis is None or p.defect is not None):
+            return None  # (`run` says why it is unsupported)
+        f = self.build(p, record)
+        g = jax.vmap(f, spmd_axis_name=self._axis) if self._axis else jax.vmap(f)
+        return Staged(g, tuple(self.inputs(p)), lambda outs: (tuple(self.observe(o, p) for o in outs), {}))
 
 
 class VmapSpmd(Vmap):
@@ -91,7 +101,9 @@ class Grad(Mode):
 
         return [a.astype(x.dtype) for a, x in zip(grad_point(p), p.inputs)]
 
-    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+    def plan(self, f: Callable[..., Any], args: list[np.ndarray]) -> tuple[Any, list[int], Callable[..., Any], tuple[Any, ...]]:
+        """(the outputs' shapes, the float outputs' indices, the function giving the two
+        directional derivatives <u, J v> (by jvp, by vjp), its arguments)."""
         import jax
         import jax.numpy as jnp
 
@@ -102,8 +114,7 @@ class Grad(Mode):
         shapes = jax.eval_shape(f, *args)
         out_idx = [k for k, o in enumerate(shapes) if jnp.issubdtype(o.dtype, jnp.floating)]
         if not out_idx:
-            self._facts = {"skipped": "no float output"}
-            return shapes
+            return shapes, out_idx, lambda: None, ()
 
         def g(*fl: Any) -> tuple[Any, ...]:
             full = list(args)
@@ -126,7 +137,6 @@ class Grad(Mode):
         def dot(a: Any, b: Any) -> Any:
             return jnp.vdot(a.astype(jnp.float32), b.astype(jnp.float32))
 
-        @jax.jit
         def both(prim: Any, tan: Any, cot: Any) -> tuple[Any, Any]:
             _, jv = jax.jvp(g, prim, tan)
             d_jvp = sum(dot(u, t) for u, t in zip(cot, jv))
@@ -135,9 +145,31 @@ class Grad(Mode):
             d_vjp = sum(dot(c, t) for c, t in zip(cts, tan))
             return d_jvp, d_vjp
 
-        d_jvp, d_vjp = both(primals, tans, us)
+        return shapes, out_idx, both, (primals, tans, us)
+
+    def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
+        import jax
+
+        shapes, out_idx, both, both_args = self.plan(f, args)
+        if not out_idx:
+            self._facts = {"skipped": "no float output"}
+            return shapes
+        d_jvp, d_vjp = jax.jit(both)(*both_args)
         self._facts = {"outputs": out_idx, "jvp": float(d_jvp), "vjp": float(d_vjp)}
         return shapes
+
+    def stage(self, p: Program, record: Callable[[int, Any], None]) -> Staged | None:
+        if self.applicable(p):
+            return None  # (`run` says why it is unsupported)
+        f = self.build(p, record)
+        shapes, out_idx, both, both_args = self.plan(f, self.inputs(p))
+        if not out_idx:
+            return None  # (nothing to compile: `run` skips it)
+
+        def done(d: Any) -> tuple[tuple[ObservedOutput, ...], dict[str, Any]]:
+            return tuple(self.observe(o, p) for o in shapes), {"outputs": out_idx, "jvp": float(d[0]), "vjp": float(d[1])}
+
+        return Staged(both, both_args, done)
 
     def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
         self._program = p

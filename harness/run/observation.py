@@ -45,6 +45,9 @@ class Observation:
     facts: dict[str, Any] = field(default_factory=dict)  # mode-specific facts (lowering text, derivatives)
     # value index -> (unreduced, reduced) manual axes, as jax.typeof(v).mat showed them
     value_ur: dict[int, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
+    # run in one jit with the program's other `together` modes (harness/run/together.py):
+    # a divergence it shows is re-run in this mode alone before it is reported
+    together: bool = False
 
     @property
     def raised(self) -> bool:
@@ -72,6 +75,7 @@ def observation_to_dict(o: Observation) -> dict[str, Any]:
         "facts": o.facts,
         "value_types": [[i, list(s), dt, None if v is None else sorted(v)] for i, (s, dt, v) in o.value_types.items()],
         "value_ur": [[i, sorted(u), sorted(r)] for i, (u, r) in o.value_ur.items()],
+        "together": o.together,
         "outputs": [
             {
                 "global_shape": list(x.global_shape),
@@ -111,6 +115,7 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
         phase=d.get("phase", ""),
         facts=d.get("facts", {}),
         value_ur={int(i): (frozenset(u), frozenset(r)) for i, u, r in d.get("value_ur", [])},
+        together=bool(d.get("together", False)),
     )
 
 

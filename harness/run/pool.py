@@ -58,6 +58,8 @@ class Job:
     batch: list[Program] | None = None  # a batch job: these programs, one jit
     batch_obs: dict[int, Observation] = field(default_factory=dict)
     limit_s: float | None = None  # its own per-mode time limit (else the pool's timeout_s)
+    together: tuple[str, ...] = ()  # modes the worker tries in one jit first (harness/run/together.py)
+    in_together: bool = False  # the worker is running them now
     line: bytes = b""  # what was sent (sent again if its worker died before it started)
 
 
@@ -186,6 +188,7 @@ class Pool:
         self.retired_cpu_s = 0.0  # what retired workers (crashed, hung, replaced) had spent
         self.next_id = 0
         self.crashes = 0
+        self.together_again = 0  # jobs whose worker died running modes together: run again one by one
         self.timeouts = 0
         self.info: dict[str, Any] = {}
         self._pending: list[Completed] = []  # completions seen while waiting to submit
@@ -323,14 +326,24 @@ class Pool:
         if len(job.modes) == 1:
             job.current_mode = job.modes[0]  # (the worker sends no start for a one-mode job)
 
-    def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None, limit_s: float | None = None) -> None:
+    def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None, limit_s: float | None = None,
+               together: tuple[str, ...] = ()) -> None:
         """Give a program to a free worker, to run in each of `modes` (`limit_s`: a time
-        limit per mode below the pool's, for modes a known entry says may hang)."""
-        body = json.dumps({"program": program_to_dict(program), "modes": list(modes)})[1:-1]  # (ASCII: its length is its size)
+        limit per mode below the pool's, for modes a known entry says may hang;
+        `together`: modes of `modes` to try in one jit first, harness/run/together.py)."""
+        job = Job(self.next_id, program, modes, tag, limit_s=limit_s, together=together)
+        body = self._body(job)
         w = self._free_worker(len(body))
-        job = Job(self.next_id, program, modes, tag, limit_s=limit_s)
         clear = self.clear_caches_every > 0 and (w.jobs_done + len(w.queue) + 1) % self.clear_caches_every == 0
         self._send(w, job, f'{{"id": {job.id}, {body}, "clear_caches": {json.dumps(clear)}}}\n'.encode())
+
+    @staticmethod
+    def _body(job: Job) -> str:
+        """The job line's fields but its id (ASCII JSON: its length is its size)."""
+        fields: dict[str, Any] = {"program": program_to_dict(job.program), "modes": list(job.modes)}
+        if job.together:
+            fields["together"] = list(job.together)
+        return json.dumps(fields)[1:-1]
 
     def submit_batch(self, programs: list[Program], tags: list[Any]) -> None:
         """Several programs (meshes over the same devices) for one combined jit; each
@@ -377,7 +390,7 @@ class Pool:
                 done.extend(self._handle(w, line))
         now = time.monotonic()
         for w in list(self.workers):
-            if w.job is not None and now - w.job.mode_started > self.limit_s(w.job):
+            if w.job is not None and now - w.job.mode_started > self.limit_s(w.job) * (len(w.job.together) if w.job.in_together else 1):
                 done.extend(self._dead(w, "timeout"))
             elif w.job is None and w.proc.poll() is not None:
                 self._retire(w)
@@ -397,8 +410,10 @@ class Pool:
             self.info = msg
         elif w.job is not None and ev == "start":
             w.job.current_mode = msg["mode"]
+            w.job.in_together = bool(msg.get("together"))
             w.job.mode_started = time.monotonic()
         elif w.job is not None and ev == "obs":
+            w.job.in_together = False
             o = observation_from_dict(msg["observation"])
             if w.job.batch is not None:
                 w.job.batch_obs[int(msg["index"])] = o
@@ -429,7 +444,10 @@ class Pool:
                 f"{self.python} -m harness.run.worker exited with code {w.proc.returncode} before it was ready: "
                 f"{tail.strip().splitlines()[-1] if tail.strip() else 'no output'}"
             )
-        if status == "timeout":
+        again = job is not None and job.in_together
+        if again:
+            self.together_again += 1
+        elif status == "timeout":
             self.timeouts += 1
         else:
             self.crashes += 1
@@ -440,6 +458,16 @@ class Pool:
         self._retire(w)
         self._spawn()  # becomes free once it reports ready
         if job is None:
+            return []
+        if again:
+            # it died running modes together: they run again one by one (each crash or hang
+            # on its own mode), first of all jobs waiting
+            seen = {o.mode for o in job.observations}
+            alone = Job(job.id, job.program, tuple(m for m in job.modes if m not in seen), job.tag,
+                        list(job.observations), limit_s=job.limit_s)
+            alone.line = f'{{"id": {alone.id}, {self._body(alone)}}}\n'.encode()
+            self._backlog.insert(0, alone)
+            self._dispatch()
             return []
         mode = job.current_mode or (job.modes[len(job.observations)] if len(job.observations) < len(job.modes) else "?")
         what = f"timed out after {self.limit_s(w.job) if w.job is not None else self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{signame(rc)})"

@@ -1,8 +1,10 @@
 """A worker process: initialises jax once (8 forced CPU devices, or the count XLA_FLAGS
 asks for when that is more) and runs many programs.
 
-Speaks JSON lines: reads `{"id", "program", "modes"}` from stdin; writes
+Speaks JSON lines: reads `{"id", "program", "modes"}` (and `"together"`: the modes to try
+in one jit first, harness/run/together.py) from stdin; writes
 `{"event": "ready"}` once, then per job `{"event": "start", "mode"}` before each mode
+(`"together": true` before the modes run together)
 (so the parent knows which mode a crash or hang happened in), `{"event": "obs",
 "observation"}` after it, and `{"event": "done"}`. It needs only jax, numpy and
 shardfuzz's `programs` and `harness` packages, so it can run in another Python
@@ -70,6 +72,7 @@ def _serve() -> int:
     compat.force_host_devices(host_device_count())
     from harness.run.faults import install_from_env
     from harness.run.modes import COMPILED, MODES, observation_to_dict
+    from harness.run.together import run_together
     from programs.serialize import program_from_dict
 
     install_from_env()
@@ -102,7 +105,15 @@ def _serve() -> int:
         # (not validated again: the parent read and checked it, or drew it, or it is a
         # minimizer's candidate, which must run even where a file could not say it)
         p = program_from_dict(job["program"], check=False)
+        ran: set[str] = set()
+        if job.get("together"):  # these modes in one jit (harness/run/together.py), the rest alone
+            send({"id": jid, "event": "start", "mode": job["together"][0], "together": True})
+            for o in run_together(p, job["together"]):
+                send({"id": jid, "event": "obs", "observation": observation_to_dict(o)}, flush=False)
+                ran.add(o.mode)
         for m in job["modes"]:
+            if m in ran:
+                continue
             if len(job["modes"]) > 1:  # (a one-mode job's mode is known to the parent)
                 send({"id": jid, "event": "start", "mode": m})
             o = MODES[m].run(p)
