@@ -727,13 +727,16 @@ class _Recorder:
 
     def __init__(self) -> None:
         self.alone: list[tuple[str, ...]] = []
+        self.together: list[tuple[str, ...]] = []
         self.batches = 0
 
     def free(self) -> int:
         return 1
 
-    def submit(self, program: Program, modes: tuple[str, ...], tag: object = None, limit_s: float | None = None) -> None:
+    def submit(self, program: Program, modes: tuple[str, ...], tag: object = None, limit_s: float | None = None,
+               together: tuple[str, ...] = ()) -> None:
         self.alone.append(modes)
+        self.together.append(together)
 
     def submit_batch(self, programs: list[Program], tags: list[object]) -> None:
         self.batches += 1
@@ -758,5 +761,7 @@ def test_a_stream_program_has_its_jit_mode_batched_and_a_sweep_program_does_not(
             sched._submit(p, ("abstract", "jit", "vmap"))
         if sweeping:
             assert pool.batches == 0 and pool.alone == [("abstract", "jit", "vmap")] * 2, pool.alone
+            assert pool.together == [("jit", "vmap")] * 2  # (one compile for both: harness/run/together.py)
         else:
             assert pool.batches == 1 and pool.alone == [("abstract", "vmap")] * 2, pool.alone
+            assert pool.together == [()] * 2  # (vmap alone: nothing to share a compile with)
