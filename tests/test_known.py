@@ -765,3 +765,23 @@ def test_a_stream_program_has_its_jit_mode_batched_and_a_sweep_program_does_not(
         else:
             assert pool.batches == 1 and pool.alone == [("abstract", "vmap")] * 2, pool.alone
             assert pool.together == [()] * 2  # (vmap alone: nothing to share a compile with)
+
+
+def test_a_mode_a_known_entry_says_jax_fails_in_is_not_run_together(tmp_path: Path) -> None:
+    """A program's jit-like modes share one jit (harness/run/together.py), but not a mode
+    a known entry says jax raises in on it: its error would make the whole jit fail and
+    send every mode to run alone (vmap-spmd-scan-closure-vma: any op in a lax.scan)."""
+    from harness.campaign.config import RunConfig
+    from harness.campaign.fuzz import _Scheduler as Scheduler
+    from harness.campaign.state import Run
+
+    scan = prog(XY, [Input((4, 8), "float32", "small", 3)], [P("x", "y")], [op("psum", 0, axes=("y",), wrap="scan"), op("neg", 1)],
+                [2], [P("x")])
+    modes = ("abstract", "jit", "vmap", "vmap_spmd")
+    for entries, together in ((ENTRIES, ("jit", "vmap")), ((), ("jit", "vmap", "vmap_spmd"))):
+        cfg = RunConfig(workers=0, report_dir=tmp_path, suppressions=entries, modes=modes)
+        pool = _Recorder()
+        sched = Scheduler(Run(cfg), pool)  # type: ignore[arg-type]
+        sched.run.jax_version, sched.sweeping = "0.10.2", True
+        sched._submit(scan, modes)
+        assert pool.alone == [modes] and pool.together == [together], (entries == (), pool.together)
