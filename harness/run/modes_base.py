@@ -143,6 +143,10 @@ class Mode:
         program's scopes (`run`)."""
         return None
 
+    def staged(self, p: Program, fn: Callable[..., Any], args: list[np.ndarray]) -> Staged:
+        """`fn(*args)` staged with this mode's own reading of its outputs (`observe`)."""
+        return Staged(fn, tuple(args), lambda outs: (tuple(self.observe(o, p) for o in outs), {}))
+
     def _run(self, p: Program) -> Observation:
         record, types, urs = recorder()
         t0 = time.perf_counter()

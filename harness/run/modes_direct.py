@@ -62,7 +62,7 @@ class Jit(Mode):
         return jax.jit(f)
 
     def stage(self, p: Program, record: Callable[[int, Any], None]) -> Staged | None:
-        return Staged(self.build(p, record), tuple(self.inputs(p)), lambda outs: (tuple(self.observe(o, p) for o in outs), {}))
+        return self.staged(p, self.build(p, record), self.inputs(p))
 
 
 _REGION = re.compile(

@@ -31,10 +31,16 @@ class Vmap(Mode):
         axis = p.spmd_axis() if self.spmd else None
         return p.mesh.axis_size(axis) if axis else VMAP_BATCH
 
-    def run(self, p: Program) -> Observation:
+    def unsupported(self, p: Program) -> str:
+        """Why this mode does not run `p` ('' where it does); sets the spmd axis it batches over."""
         self._axis = p.spmd_axis() if self.spmd else None
         if self.spmd and (self._axis is None or p.defect is not None):
-            why = "a defect (jax's error wording differs under vmap)" if self._axis else "no free manual axis of size > 1"
+            return "a defect (jax's error wording differs under vmap)" if self._axis else "no free manual axis of size > 1"
+        return ""
+
+    def run(self, p: Program) -> Observation:
+        why = self.unsupported(p)
+        if why:
             return Observation(self.name, status="unsupported", error_message=f"vmap_spmd: {why}")
         return super().run(p)
 
@@ -54,12 +60,10 @@ class Vmap(Mode):
     def stage(self, p: Program, record: Callable[[int, Any], None]) -> Staged | None:
         import jax
 
-        self._axis = p.spmd_axis() if self.spmd else None
-        if self.spmd and (self._axis is None or p.defect is not None):
-            return None  # (`run` says why it is unsupported)
+        if self.unsupported(p):
+            return None  # (`run` says why)
         f = self.build(p, record)
-        g = jax.vmap(f, spmd_axis_name=self._axis) if self._axis else jax.vmap(f)
-        return Staged(g, tuple(self.inputs(p)), lambda outs: (tuple(self.observe(o, p) for o in outs), {}))
+        return self.staged(p, jax.vmap(f, spmd_axis_name=self._axis) if self._axis else jax.vmap(f), self.inputs(p))
 
 
 class VmapSpmd(Vmap):
