@@ -117,12 +117,12 @@ class _Batched:
 @dataclass(frozen=True)
 class _Alone:
     """Job tag: the modes of a program that diverged when run together in one jit
-    (harness/run/together.py), re-run alone; `kept` are its other observations, `tag`
-    the first job's (how the result is then recorded)."""
+    (harness/run/together.py), re-run alone; `kept` are its other observations, `parent`
+    the first job's (`finish`)."""
 
     kept: tuple[Observation, ...]
     pred: Prediction
-    tag: Any
+    parent: str | None
 
 
 @dataclass(frozen=True)
@@ -410,13 +410,13 @@ class _Scheduler:
         elif isinstance(tag, _Part):
             self.join(c.program, tag.token, c.observations)
         elif isinstance(tag, _Alone):
-            self.finish(c.program, [*tag.kept, *c.observations], tag.pred, parent=tag.tag.parent if isinstance(tag.tag, _Late) else None)
+            self.finish(c.program, [*tag.kept, *c.observations], tag.pred, parent=tag.parent)
         elif isinstance(tag, _Predicted):
-            self.finish(c.program, c.observations, tag.prediction, tag=tag)
+            self.finish(c.program, c.observations, tag.prediction)
         elif isinstance(tag, _Late):
-            self.finish(c.program, c.observations, parent=tag.parent, tag=tag)
+            self.finish(c.program, c.observations, parent=tag.parent)
         else:
-            self.finish(c.program, c.observations, tag=tag)
+            self.finish(c.program, c.observations)
 
     def join(self, p: Program, token: int, obs: list[Observation], res: CheckResult | None = None) -> None:
         """`res`: these observations already evaluated (reused when they are all there is)."""
@@ -428,7 +428,7 @@ class _Scheduler:
         self.parts[token] = (left - 1, have + obs, pred)
 
     def finish(self, p: Program, observations: list[Observation], pred: Prediction | None = None,
-               res: CheckResult | None = None, parent: str | None = None, tag: Any = None) -> None:
+               res: CheckResult | None = None, parent: str | None = None) -> None:
         """`parent`: `p` is a late part of the program with that id (`_Late`). A divergence
         of a mode run together with others in one jit is never reported as it is: those
         modes run again alone first (`_Alone`), and their results decide."""
@@ -439,7 +439,7 @@ class _Scheduler:
         if again:
             self.run.batch_reconfirmed += 1
             kept = tuple(o for o in observations if o.mode not in again)
-            self.pool.submit(p, again, tag=_Alone(kept, res.prediction, tag))
+            self.pool.submit(p, again, tag=_Alone(kept, res.prediction, parent))
             return
         self.probe_or_record(res, parent)
 

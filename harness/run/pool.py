@@ -466,8 +466,7 @@ class Pool:
             alone = Job(job.id, job.program, tuple(m for m in job.modes if m not in seen), job.tag,
                         list(job.observations), limit_s=job.limit_s)
             alone.line = f'{{"id": {alone.id}, {self._body(alone)}}}\n'.encode()
-            self._backlog.insert(0, alone)
-            self._dispatch()
+            self._backlog.insert(0, alone)  # (sent by `_poll`'s dispatch, which called this)
             return []
         mode = job.current_mode or (job.modes[len(job.observations)] if len(job.observations) < len(job.modes) else "?")
         what = f"timed out after {self.limit_s(w.job) if w.job is not None else self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{signame(rc)})"
