@@ -39,19 +39,28 @@ class _State:
     clean: list[bool]  # no error and every element an integer
 
 
-def tolerance(st: _State, v: int) -> tuple[bool, float, float]:
-    """(exact, rtol, atol) for value `v`: exact when no element carries an error (jax
-    must match bit for bit); otherwise the largest error bound, plus the float64
-    oracle's own rounding; atol is infinite where the value may overflow."""
+def tolerance(st: _State, v: int) -> tuple[bool, float, float, np.ndarray | None]:
+    """(exact, rtol, atol, unchecked) for value `v`. `unchecked`: True at the elements
+    whose error bound is infinite (a float cast past an integer's range, a value that
+    may overflow: no value is predicted there), None where there is none; atol is
+    infinite only where every element is. Over the other elements: exact when none
+    carries an error (jax must match bit for bit), otherwise the largest error bound,
+    plus the float64 oracle's own rounding."""
     err = st.err[v]
+    bad = ~np.isfinite(err)
+    unchecked = bad if bad.any() else None
+    if unchecked is not None and bad.all():
+        return False, 0.0, float("inf"), None
+    err = np.where(bad, 0.0, err)
+    vals = np.where(bad, 0.0, st.values[v].astype(np.float64)) if unchecked is not None else st.values[v].astype(np.float64)
     if not np.any(err):
-        return True, 0.0, 0.0
+        return True, 0.0, 0.0, unchecked
     worst = float(np.max(err))
-    scale = float(np.max(np.abs(st.values[v].astype(np.float64)), initial=0.0))
+    scale = float(np.max(np.abs(vals), initial=0.0))
     # (a float64 result: its bound already holds the oracle's own rounding, SAFETY_F64;
     # 1e-12 would be 10**4 of its roundings: a few units of the last place instead)
     own = 4 * 2.0**-53 if st.types[v].dtype == "float64" else 1e-12
-    return False, 0.0, worst + own * max(1.0, scale)
+    return False, 0.0, worst + own * max(1.0, scale), unchecked
 
 
 _NO_ERR = np.zeros(0)  # the error bound `trace(errors=False)` leaves in place of each
@@ -151,11 +160,11 @@ def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
         # an unreduced output's value is the sum of its parts over those axes; jax
         # gives only the parts (its blocks), so no global value is predicted
         glob = assemble_global(data, p.mesh, s.entries) if replicated_ok and not s.unreduced else None
-        exact, rtol, atol = tolerance(st, o)
+        exact, rtol, atol, unchecked = tolerance(st, o)
         outs.append(
             OutputPrediction(
                 k, t.shape, gshape, t.dtype, t.vma, data[(slice(None),) * m], glob, exact, rtol, atol,
-                out_sharding(p, k, len(t.shape)),
+                out_sharding(p, k, len(t.shape)), unchecked,
             )
         )
     return Prediction(None, tuple(outs), tuple(st.types), manual, region)

@@ -73,12 +73,17 @@ class OutputPrediction:
     vma: frozenset[str] | None  # None when check_vma=False (nothing is tracked)
     device_values: np.ndarray | None  # mesh.sizes + local_shape: each device's block (None: predict(values=False))
     global_value: np.ndarray | None  # None when replicated blocks differ (check_vma=False)
-    exact: bool  # True: jax must match bit for bit
+    exact: bool  # True: jax must match bit for bit (every element `unchecked` leaves)
     rtol: float
-    atol: float
+    atol: float  # inf: no value is predicted at all, only shape and dtype
     # what jax.typeof(out).sharding.spec must show: per dimension the Explicit axes it is
     # split over, then the unreduced and reduced axes (oracles/explicit.py out_sharding)
     sharding: tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[str, ...]] | None = None
+    # shaped like device_values, True at the elements whose value is not predicted (an
+    # infinite error bound: a float cast past an integer's range, a value that may
+    # overflow, and what is computed from them); None: every element is. exact, rtol and
+    # atol hold for the others. Where no element is predicted, atol is inf instead.
+    unchecked: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

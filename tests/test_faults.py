@@ -43,6 +43,31 @@ def test_value_fault_is_caught(fault: str) -> None:
     assert not evaluate(c.program, c.observations).divergences
 
 
+def test_a_fault_shows_where_a_partly_unpredicted_output_is_predicted() -> None:
+    """A float cast past uint8's range has no predicted value (jax documents it as C++'s
+    static_cast, undefined there), but the output's other elements still do: on 4
+    devices along y, 40 * [0..7] cast to uint8 leaves 280 (device 3's second element)
+    unpredicted, then a ppermute moves it to device 0. The fault drops the pair (2, 3):
+    device 3 gets zeros where device 2's 160 and 200 belong, and that is caught; before,
+    the one undefined element left the whole output unchecked."""
+    from oracles import predict
+
+    p = prog(XY, [iota(8, dtype="float32")], [P("y")],
+             [op("const", shape=(), dtype="float32", value=40), op("mul", 0, 1), op("cast", 2, dtype="uint8"),
+              op("ppermute", 3, axes=("y",), perm=((3, 0), (0, 1), (1, 2), (2, 3)))], [4], [P("y")])
+    (o,) = predict(p).outputs
+    assert o.unchecked is not None and 0 < o.unchecked.sum() < o.unchecked.size and o.exact
+    for env, caught in (({"SHARDFUZZ_FAULTS": "ppermute_drops_last_pair"}, True), ({}, False)):
+        pool = Pool(1, env=env)
+        try:
+            pool.submit(p, ("jit", "eager"))
+            (c,) = pool.drain()
+        finally:
+            pool.close()
+        got = {(d.kind, d.mode) for d in evaluate(c.program, c.observations).divergences}
+        assert got == ({(DivergenceKind.VALUE, "jit"), (DivergenceKind.VALUE, "eager")} if caught else set()), got
+
+
 def test_a_job_queued_behind_a_crash_is_sent_again() -> None:
     """A worker holds two jobs (Pool `depth`): it starts the second as soon as it
     finishes the first. When it dies in the first, the second, sent but not started,

@@ -211,12 +211,18 @@ def test_float_to_narrow_integer_truncates_and_is_unpredicted_out_of_range() -> 
     pr = predict(p)
     assert pr.outputs[0].device_values[0].tolist() == [0, 100, 127, 127]
     assert pr.outputs[1].device_values[0].tolist() == [0, 100, 200, 255]
-    assert np.isinf(pr.outputs[0].atol) and np.isinf(pr.outputs[1].atol)  # (200 and 300 leave int8, 300 uint8)
+    # (200 and 300 leave int8, 300 uint8): no value predicted there, the others exact
+    assert pr.outputs[0].unchecked[0].tolist() == [False, False, True, True]
+    assert pr.outputs[1].unchecked[0].tolist() == [False, False, False, True]
+    assert all(o.exact and o.atol == 0.0 for o in pr.outputs)
     inside = prog(X1, [Input((4,), "float32", "iota", offset=-2)], [P(None)], [op("cast", 0, dtype="int8")], [1], [P(None)])
     o = predict(inside).outputs[0]
-    assert o.exact and o.device_values[0].tolist() == [-2, -1, 0, 1]
+    assert o.exact and o.device_values[0].tolist() == [-2, -1, 0, 1] and o.unchecked is None
     below = prog(X1, [Input((4,), "float32", "iota", offset=-2)], [P(None)], [op("cast", 0, dtype="uint8")], [1], [P(None)])
-    assert np.isinf(predict(below).outputs[0].atol)  # (-2.0 and -1.0 leave uint8)
+    assert predict(below).outputs[0].unchecked[0].tolist() == [True, True, False, False]  # (-2.0 and -1.0 leave uint8)
+    every = prog(X1, [Input((4,), "float32", "iota", offset=-9)], [P(None)], [op("cast", 0, dtype="uint8")], [1], [P(None)])
+    o = predict(every).outputs[0]
+    assert np.isinf(o.atol) and o.unchecked is None  # (-9.0 .. -6.0: no element predicted, shape and dtype only)
     # jax agrees where the value is defined, and is not held to one where it is not
     from harness.judge.check import check_program
 

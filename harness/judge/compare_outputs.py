@@ -67,11 +67,26 @@ def _sharding_str(s: tuple[tuple[tuple[str, ...], ...], tuple[str, ...], tuple[s
     return "P(" + ", ".join(parts) + ")"
 
 
-def _same(g: np.ndarray, w: np.ndarray, e: OutputPrediction) -> bool:
+def _same(g: np.ndarray, w: np.ndarray, e: OutputPrediction, unchecked: np.ndarray | None = None) -> bool:
+    """`g` against `w` within `e`'s tolerance, but at the elements `unchecked` (a
+    device's block of `e.unchecked`: no value predicted there). Where `e` has such
+    elements and the caller compares something else than one device's block (a tile, the
+    global value), no value is compared, as where none is predicted."""
     if np.isinf(e.atol):
         return True  # may overflow (oracles/rounding.py): shape and dtype are checked, not values
+    if e.unchecked is not None:
+        if unchecked is None:
+            return True
+        g, w = g[~unchecked], w[~unchecked]
     g, w = g.astype(np.float64), w.astype(np.float64)
     return np.array_equal(g, w) if e.exact else bool(np.allclose(g, w, rtol=e.rtol, atol=e.atol))
+
+
+def batch_atol(outs: list[OutputPrediction]) -> float:
+    """The atol of one output's batch under vmap (its members' predictions, stacked): the
+    largest, or inf (no value compared) where a member has elements of no predicted
+    value (`OutputPrediction.unchecked`)."""
+    return float("inf") if any(o.unchecked is not None for o in outs) else max(o.atol for o in outs)
 
 
 def _compare_auto_layout(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str, where: str) -> list[Divergence]:
@@ -253,16 +268,21 @@ def _compare_blocks(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, 
                     bad_devices=(c,),
                 )
             ]
-        if not _same(got, want, e):
+        mask = None if e.unchecked is None else e.unchecked[c]
+        if not _same(got, want, e, mask):
             bad.append(c)
             first = first or (c, got, want)
             diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
+            if mask is not None:
+                diff = diff[~mask]  # (the elements with no predicted value are not compared)
             diffs.append(float(np.nanmax(np.where(np.isnan(diff), np.inf, diff), initial=0)))
     if first is None:
         return []
     c, got, want = first
     worst = max(diffs)
     tol = "exactly" if e.exact else f"within rtol={e.rtol:g}, atol={e.atol:g}"
+    if e.unchecked is not None and e.unchecked[c].any():
+        tol += f"; {int(e.unchecked[c].sum())} of its {e.unchecked[c].size} elements not compared: no value predicted there"
     return [
         Divergence(
             DivergenceKind.VALUE,
@@ -341,8 +361,9 @@ def compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Dive
         want = np.stack(wants).astype(np.float64)  # type: ignore[arg-type]
         got = o.global_value.astype(np.float64)
         exact = all(m.outputs[k].exact for m in members)
-        tol = max(m.outputs[k].atol for m in members)
-        ok = np.array_equal(got, want) if exact else bool(np.isinf(tol) or np.allclose(got, want, rtol=e.rtol, atol=tol))
+        # (a member with elements of no predicted value: the batch's values are not compared)
+        tol = batch_atol([m.outputs[k] for m in members])
+        ok = bool(np.isinf(tol)) or (np.array_equal(got, want) if exact else bool(np.allclose(got, want, rtol=e.rtol, atol=tol)))
         if not ok:
             bad = [b for b in range(n_batch)
                    if not (np.array_equal(got[b], want[b]) if exact else np.allclose(got[b], want[b], rtol=e.rtol, atol=tol))]

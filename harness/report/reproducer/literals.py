@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from harness.judge.compare_outputs import batch_atol
 from harness.judge.errors import ERROR_TABLE
 from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_size
 from oracles import predict
@@ -39,6 +40,11 @@ def array_literal(a: np.ndarray) -> str:
 def _tol(x: float) -> str:
     """A tolerance as source: infinite (the values may overflow) as float('inf')."""
     return "float('inf')" if np.isinf(x) else repr(x)
+
+
+def _mask(m: np.ndarray | None) -> str:
+    """An output's elements of no predicted value (OutputPrediction.unchecked) as source."""
+    return "None" if m is None else f"{array_literal(m)}.astype(bool)"
 
 
 def doc_text(s: str) -> str:
@@ -78,7 +84,7 @@ def outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
         for k, e in enumerate(pred.outputs):
             wants = [m.outputs[k].global_value for m in members]
             exact = all(m.outputs[k].exact for m in members)
-            atol = max(m.outputs[k].atol for m in members)
+            atol = batch_atol([m.outputs[k] for m in members])
             value = "None" if any(w is None for w in wants) else array_literal(np.stack(wants))  # type: ignore[arg-type]
             rows.append(f"  dict(shape={(n,) + e.global_shape!r}, dtype={e.dtype!r}, value={value}, "
                         f"exact={exact}, rtol={e.rtol!r}, atol={_tol(atol)}),")
@@ -97,7 +103,8 @@ def outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
                 dims = fixed_dims(p, e.index, len(e.global_shape))
                 windows = repr({c: window_index(p, e.index, e.global_shape, c, dims) for c in p.mesh.coords()})
             rows.append(f"  dict(shape={e.global_shape!r}, dtype={e.dtype!r}, blocks={array_literal(e.device_values)}, "  # type: ignore[arg-type]
-                        f"value={glob}, exact={exact}, rtol={e.rtol!r}, atol={_tol(e.atol)}, spec={p.out_specs[e.index]!r}, "
+                        f"value={glob}, exact={exact}, rtol={e.rtol!r}, atol={_tol(e.atol)}, unchecked={_mask(e.unchecked)}, "
+                        f"spec={p.out_specs[e.index]!r}, "
                         f"sharding={sharding!r}, windows={windows}),")
         head = "# each output: global shape, dtype, blocks[mesh coordinate] = that device's block"
     else:

@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+from harness.judge.compare_outputs import batch_atol
 from harness.judge.errors import ERROR_TABLE
 from harness.report.reproducer.literals import (
     array_literal,
@@ -156,7 +157,9 @@ def _output_asserts(p: Program, pred: Prediction, mode: str) -> list[str]:
         if mode not in VALUE_MODES and not batched:
             continue
         exact = all(m.outputs[k].exact for m in members)
-        atol = max(m.outputs[k].atol for m in members)
+        atol = batch_atol([m.outputs[k] for m in members]) if batched else e.atol
+        if not batched and e.unchecked is not None and auto:
+            atol = float("inf")  # (the global value: where the elements of no predicted value lie is not compared)
         if np.isinf(atol):
             lines.append("# the values may overflow the dtype: only the shape and dtype are predicted")
             continue
@@ -173,11 +176,15 @@ def _output_asserts(p: Program, pred: Prediction, mode: str) -> list[str]:
         elif auto:
             lines.append("# partial manual without a global value: jax may lay the blocks out along automatic axes")
         else:
-            lines += [
-                f"expected = {array_literal(e.device_values)}  # expected[mesh coordinate]: that device's block",  # type: ignore[arg-type]
-                "for coord in np.ndindex(*MESH_SHAPE):",
-                "  " + cmp.format(g="blocks[coord]", w="expected[coord]", msg=", err_msg=f'device {coord}'"),
-            ]
+            lines.append(f"expected = {array_literal(e.device_values)}  # expected[mesh coordinate]: that device's block")  # type: ignore[arg-type]
+            if e.unchecked is None:
+                lines += ["for coord in np.ndindex(*MESH_SHAPE):",
+                          "  " + cmp.format(g="blocks[coord]", w="expected[coord]", msg=", err_msg=f'device {coord}'")]
+            else:  # (compared but at the elements of no predicted value)
+                lines += [f"unchecked = {array_literal(e.unchecked)}.astype(bool)  # no value predicted there (a cast past the dtype's range)",
+                          "for coord in np.ndindex(*MESH_SHAPE):",
+                          "  keep = ~unchecked[coord]",
+                          "  " + cmp.format(g="np.asarray(blocks[coord])[keep]", w="expected[coord][keep]", msg=", err_msg=f'device {coord}'")]
     return lines
 
 
