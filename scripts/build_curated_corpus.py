@@ -198,6 +198,12 @@ def movement() -> list[Case]:
             prog(X3, [iota(3, 2, dtype="float32")], [P("x")], [op("ppermute", 0, axes=("x",), perm=((2, 0),))],
                  [1], [P("x")]),
             "a partial ppermute: devices that are no destination get zeros"),
+        Case("cast_partly_past_range_ppermute",
+            prog(XY, [iota(8, dtype="float32")], [P("y")],
+                 [op("const", shape=(), dtype="float32", value=40), op("mul", 0, 1), op("cast", 2, dtype="uint8"),
+                  op("ppermute", 3, axes=("y",), perm=((3, 0), (0, 1), (1, 2), (2, 3)))], [4], [P("y")]),
+            "40 * [0..7] cast to uint8 leaves 280 past the dtype's range (no value predicted there: jax documents the "
+            "cast as C++'s static_cast), then a cyclic ppermute over y: every other element is predicted and compared"),
         Case("pshuffle",
             prog(X4, [iota(4)], [P("x")], [op("pshuffle", 0, axes=("x",), perm=(2, 0, 3, 1))], [1], [P("x")]),
             "pshuffle: device i receives the block of device perm[i]"),
