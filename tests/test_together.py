@@ -83,6 +83,22 @@ def test_a_crash_while_together_is_run_again_mode_by_mode() -> None:
     assert pool.together_again == 1 and pool.crashes == 1
 
 
+def test_a_shared_run_is_ended_at_its_own_limit() -> None:
+    """A worker running modes together past TOGETHER_LIMIT_S is ended (and the modes run
+    again one by one, as after a crash there), not after every mode's limit summed:
+    a shared jit that stalled had held a worker 30 s per mode."""
+    from harness.run.pool import TOGETHER_LIMIT_S, Job
+
+    pool = Pool.__new__(Pool)  # (the limits only: no workers)
+    pool.timeout_s = 30.0
+    job = Job(0, PSUM, TOGETHER, together=TOGETHER)
+    assert pool.running_limit_s(job) == 30.0  # (not yet in the shared run: one mode's)
+    job.in_together = True
+    assert pool.running_limit_s(job) == TOGETHER_LIMIT_S < 30.0 * len(TOGETHER)
+    pool.timeout_s = 1.0  # (a pool with a shorter limit: theirs summed, where smaller)
+    assert pool.running_limit_s(job) == 1.0 * len(TOGETHER)
+
+
 @pytest.mark.parametrize("fault", ["psum_counts_device0_twice", ""])
 def test_a_divergence_seen_together_is_reported_from_the_runs_alone(tmp_path, fault: str) -> None:  # type: ignore[no-untyped-def]
     s = fuzz(RunConfig(seed=0, max_examples=1, modes=("abstract", "jit", "vmap", "grad"), workers=1, report_dir=tmp_path,

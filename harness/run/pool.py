@@ -158,6 +158,25 @@ def crash_cause(stderr: str) -> str:
     return " | ".join(seen[:4])
 
 
+def _size_scale(job: Job) -> float:
+    """How much longer than a small program's a job's time limits are: by its size past 2M
+    argument elements, at most 8x (`Pool.limit_s`)."""
+    n = sum(math.prod(x.shape) for x in job.program.inputs)
+    return max(1.0, min(8.0, n / float(1 << 21)))
+
+
+# A worker running a program's modes in one jit (harness/run/together.py) longer than
+# this is ended, and the modes run again one by one (`Pool._dead`), as after a crash there.
+# The shared run of a sweep program takes 1-2 s (its slowest, warm, in seed 0's run: 2.0
+# s); the pool's limit summed over the modes, 30 s each, had let one stall a worker for
+# the rest of a 60 s run: seed 0, warm, groups of 16 foci, one worker sat at 0% CPU in
+# block_until_ready of a shared jit of jit, vmap, grad and grad_remat from 30 s on
+# (local ops under seven wrappers; alone, and 75 times together in processes of their
+# own, the same program ran in about 1 s), and the run checked 96.4% of its pairs
+# instead of 99.6%.
+TOGETHER_LIMIT_S = 10.0
+
+
 class Pool:
     def __init__(
         self,
@@ -255,9 +274,17 @@ class Pool:
         """The per-mode time limit for a job: `timeout_s`, scaled by the program's size past
         2M argument elements (a large program, 4 MiB per device on 8 devices, gets 4x),
         at most 8x, so a big transfer is not mistaken for a hang."""
-        n = sum(math.prod(x.shape) for x in job.program.inputs)
         base = self.timeout_s if job.limit_s is None else min(job.limit_s, self.timeout_s)
-        return base * max(1.0, min(8.0, n / float(1 << 21)))
+        return base * _size_scale(job)
+
+    def running_limit_s(self, job: Job) -> float:
+        """The limit of what `job` runs now: a mode's (`limit_s`), or while it runs modes
+        together (harness/run/together.py) the smaller of theirs summed and
+        TOGETHER_LIMIT_S (size-scaled)."""
+        one = self.limit_s(job)
+        if not job.in_together:
+            return one
+        return min(one * len(job.together), TOGETHER_LIMIT_S * _size_scale(job))
 
     def _room(self, w: _Worker, size: int = 0) -> int:
         """How many more jobs `w` takes now (none until it is ready); a job whose line
@@ -390,7 +417,7 @@ class Pool:
                 done.extend(self._handle(w, line))
         now = time.monotonic()
         for w in list(self.workers):
-            if w.job is not None and now - w.job.mode_started > self.limit_s(w.job) * (len(w.job.together) if w.job.in_together else 1):
+            if w.job is not None and now - w.job.mode_started > self.running_limit_s(w.job):
                 done.extend(self._dead(w, "timeout"))
             elif w.job is None and w.proc.poll() is not None:
                 self._retire(w)
