@@ -52,7 +52,7 @@ def tolerance(st: _State, v: int) -> tuple[bool, float, float, np.ndarray | None
     if unchecked is not None and bad.all():
         return False, 0.0, float("inf"), None
     err = np.where(bad, 0.0, err)
-    vals = np.where(bad, 0.0, st.values[v].astype(np.float64)) if unchecked is not None else st.values[v].astype(np.float64)
+    vals = np.where(bad, 0.0, st.values[v].astype(np.float64))
     if not np.any(err):
         return True, 0.0, 0.0, unchecked
     worst = float(np.max(err))

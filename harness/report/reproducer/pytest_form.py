@@ -181,7 +181,7 @@ def _output_asserts(p: Program, pred: Prediction, mode: str) -> list[str]:
                 lines += ["for coord in np.ndindex(*MESH_SHAPE):",
                           "  " + cmp.format(g="blocks[coord]", w="expected[coord]", msg=", err_msg=f'device {coord}'")]
             else:  # (compared but at the elements of no predicted value)
-                lines += [f"unchecked = {array_literal(e.unchecked)}.astype(bool)  # no value predicted there (a cast past the dtype's range)",
+                lines += [f"unchecked = {array_literal(e.unchecked)}.astype(bool)  # no value predicted there (an infinite error bound: a cast past the dtype's range, an overflow)",
                           "for coord in np.ndindex(*MESH_SHAPE):",
                           "  keep = ~unchecked[coord]",
                           "  " + cmp.format(g="np.asarray(blocks[coord])[keep]", w="expected[coord][keep]", msg=", err_msg=f'device {coord}'")]
