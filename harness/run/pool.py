@@ -171,9 +171,10 @@ def _size_scale(job: Job) -> float:
 # s); the pool's limit summed over the modes, 30 s each, had let one stall a worker for
 # the rest of a 60 s run: seed 0, warm, groups of 16 foci, one worker sat at 0% CPU in
 # block_until_ready of a shared jit of jit, vmap, grad and grad_remat from 30 s on
-# (local ops under seven wrappers; alone, and 75 times together in processes of their
-# own, the same program ran in about 1 s), and the run checked 96.4% of its pairs
-# instead of 99.6%.
+# (local ops under seven wrappers), and the run checked 96.4% of its pairs instead of
+# 99.6%. It stalls whenever that executable comes from the persistent compilation cache
+# (XLA: an all-reduce rendezvous waits for threads that never arrive); compiled in the
+# process it runs in about 1 s, and so do its modes alone, from the cache or not.
 TOGETHER_LIMIT_S = 10.0
 
 
