@@ -47,10 +47,11 @@ from strategies.programs import programs_around
 
 # (compound) foci per sweep program. Fewer, larger programs cost the cheap modes less (a
 # program's trace and compile are mostly fixed cost). Measured cold (empty compilation
-# cache), `fuzz --budget 60`, 2 cores, seeds 10-15: the modes but eager took 69.1 s of
-# worker time with groups of 6 (10 seeds, 7-18), 62.9 with 9, 61.1 with 12, 57.7 with 16,
-# 63.8 with 24; their pairs 99% checked at 43.2, 38.6, 37.5, 35.8 and 39.2 s; all pairs
-# checked by 60 s 96.0, 96.7, 96.9, 97.1 and 95.7% (one run each: +-2 points of noise)
+# cache), `fuzz --budget 60`, 2 cores, one run per seed, groups of 6 / 9 / 12 / 16 / 24 on
+# seeds 7 and 10-18 / 10-13 / 10-15 / 10-17 / 10-15: the modes but eager took 69.1, 62.9,
+# 61.1, 57.7 and 63.8 s of worker time; their pairs 99% checked at 43.2, 38.6, 37.5, 35.8
+# and 39.2 s; all pairs checked by 60 s 96.0, 96.7, 96.9, 97.1 and 95.7% (runs of one
+# seed differ by up to 6 points)
 SWEEP_GROUP = 16
 
 
