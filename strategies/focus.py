@@ -33,6 +33,7 @@ matching operand until one has the cell (a few tries), then made an output (live
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,27 +54,27 @@ class Focus:
     cell: str  # "kind|dimension=value", "|by_error" appended for an invalid program
     profile: str  # one of PROFILES
 
-    @property
+    @functools.cached_property
     def by_error(self) -> bool:
         return self.cell.endswith("|by_error")
 
-    @property
+    @functools.cached_property
     def kind(self) -> str:
         return self.cell.split("|")[0]
 
-    @property
+    @functools.cached_property  # (asked often by the sweep's grouping: parsed once)
     def parts(self) -> tuple[tuple[str, str], ...]:
         """(dimension, value) of each class the cell names: one, two for a pair cell
         (programs/cells.py `PAIRED`, "kind|a=x&b=y")."""
         return tuple((p.split("=")[0], p.split("=", 1)[1]) if "=" in p else (p, "") for p in self.cell.split("|")[1].split("&"))
 
-    @property
+    @functools.cached_property
     def dimension(self) -> str:
         """"dtype", "rank", "wrap", "axes", "tiled", ... (`split!=concat` for all_to_all's;
         "a&b" for a pair cell's)."""
         return "&".join(d for d, _ in self.parts)
 
-    @property
+    @functools.cached_property
     def value(self) -> str:
         return "&".join(v for _, v in self.parts)
 

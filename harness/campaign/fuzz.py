@@ -54,6 +54,7 @@ from harness.judge.known import (
     hang_mode_names,
     known_hang_modes,
     known_raise_ops,
+    known_raise_outputs,
     known_trouble,
     trouble_kind,
 )
@@ -233,11 +234,20 @@ class _Scheduler:
     def queue_late(self, p: Program, mode: str, keep: tuple[int, ...] | None = None) -> None:
         """A late part of `p` in `mode`: `p` cut to the outputs `keep` (all: None) without
         its dead ops (`lean_part`), with the cells it checks (a valid program cut: its kept
-        outputs')."""
-        cells = checked_cells(p)
-        if keep is not None:
-            cells = frozenset().union(*(typed_output_cells(p)[k] for k in keep))
-        self.late.append((lean(p, keep), (mode,), program_id(p), cells))
+        outputs'). A valid program's outputs a known entry says jax raises, crashes or
+        hangs on in that mode (`known_raise_outputs`) go in a part of their own: one such
+        output made the whole part fail, and jax checked none of the others (the part
+        of its own still shows the known bug, which blocks its op's cells)."""
+        keep = tuple(range(len(p.outputs))) if keep is None else keep
+        parts = [keep]
+        types, fails = value_types(p)
+        if not fails and self.cfg.suppressions:
+            bad = known_raise_outputs(self.cfg.suppressions, p, types, self.run.jax_version, mode)
+            parts = [ks for ks in (tuple(k for k in keep if k not in bad), tuple(k for k in keep if k in bad)) if ks]
+        for ks in parts:
+            whole = len(ks) == len(p.outputs)
+            cells = checked_cells(p) if whole else frozenset().union(*(typed_output_cells(p)[k] for k in ks))
+            self.late.append((lean(p, None if whole else ks), (mode,), program_id(p), cells))
 
     def submit_late(self, everything: bool = False) -> None:
         """The late parts beyond LATE_BOUND, or while the sweep runs one for every

@@ -353,6 +353,46 @@ def known_raise_ops(entries: Sequence[KnownDivergence], p: Program, types: Seque
     return {m: frozenset(v) for m, v in out.items()}
 
 
+def known_raise_outputs(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
+                        mode: str) -> frozenset[int]:
+    """The outputs (indices into `p.outputs`) of the valid program `p` that some entry
+    says jax raises, crashes or hangs on in `mode` (an `unexpected_error`, `crash` or
+    `timeout` signature naming it; its program features holding): those reaching an op
+    its op features hold on (every output, for an entry of program features alone),
+    those whose out_spec gives it its output feature, and those with a value of its
+    value features (a zero-size one) in their cone. Eager runs a program's other outputs
+    apart from them (harness/campaign/fuzz.py `_Scheduler.queue_late`): it raises for
+    the whole program at one such output, and checked nothing of it (fuzz seed 10, 60 s,
+    cold: 11 of 56 eager parts of valid sweep programs raised, a known bug at one
+    output each, 8.3 s of 48 s of eager's time). `types`: the oracle's value types."""
+    n_in = len(p.inputs)
+    out: set[int] = set()
+    for e in entries:
+        if not e.covers(jax_version):
+            continue
+        if not any(pat.kind in ("unexpected_error", "crash", "timeout") and (pat.modes is None or mode in pat.modes)
+                   for pat in e.patterns):
+            continue
+        if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
+            continue
+        if not (e.op_features or e.program_features or e.value_features):
+            continue
+        ops = e.feature_ops(p, types) if e.op_features else None
+        spec = [f for f in e.program_features if f in OUTPUT_FEATURES]
+        for k, o in enumerate(p.outputs):
+            c = cone(p, o)
+            if ops is not None and not (c & ops):
+                continue
+            if spec and not any(OUTPUT_FEATURES[f](p, k) for f in spec):
+                continue
+            if e.value_features:
+                vals = {o} | {v for i in c for v in (*p.body[i].operands, n_in + i)}
+                if not any(v < len(types) and _zero_size(types[v].shape) for v in vals):
+                    continue
+            out.add(k)
+    return frozenset(out)
+
+
 def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
                         error: str | None = None) -> frozenset[int]:
     """The body ops of an invalid program at which some entry says jax raises another

@@ -174,7 +174,8 @@ def _size_scale(job: Job) -> float:
 # (local ops under seven wrappers), and the run checked 96.4% of its pairs instead of
 # 99.6%. It stalls whenever that executable comes from the persistent compilation cache
 # (XLA: an all-reduce rendezvous waits for threads that never arrive); compiled in the
-# process it runs in about 1 s, and so do its modes alone, from the cache or not.
+# process it runs in about 1 s, and so do its modes alone, from the cache or not. A jax-only
+# reproducer: reports/upstream/xla_cpu_cached_jit_deadlock.py (jax 0.10.2: hangs; 0.12.0: runs).
 TOGETHER_LIMIT_S = 10.0
 
 
