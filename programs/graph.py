@@ -49,16 +49,22 @@ def slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int] = froz
     the rest would change (fuzz seed 0, 60 s: a sweep program's lean part lost a dead
     float64 cast, its reduce_sum gave int32, not int64, and the smap pair
     `all_gather|dtype=int64` it was claimed for was never checked)."""
-    q = _slice_outputs(p, keep, also)
+    return sliced_ops(p, keep, also)[0]
+
+
+def sliced_ops(p: Program, keep: tuple[int, ...], also: frozenset[int] = frozenset()) -> tuple[Program, tuple[int, ...]]:
+    """`slice_outputs(p, keep, also)` and, for each op of its body in order, that op's
+    index in `p.body`."""
+    q, kept = _slice_outputs(p, keep, also)
     if p.x64 and not q.x64:
         for i in range(len(p.body)):
-            r = _slice_outputs(p, keep, also | {i})
+            r, kept_i = _slice_outputs(p, keep, also | {i})
             if r.x64:
-                return r
-    return q
+                return r, kept_i
+    return q, kept
 
 
-def _slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int]) -> Program:
+def _slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int]) -> tuple[Program, tuple[int, ...]]:
     outputs = tuple(p.outputs[k] for k in keep)
     out_specs = tuple(p.out_specs[k] for k in keep) if len(p.out_specs) == len(p.outputs) else p.out_specs
     n_in = len(p.inputs)
@@ -74,7 +80,7 @@ def _slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int]) -> P
     # (fuzz seed 0 value run: a program without its known bug kept three out_shardings
     # for two outputs, and jax's reshard refused the tree)
     wrap_specs = tuple(p.wrap_specs[k] for k in keep) if p.wrap == "auto_axes" and len(p.wrap_specs) == len(p.outputs) else p.wrap_specs
-    return replace(p, body=body, outputs=tuple(new_index[o] for o in outputs), out_specs=out_specs, wrap_specs=wrap_specs)
+    return replace(p, body=body, outputs=tuple(new_index[o] for o in outputs), out_specs=out_specs, wrap_specs=wrap_specs), tuple(kept)
 
 
 def drop_unused_inputs(p: Program) -> Program:

@@ -241,6 +241,53 @@ def test_a_vmap_divergence_in_another_member_is_probed_with_that_members_inputs(
     assert probe_mode(localise_values(only, Observation("probe", status="crash"))) is None
 
 
+def test_a_probe_runs_the_body_cut_to_the_outputs_with_a_wrong_value() -> None:
+    """A probe puts a wrong value on an op of its output's cone, so it runs the program
+    cut to the divergent outputs, without the other ops and arguments (an eager probe
+    dispatches each: 1.7-4.0 s for a sweep program's late part), and its wrong value is
+    put back on the op of the checked program. A divergence naming no output (grad's)
+    probes the whole body."""
+    import numpy as np
+
+    from harness.judge.check import CheckResult, localise_values, probe_mode
+    from harness.judge.compare import Divergence, DivergenceKind
+    from harness.run.modes_direct import probe_values
+    from harness.run.observation import Observation, ObservedOutput
+    from oracles import predict, trace
+
+    x = Mesh(("x",), (2,))
+    p = Program(x, (Input((2,), "float32", "iota"), Input((4,), "float32", "iota"), Input((2,), "int32", "iota")),
+                (Spec((("x",),)),) * 3,
+                (Op.make("neg", (2,)), Op.make("psum", (0,), axes=("x",)), Op.make("ppermute", (1,), axes=("x",), perm=((0, 1), (1, 0))),
+                 Op.make("neg", (5,))),
+                (3, 4, 6), (Spec((("x",),)), Spec(()), Spec((("x",),))))
+    div = Divergence(DivergenceKind.VALUE, "eager", "", "neg", output=2)
+    res = CheckResult(p, predict(p), (), (div,))
+    run = probe_mode(res)
+    assert run is not None and run.mode == "probe_eager" and run.ops == (2, 3)  # (the ppermute and the neg after it)
+    q = run.program
+    assert [op.kind for op in q.body] == ["ppermute", "neg"] and q.inputs == (p.inputs[1],)
+    st, err = trace(q)
+    assert err is None
+    vals = list(probe_values(q))
+
+    def probe(wrong: int) -> Observation:
+        outs = tuple(ObservedOutput((1,), "float32", None, {c: np.asarray(st.values[v][c]) + (v == wrong) for c in x.coords()})
+                     for v in vals)
+        return Observation("probe_eager", outputs=outs, facts={"values": vals})
+
+    assert [d.where for d in localise_values(res, probe(wrong=vals[0])).divergences] == ["ppermute"]
+    assert [d.where for d in localise_values(res, probe(wrong=vals[1])).divergences] == ["neg"]
+    # (a probe of the whole body, saved before probes were cut, is read as one)
+    full = list(probe_values(p))
+    st_p, _ = trace(p)
+    outs = tuple(ObservedOutput((1,), "float32", None, {c: np.asarray(st_p.values[v][c]) + (v == 5) for c in x.coords()}) for v in full)
+    assert [d.where for d in localise_values(res, Observation("probe_eager", outputs=outs, facts={"values": full})).divergences] == ["ppermute"]
+    grad = Divergence(DivergenceKind.VALUE, "grad", "", "grad", output=None)
+    whole = probe_mode(CheckResult(p, predict(p), (), (div, grad)))
+    assert whole is not None and whole.program == p and whole.ops is None
+
+
 def test_fixed_programs_are_all_checked_whatever_max_examples_says(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Only the sweep's run counts its programs toward max_examples: a run over fixed
     programs (the benchmarks) checks every one of them."""

@@ -77,6 +77,9 @@ class ProbeRun:
     mode: str
     program: Program
     member: int = 0
+    # for each op of `program`'s body, its index in the checked program's (None: the same
+    # body): a probe runs the body cut to the outputs with a wrong value (`_probed`)
+    ops: tuple[int, ...] | None = None
 
 
 def _members(d: Divergence) -> tuple[int, ...]:
@@ -101,13 +104,32 @@ def probe_mode(res: CheckResult) -> ProbeRun | None:
     if not left:
         return None
     member = 0 if not res.probed and any(0 in _members(d) for d in values) else min(_members(left[0]))
-    p = res.program.member(member)
+    p, ops = _probed(res.program.member(member), values)
     if compiler_layout(res.program):
         # a mixed mesh: under jit the compiler lays each probed value out along the Auto
         # axes as it chooses, so only the eager probe gives each device's own block
-        return ProbeRun(PROBE_FOR["eager"], p, member)
+        return ProbeRun(PROBE_FOR["eager"], p, member, ops)
     wrong = {d.mode for d in values} if member == 0 else set()
-    return ProbeRun(next((PROBE_FOR[m] for m in ("jit", "eager", "gspmd") if m in wrong), PROBE_FOR["jit"]), p, member)
+    return ProbeRun(next((PROBE_FOR[m] for m in ("jit", "eager", "gspmd") if m in wrong), PROBE_FOR["jit"]), p, member, ops)
+
+
+def _probed(p: Program, values: list[Divergence]) -> tuple[Program, tuple[int, ...] | None]:
+    """The program a probe runs for the value divergences `values` of `p`, and its ops'
+    indices in `p.body` (None: `p` itself). Each divergence is put on an op of its
+    output's cone (`localise_values`), so the probe runs `p` cut to those outputs, its
+    unused arguments dropped: an eager probe dispatches every op and moves every
+    argument (fuzz --budget 60, cold: the eager probe of a sweep program's late part
+    took 1.7-4.0 s, in about half the runs). A divergence naming no output (grad's
+    <u, J v>) is put on the first wrong op anywhere: the whole body then."""
+    from programs.graph import drop_unused_inputs, sliced_ops
+
+    if any(d.output is None or d.output >= len(p.outputs) for d in values) or p.wrap is not None:
+        return p, None
+    keep = tuple(sorted({d.output for d in values if d.output is not None}))
+    q, ops = sliced_ops(p, keep)
+    if len(ops) == len(p.body) and len(keep) == len(p.outputs):
+        return p, None
+    return drop_unused_inputs(q), ops  # (a value divergence: `p` is valid)
 
 
 def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
@@ -129,10 +151,20 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     done = replace(res, probed=res.probed + (run.member,))
     if probe.status != "ok" or not probe.facts.get("values"):
         return done
-    st, err = trace(run.program)
+    from harness.run.modes_direct import probe_values
+
+    probed, back = run.program, (lambda v: v)
+    if run.ops is not None:
+        n_in, ops = len(p.inputs), run.ops
+        if list(probe.facts["values"]) == list(probe_values(run.program)):
+            q_in = len(run.program.inputs)
+            back = lambda v: n_in + ops[v - q_in]  # noqa: E731 - (the cut body's values, renumbered as in `p`)
+        else:  # (a probe of the whole body, saved before probes were cut: qualify --rejudge)
+            probed = p.member(run.member)
+    st, err = trace(probed)
     if err is not None:
         return done
-    wrong: list[int] = []  # the probed values that differ, in body order
+    wrong: list[int] = []  # the probed values that differ, in body order (numbered as in `p`)
     for v, o in zip(probe.facts["values"], probe.outputs):
         want = st.values[v]
         blocks = o.device_values or {}
@@ -153,6 +185,7 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
             if not same:
                 wrong.append(v)
                 break
+    wrong = [back(v) for v in wrong]
     if not wrong:
         return done
 
