@@ -119,7 +119,7 @@ def _probed(p: Program, values: list[Divergence]) -> tuple[Program, tuple[int, .
     output's cone (`localise_values`), so the probe runs `p` cut to those outputs, its
     unused arguments dropped: an eager probe dispatches every op and moves every
     argument (fuzz --budget 60, cold: the eager probe of a sweep program's late part
-    took 1.7-4.0 s, in about half the runs). A divergence naming no output (grad's
+    took 1.7-5.0 s, in about half the runs). A divergence naming no output (grad's
     <u, J v>) is put on the first wrong op anywhere: the whole body then."""
     from programs.graph import drop_unused_inputs, sliced_ops
 

@@ -324,16 +324,26 @@ def raise_entries(entries: Sequence[KnownDivergence], p: Program, types: Sequenc
     features only). `types`: the oracle's value types."""
     out = []
     for e in entries:
-        if not e.covers(jax_version) or not (e.op_features or e.program_features):
+        if not (e.op_features or e.program_features):
             continue
-        ms = frozenset(m for pat in e.patterns if pat.kind in ("unexpected_error", "crash", "timeout")
-                       for m in modes if pat.modes is None or m in pat.modes)
-        if not ms or not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
+        ms = _raise_modes(e, p, jax_version, modes)
+        if not ms:
             continue
         ops = e.feature_ops(p, types) if e.op_features else frozenset(range(len(p.body)))
         if ops:
             out.append((e, ms, ops))
     return out
+
+
+def _raise_modes(e: KnownDivergence, p: Program, jax_version: str, modes: Sequence[str]) -> frozenset[str]:
+    """The modes of `modes` in which entry `e` says jax raises, crashes or hangs on `p`
+    (an `unexpected_error`, `crash` or `timeout` signature naming them; its program
+    features holding, and its jax versions covering `jax_version`)."""
+    if not e.covers(jax_version):
+        return frozenset()
+    ms = frozenset(m for pat in e.patterns if pat.kind in ("unexpected_error", "crash", "timeout")
+                   for m in modes if pat.modes is None or m in pat.modes)
+    return ms if ms and all(PROGRAM_FEATURES[f](p) for f in e.program_features) else frozenset()
 
 
 def known_raise_ops(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
@@ -368,14 +378,7 @@ def known_raise_outputs(entries: Sequence[KnownDivergence], p: Program, types: S
     n_in = len(p.inputs)
     out: set[int] = set()
     for e in entries:
-        if not e.covers(jax_version):
-            continue
-        if not any(pat.kind in ("unexpected_error", "crash", "timeout") and (pat.modes is None or mode in pat.modes)
-                   for pat in e.patterns):
-            continue
-        if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
-            continue
-        if not (e.op_features or e.program_features or e.value_features):
+        if not (e.op_features or e.program_features or e.value_features) or not _raise_modes(e, p, jax_version, (mode,)):
             continue
         ops = e.feature_ops(p, types) if e.op_features else None
         spec = [f for f in e.program_features if f in OUTPUT_FEATURES]
