@@ -28,7 +28,7 @@ from hypothesis.errors import InvalidArgument
 from programs.cells import PAIRED, axis_class
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import BINARY_OPS, COLLECTIVES
-from strategies.body import _Body
+from strategies.body import ACROSS, _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
@@ -113,13 +113,20 @@ def _uniform(n: int) -> float:
 @st.composite
 def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, large: bool = False,
               dtypes: tuple[str, ...] = _X32_DTYPES, rank: int | None = None, fit: int | None = None,
-              fit_class: str | None = None) -> tuple[Input, Spec, _V]:
+              fit_class: str | None = None, across: bool = False, split_all: bool = False) -> tuple[Input, Spec, _V]:
     """Argument `i`: its per-device shape (of rank `rank` when given), spec, then a dtype
     from `dtypes` (a one-dtype tuple fixes it). `fit`: a per-device dimension of that
     size (a focus op over a group of that size needs one: `_focused`), unless rank 0, at
-    a position of the class `fit_class` (programs/cells.py `axis_class`) where given."""
+    a position of the class `fit_class` (programs/cells.py `axis_class`) where given.
+    `across`: the argument of a focus collective (strategies/body.py `ACROSS`): three
+    times in four its spec splits it along every axis of `manual` (the axes ops may
+    name), so its blocks differ along whichever of them the op names, and where its rank
+    is drawn it is 1 or more (a rank-0 argument is the same on every device).
+    `split_all`: split along every axis of `manual` always (where its rank allows)."""
     if rank is None:
-        rank = draw(st.integers(1 if large or fit else 0, 3), label="arg_rank")
+        # (a focus collective's operand of rank 0 is the same on every device: `across`)
+        low = 1 if large or fit or (across and draw(st.integers(0, 3), label="across_rank") != 0) else 0
+        rank = draw(st.integers(low, 3), label="arg_rank")
     choices = _dim_choices(mesh)
     local = []
     for _ in range(rank):
@@ -155,6 +162,14 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
     # trailing Nones are sometimes dropped (P('x') vs P('x', None)), sometimes written
     while entries and entries[-1] is None and draw(st.booleans(), label="trim_spec"):
         entries.pop()
+    if unused and rank and (split_all or (across and draw(st.integers(0, 3), label="split_rest") != 0)):
+        # (seed 1 and 2's first 60 sweep programs: 195 of 445 collectives over axes of
+        # size > 1 read an operand with the same block along all of them)
+        d = next((d for d, e in enumerate(entries) if e), 0)
+        while len(entries) <= d:
+            entries.append(None)
+        entries[d] = (*(entries[d] or ()), *unused)
+        unused = []
     if unused:
         event("in_spec: an axis left unmentioned")
     spec = Spec(tuple(entries))
@@ -604,6 +619,10 @@ def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, .
     recast = False
     if axes is not None:
         fit = [j for j in ok if _takes_all(body, f.kind, j, axes)]
+        # (a value that varies along them all, three times in four: strategies/body.py `ACROSS`)
+        along = [j for j in fit if set(axes) <= set(body.vals[j].vma)]
+        if f.kind in ACROSS and along and len(along) < len(fit) and draw(st.integers(0, 3), label="focus_varying") != 0:
+            fit = along
         if not fit and ok and f.kind == "pcast" and body.check_vma:
             # (pvary adds only axes a value does not vary along: the psum of one over them
             # is invariant there, of the same shape)
@@ -623,6 +642,11 @@ def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, .
             j = draw(st.sampled_from(src), label="focus_cast_from")
             c = _promoted(draw, body, j, want_dtype) if want_dtype in _PROMOTED else body.push(Op.make("cast", (j,), dtype=want_dtype))
             ok = ok if c is None else [c]
+    if axes is None and f.kind in ACROSS and len(ok) > 1:
+        # (a value that varies along some axis ops may name, three times in four)
+        some = [j for j in ok if set(body.vals[j].vma) & set(body.usable)]
+        if some and len(some) < len(ok) and draw(st.integers(0, 3), label="focus_varying") != 0:
+            ok = some
     return draw(st.sampled_from(ok), label="focus_operand") if ok else None
 
 
@@ -730,6 +754,8 @@ def _takeable_rank(draw: st.DrawFn, kind: str, rank: int | None) -> int | None:
 
 
 _FITS = ("psum_scatter", "all_to_all", "pswapaxes")
+# the dtypes jnp.sum keeps (oracles/ops/local.py `ReduceSum.dtype`, without jax_enable_x64)
+_SUM_KEEPS = ("float32", "bfloat16", "float16", "int32", "uint32")
 _FIT_PARAM = {"psum_scatter": "scatter_dimension", "all_to_all": "split_axis", "pswapaxes": "axis"}  # the parameter naming that dimension  # the kinds `_takes_all` needs a dimension of the group size for
 
 
@@ -798,6 +824,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     if more:
         n_args = max(n_args, 2 + len(more))  # (argument 1 stays float32)
     inputs, in_specs, vals = [], [], []
+    scalars: list[int] = []  # arguments drawn of rank 1 for a varying scalar (their sum)
     # a cast to float32 needs an operand of another dtype (its first argument's: arguments
     # 0 and 1 were both float32, and `cast|dtype=float32` held in 12 of 30 draws)
     cast_to = _cast_to(group[0])
@@ -813,11 +840,20 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
                 # (its op splits or swaps a dimension of the group's size too: without one,
                 # a sweep group's second pswapaxes of a dtype held in a third of its draws)
                 fits, at_class = fit, _steering(others[i - 2]).get(_FIT_PARAM.get(others[i - 2][0].kind, ""))
-        x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=r, fit=fits, fit_class=at_class), label=f"arg{i}")
+        across = f.kind in ACROSS and (i == 0 or 0 <= i - 2 < len(more))
+        if across and r == 0 and len(dts) == 1 and dts[0] in _SUM_KEEPS and usable:
+            # a scalar that differs along the usable axes: the sum of a rank-1 argument
+            # split along them all (a rank-0 argument is the same on every device)
+            r = 1
+            scalars.append(i)
+        x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=r, fit=fits, fit_class=at_class, across=across,
+                                 split_all=i in scalars), label=f"arg{i}")
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
     body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
+    for i in scalars:
+        body.push(Op.make("reduce_sum", (i,), axis=0))
     enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
     for _ in range(draw(st.integers(0, 3), label="n_ops")):
         body.try_op(draw, draw(st.sampled_from(enabled or kinds), label="op_kind"))

@@ -346,15 +346,15 @@ def test_after_known_trouble_at_an_op_of_another_kind_a_group_is_drawn_without_t
     # them but the op a defect adds, its error's (all_to_all_bad_size, collective_mixed_vma)
     avoid = ("all_to_all", "psum_scatter", "pmax")
     group = ((Focus("pswapaxes|dtype=int32|by_error", "spmd"),), (Focus("pswapaxes|dtype=float64|by_error", "spmd"),))
-    plain = steered = 0
-    for at in range(16):
+    plain = 0
+    for at in range(40):
         p, q = _draw(at, group, ())[0], _draw(at, group, (), avoid)[0]
-        plain += sum(op.kind in avoid for op in p.body) if p is not None else 0
+        # (drawn freely, such ops come besides a defect's)
+        plain += sum(op.kind in avoid and i != failing_op(p) for i, op in enumerate(p.body)) if p is not None else 0
         if q is not None:
             extra = [i for i, op in enumerate(q.body) if op.kind in avoid]
             assert all(i == failing_op(q) for i in extra), (q.defect, extra)
-            steered += len(extra)
-    assert plain > steered + 3, (plain, steered)
+    assert plain >= 3, plain
     # the sweep: after a draw in trouble at such an op, the group's next draw avoids its kind
     calls: list[tuple[tuple[tuple[Focus, ...], ...], tuple[str, ...], Program | None]] = []
     real = sweep._draw
@@ -485,3 +485,66 @@ def test_the_sweep_aims_at_a_cell_outside_the_table_that_a_program_held() -> Non
     for d in sweep_draws(1, ledger=ledger):
         assert not {f.cell for g in d.group for f in g} & outside
         ledger.claim(d.program, checked_cells(d.program) - outside, DEFAULT_MODES)
+
+
+
+def _same_along(data: object, p: Program, axes: list[str]) -> bool:
+    """Whether the per-device values `data` (the oracle's, mesh dimensions first) are the
+    same block along every one of `axes`."""
+    import numpy as np
+
+    d = np.asarray(data)
+    return all(np.array_equal(np.broadcast_to(np.take(d, [0], axis=p.mesh.names.index(a)), d.shape), d) for a in axes)
+
+
+def _blind(p: Program) -> tuple[int, int]:
+    """(collectives of strategies/body.py `ACROSS` over axes of size > 1 in `p`, those whose
+    operand is the same block along all of those axes), from the oracle's values."""
+    from strategies.body import ACROSS
+
+    st_, err = trace(p, with_values=True)
+    assert err is None
+    n = same = 0
+    for op in p.body:
+        axes = [a for a in (op.p("axes") or ()) if p.mesh.axis_size(a) > 1]  # type: ignore[attr-defined]
+        if op.kind in ACROSS and op.operands and axes:
+            n += 1
+            same += _same_along(st_.values[op.operands[0]], p, axes)
+    return n, same
+
+
+def test_focus_collectives_read_operands_that_differ_along_their_axes() -> None:
+    """Over axes its operand is the same along, a collective hides a wrong group, order or
+    permutation (a pmax's groups, a ppermute's perm, an all_gather's order): every
+    member holds the same block. A focus collective's arguments are split along every
+    usable axis and of rank 1 or more (three times in four each), its operand is drawn
+    among the values that vary along its axes, and a rank-0 focus reads the sum of a
+    split rank-1 argument (strategies/programs.py `_argument`, `_focus_operand`,
+    `_focused`). Measured on the first 60 valid sweep programs of seeds 1 and 2: 195 of
+    445 such collectives read an operand the same along all their axes before, 56 of
+    426 after."""
+    from itertools import islice
+
+    from harness.campaign.cells import value_types
+    from harness.campaign.sweep import _draw, sweep_programs
+
+    valid = (p for p in sweep_programs(1, invalid=0.0) if not value_types(p)[1])
+    n = same = 0
+    for p in islice(valid, 30):
+        a, b = _blind(p)
+        n, same = n + a, same + b
+    assert n >= 100 and same <= 0.25 * n, (n, same)
+    # rank 0: the focus op's operand is a scalar that differs along the op's axes
+    # (over axes of size > 1: a focus mesh may have only axes of size 1 to name)
+    f = Focus("ppermute|rank=0", "spmd")
+    got = [p for p in (_draw(7 * d + 1, ((f,),), ())[0] for d in range(24)) if p is not None]
+    n = differ = 0
+    for p in got:
+        st_, _ = trace(p, with_values=True)
+        axes = [[a for a in op.p("axes") if p.mesh.axis_size(a) > 1] for op in p.body  # type: ignore[union-attr]
+                if op.kind == "ppermute" and not st_.types[op.operands[0]].shape]
+        ops = [(op, ax) for op, ax in zip((op for op in p.body if op.kind == "ppermute" and not st_.types[op.operands[0]].shape), axes) if ax]
+        if ops:
+            n += 1
+            differ += any(not _same_along(st_.values[op.operands[0]], p, ax) for op, ax in ops)
+    assert n >= 8 and differ >= 0.6 * n, (differ, n)
