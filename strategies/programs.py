@@ -754,8 +754,6 @@ def _takeable_rank(draw: st.DrawFn, kind: str, rank: int | None) -> int | None:
 
 
 _FITS = ("psum_scatter", "all_to_all", "pswapaxes")
-# the dtypes jnp.sum keeps (oracles/ops/local.py `ReduceSum.dtype`, without jax_enable_x64)
-_SUM_KEEPS = ("float32", "bfloat16", "float16", "int32", "uint32")
 _FIT_PARAM = {"psum_scatter": "scatter_dimension", "all_to_all": "split_axis", "pswapaxes": "axis"}  # the parameter naming that dimension  # the kinds `_takes_all` needs a dimension of the group size for
 
 
@@ -841,9 +839,10 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
                 # a sweep group's second pswapaxes of a dtype held in a third of its draws)
                 fits, at_class = fit, _steering(others[i - 2]).get(_FIT_PARAM.get(others[i - 2][0].kind, ""))
         across = f.kind in ACROSS and (i == 0 or 0 <= i - 2 < len(more))
-        if across and r == 0 and len(dts) == 1 and dts[0] in _SUM_KEEPS and usable:
+        if across and r == 0 and len(dts) == 1 and usable:
             # a scalar that differs along the usable axes: the sum of a rank-1 argument
-            # split along them all (a rank-0 argument is the same on every device)
+            # split along them all, cast back to its dtype where jnp.sum widens it (a
+            # rank-0 argument is the same on every device)
             r = 1
             scalars.append(i)
         x, s, v = draw(_argument(mesh, usable, i, dtypes=dts, rank=r, fit=fits, fit_class=at_class, across=across,
@@ -853,7 +852,9 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         vals.append(v)
     body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
     for i in scalars:
-        body.push(Op.make("reduce_sum", (i,), axis=0))
+        j = body.push(Op.make("reduce_sum", (i,), axis=0))
+        if j is not None and body.vals[j].dtype != body.vals[i].dtype:
+            body.push(Op.make("cast", (j,), dtype=body.vals[i].dtype))
     enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
     for _ in range(draw(st.integers(0, 3), label="n_ops")):
         body.try_op(draw, draw(st.sampled_from(enabled or kinds), label="op_kind"))
