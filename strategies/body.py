@@ -34,7 +34,8 @@ _PYTHON_NUMBER_OPS = ("neg", "add", "sub", "mul", "psum", "pmean")
 # perm, an all_gather's order, a pmax's groups); under check_vma jax also pvarys the
 # operand first, one more primitive (an eager shard_map compiles each on its own: 96 of
 # the 791 compiles of seed 5's first 24 sweep programs). These draw their axes among
-# those the operand varies along three times in four, where it varies along any
+# those the operand varies along three times in four, where it varies along any, and a
+# drawn operand is one that varies along some axis they may name, three times in four
 # (`_Body.try_op`; a focus over an axis-tuple class picks such an operand:
 # strategies/programs.py `_focus_operand`); the rest keep the invariant-operand paths.
 ACROSS = frozenset({"psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all", "pswapaxes",
@@ -157,6 +158,11 @@ class _Body:
             # prefer recent values half the time so ops chain
             if draw(st.booleans(), label="prefer_recent"):
                 idx = len(self.vals) - 1
+            if kind in ACROSS and not set(self.vals[idx].vma) & set(self.usable):
+                # (a value that varies along some axis it may name, three times in four)
+                some = [j for j, v in enumerate(self.vals) if set(v.vma) & set(self.usable)]
+                if some and draw(st.integers(0, 3), label="operand_varying") != 0:
+                    idx = draw(st.sampled_from(some), label="varying_operand")
         from strategies.collectives import COLLECTIVE_DRAWS
         from strategies.local_ops import LOCAL_DRAWS
         from strategies.nested import draw_nested
