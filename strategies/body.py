@@ -119,6 +119,16 @@ class _Body:
             self.weak.add(i)
         return i
 
+    def varying(self, draw: st.DrawFn, js: list[int], axes: tuple[str, ...] | None = None, label: str = "varying") -> list[int]:
+        """Those of the values `js` that vary along every axis of `axes` (along some usable
+        axis: None), three times in four where some of `js` do and some do not, else `js`:
+        a collective's operand (`ACROSS`)."""
+        want = set(self.usable if axes is None else axes)
+        some = [j for j in js if (want <= set(self.vals[j].vma) if axes is not None else want & set(self.vals[j].vma))]
+        if some and len(some) < len(js) and draw(st.integers(0, 3), label=label) != 0:
+            return some
+        return js
+
     def mixes_weak(self, i: int, j: int) -> bool:
         """Whether a binary op of values i and j would meet a weak int32 (int64 under
         jax_enable_x64) with a narrower integer, or a weak float32 (float64 under
@@ -159,9 +169,8 @@ class _Body:
             if draw(st.booleans(), label="prefer_recent"):
                 idx = len(self.vals) - 1
             if kind in ACROSS and not set(self.vals[idx].vma) & set(self.usable):
-                # (a value that varies along some axis it may name, three times in four)
-                some = [j for j, v in enumerate(self.vals) if set(v.vma) & set(self.usable)]
-                if some and draw(st.integers(0, 3), label="operand_varying") != 0:
+                some = self.varying(draw, list(range(len(self.vals))), label="operand_varying")
+                if len(some) < len(self.vals):
                     idx = draw(st.sampled_from(some), label="varying_operand")
         from strategies.collectives import COLLECTIVE_DRAWS
         from strategies.local_ops import LOCAL_DRAWS

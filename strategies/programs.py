@@ -619,10 +619,8 @@ def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, .
     recast = False
     if axes is not None:
         fit = [j for j in ok if _takes_all(body, f.kind, j, axes)]
-        # (a value that varies along them all, three times in four: strategies/body.py `ACROSS`)
-        along = [j for j in fit if set(axes) <= set(body.vals[j].vma)]
-        if f.kind in ACROSS and along and len(along) < len(fit) and draw(st.integers(0, 3), label="focus_varying") != 0:
-            fit = along
+        if f.kind in ACROSS:  # (one that varies along them all: strategies/body.py `ACROSS`)
+            fit = body.varying(draw, fit, axes, label="focus_varying")
         if not fit and ok and f.kind == "pcast" and body.check_vma:
             # (pvary adds only axes a value does not vary along: the psum of one over them
             # is invariant there, of the same shape)
@@ -642,11 +640,8 @@ def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, .
             j = draw(st.sampled_from(src), label="focus_cast_from")
             c = _promoted(draw, body, j, want_dtype) if want_dtype in _PROMOTED else body.push(Op.make("cast", (j,), dtype=want_dtype))
             ok = ok if c is None else [c]
-    if axes is None and f.kind in ACROSS and len(ok) > 1:
-        # (a value that varies along some axis ops may name, three times in four)
-        some = [j for j in ok if set(body.vals[j].vma) & set(body.usable)]
-        if some and len(some) < len(ok) and draw(st.integers(0, 3), label="focus_varying") != 0:
-            ok = some
+    if axes is None and f.kind in ACROSS:  # (one that varies along some usable axis)
+        ok = body.varying(draw, ok, label="focus_varying")
     return draw(st.sampled_from(ok), label="focus_operand") if ok else None
 
 
