@@ -347,6 +347,11 @@ entries = [
    when=["any:wrap==scan"],
    reason="jax.vmap with spmd_axis_name over a shard_map whose body runs a lax.scan closing over an invariant body value: the batching rule makes the carry vary over the spmd axis but not the closed-over value, and jax raises 'Primitive add requires varying manual axes to match' (internal vma error); plain vmap, jit and eager run it. As vmap-spmd-cond-closure-vma, for scan. Found by shardfuzz (seed 0, 2000 programs).",
    link=NONE + "'vmap spmd_axis_name scan closure shard_map vma', 'requires varying manual axes to match'"),
+ E(id="vmap-spmd-while-closure-vma", case="vmap_spmd_while_closure", mode="vmap_spmd", jax_versions=SINCE_0_6,
+   signatures=["unexpected_error|vmap_spmd|*->ValueError"],
+   when=["any:wrap==while"],
+   reason="jax.vmap with spmd_axis_name over a shard_map whose body runs a lax.while_loop closing over an invariant body value (mul(c, a0): c a constant made in the body, a0 the carried argument, which the batch makes vary over the spmd axis): the while batching rule makes the carry vary over the spmd axis but not the closed-over value, and jax raises 'Primitive mul requires varying manual axes to match, but got [frozenset({'data'}), frozenset({'model', 'data'})]. Please open an issue' (an internal check), even though the value is dead; plain vmap, jit and eager run it. As vmap-spmd-scan-closure-vma, for while_loop. Found by shardfuzz (fuzz seed 1, 60 s, cold cache).",
+   link=NONE + "'vmap spmd_axis_name while_loop closure shard_map vma', 'requires varying manual axes to match while_loop'"),
  E(id="precv-batching-rule-out-shape", case="precv_vmap_batcher", mode="abstract", jax_versions=SINCE_PRECV,
    # jax raises at the sendrecv; in an invalid program whose defect comes later, that error
    # replaces the predicted one (wrong_error, scoped by the op jax raised at)
