@@ -961,3 +961,78 @@ def test_the_program_without_a_known_bug_outputs_what_the_bug_op_reads() -> None
     assert (got.outputs[0].device_values == pred.outputs[2].device_values).all()
     assert {"pshuffle|wrap=cond", "neg|dtype=bfloat16"} <= checked_cells(q)
     assert not any(op.kind == "psum" for op in q.body)
+
+
+def _replication_at_output_1() -> Program:
+    """psum (output 0) and neg (output 1, varying along x) of one argument, whose
+    out_spec drops x: the oracle's error is at output 1 (out_spec replication)."""
+    p = _two_outputs()
+    return Program(p.mesh, p.inputs, p.in_specs, p.body, p.outputs, (Spec((None,)), Spec((None,))), defect="out_spec_drops_varying_axis")
+
+
+def test_an_invalid_programs_costly_part_is_cut_to_its_new_outputs_and_keeps_its_error() -> None:
+    """Eager runs every op of an invalid program's body before jax checks its out_specs:
+    its part is cut like a valid one's, to the outputs that bring eager a cell by error
+    no program had, where the oracle predicts the same error for the cut (`lean`); an
+    output the error is at stays, and a cut that would change the error is not made."""
+    from harness.campaign.cells import (
+        by_error,
+        checked_cells,
+        lean,
+        typed_cells,
+        typed_output_cells,
+    )
+    from oracles import predict
+
+    p = _replication_at_output_1()
+    cells, fails = typed_cells(p)
+    e = predict(p).error
+    assert fails and e is not None and e.output == 1
+    parts = typed_output_cells(p)
+    led = CellLedger.new()
+    led.scheduled |= {f"{c}@eager" for c in by_error(parts[1])}  # neg's cells by error: eager had them
+    modes = tier_modes(p, RunConfig(value_share=0.0), led)
+    assert "eager" in modes
+    assert led.cut[(program_id(p), "eager")] == (0,)
+    # the cut to output 0 alone would lose the error (the psum's out_spec is right):
+    # output 1, where the error is, is kept, and the part is the whole program
+    q = lean(p, (0,))
+    assert q.outputs == p.outputs and predict(q).error.output == 1  # type: ignore[union-attr]
+    # the cut to output 1 keeps the error (renumbered): the psum is gone
+    r = lean(p, (1,))
+    er = predict(r).error
+    assert [op.kind for op in r.body] == ["neg"] and er is not None and (er.kind, er.facts, er.output) == (e.kind, e.facts, 0)
+    assert checked_cells(r) == by_error(parts[1])
+    # too few out_specs stay too few: a structure defect the cut would turn into too many is not cut
+    few = Program(p.mesh, p.inputs, p.in_specs, p.body, p.outputs, (Spec((None,)),), defect="out_specs_missing")
+    assert typed_cells(few)[1]
+    assert lean(few, (1,)).outputs == few.outputs
+
+
+def test_a_late_part_goes_out_cut_to_the_outputs_still_bringing_a_pair(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A late part is cut again as it goes out (`_Scheduler.recut`): an output whose
+    pairs a part sent before it checked since is left out; a part none of whose outputs
+    brings anything goes as it is (the least worth: it goes out only when time is left)."""
+    import io
+
+    from harness.campaign.cells import by_error, typed_output_cells
+    from harness.campaign.fuzz import _Scheduler
+    from harness.campaign.state import Run
+
+    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
+    sched = _Scheduler(run, None)
+    p = _two_outputs()
+    assert sched.recut(p, ("eager",)) == p
+    parts = typed_output_cells(p)
+    run.cells.record(parts[0], ["eager"], 1, 0.0)  # psum's pairs: checked by another part
+    q = sched.recut(p, ("eager",))
+    assert [op.kind for op in q.body] == ["neg"] and len(q.outputs) == 1
+    assert sched.recut(p, ("jit",)) == p  # (another mode's pairs: still new)
+    run.cells.record(parts[1], ["eager"], 2, 0.0)
+    assert sched.recut(p, ("eager",)) == p
+    # an invalid part's pairs are its cells by error (its psum's: checked), and its cut
+    # keeps its error
+    bad = _replication_at_output_1()
+    run.cells.record(by_error(parts[0]), ["eager"], 3, 0.0)
+    r = sched.recut(bad, ("eager",))
+    assert [op.kind for op in r.body] == ["neg"] and r.defect == bad.defect

@@ -23,6 +23,7 @@ from hypothesis.statistics import collector
 
 from harness.campaign.cells import (
     CellLedger,
+    by_error,
     checked_cells,
     error_kind,
     lean,
@@ -246,8 +247,11 @@ class _Scheduler:
             parts = [ks for ks in (tuple(k for k in keep if k not in bad), tuple(k for k in keep if k in bad)) if ks]
         for ks in parts:
             whole = len(ks) == len(p.outputs)
-            cells = checked_cells(p) if whole else frozenset().union(*(typed_output_cells(p)[k] for k in ks))
-            self.late.append((lean(p, None if whole else ks), (mode,), program_id(p), cells))
+            q = lean(p, None if whole else ks)
+            # (an invalid program's cut keeps its error, with one output more where it needs
+            # one, or is not made: its part's own cells)
+            cells = checked_cells(p) if whole else checked_cells(q) if fails else frozenset().union(*(typed_output_cells(p)[k] for k in ks))
+            self.late.append((q, (mode,), program_id(p), cells))
 
     def submit_late(self, everything: bool = False) -> None:
         """The late parts beyond LATE_BOUND, or while the sweep runs one for every
@@ -275,7 +279,23 @@ class _Scheduler:
                 self.out_of_time = True  # (the rest is dropped at the end: `drain`)
                 return
             q, modes, parent, _ = self.late.pop(self.best_late())
+            q = self.recut(q, modes)
             self.pool.submit(q, modes, tag=_Late(parent), limit_s=KNOWN_HANG_LIMIT_S if self.hang_modes(q, modes) else None)
+
+    def recut(self, q: Program, modes: tuple[str, ...]) -> Program:
+        """The late part `q` as it goes out: cut again to the outputs that still bring its
+        modes a pair no part has checked yet, where it has some that do not. A part was
+        cut to the pairs its program claimed when it was queued, but a part sent before
+        it may have checked them since, among the pairs of its ops besides those it was
+        claimed for (seed 22's sweep: 122 of 698 eager outputs brought nothing new by the
+        time their part went out, 19% of the eager arguments, ops and outputs). A part
+        whose every output brings nothing is sent as it is: it is the least worth
+        (`best_late`) and goes out only when time is left."""
+        checks = self.run.cells.checks
+        fails = value_types(q)[1]
+        per_output = [by_error(cs) if fails else cs for cs in typed_output_cells(q)]
+        keep = tuple(k for k, cs in enumerate(per_output) if any((c, m) not in checks for c in cs for m in modes))
+        return lean(q, keep) if 0 < len(keep) < len(q.outputs) else q
 
     def best_late(self) -> int:
         """The index of the late part to send next: the one with the most cells its mode
@@ -688,7 +708,10 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
                 kind = trouble_kind(p, frozenset().union(*trouble.values()))
                 cells = frozenset(c for c in cells if c.split("|")[0] == kind)
                 lost = {m: cells - trouble_cells(p, ops) for m, ops in trouble.items()}
-        claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES, None if fails else typed_output_cells(p), lean, lost)
+        # per output, the cells it brings (an invalid program's by error, of the kind its
+        # trouble leaves): a costly mode runs the outputs that bring it new ones
+        parts = tuple(cs & cells for cs in map(by_error, typed_output_cells(p))) if fails else typed_output_cells(p)
+        claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES, parts, lean, lost)
         if claimed:
             return claimed
     h = int(program_id(p), 16) % 10000
