@@ -142,6 +142,13 @@ def typed_output_cells(p: Program) -> tuple[frozenset[str], ...]:
     return output_cells(p, _typed(p)[0])
 
 
+def checked_output_cells(p: Program) -> tuple[frozenset[str], ...]:
+    """Per output, the cells `p` checks through it (`typed_output_cells`; by error when
+    the oracle expects `p` to fail, as `checked_cells`)."""
+    parts = typed_output_cells(p)
+    return tuple(map(by_error, parts)) if value_types(p)[1] else parts
+
+
 def lost_cells(p: Program, raise_ops: dict[str, frozenset[int]]) -> dict[str, frozenset[str]]:
     """Per mode, the cells of the valid program `p` that no run of it checks there. Known
     entries say jax raises, crashes or hangs at the ops `raise_ops[mode]` in that mode

@@ -23,14 +23,13 @@ from hypothesis.statistics import collector
 
 from harness.campaign.cells import (
     CellLedger,
-    by_error,
     checked_cells,
+    checked_output_cells,
     error_kind,
     lean,
     lost_cells,
     trouble_cells,
     typed_cells,
-    typed_output_cells,
     value_types,
 )
 from harness.campaign.config import LARGE_MODES, RunConfig
@@ -247,11 +246,10 @@ class _Scheduler:
             parts = [ks for ks in (tuple(k for k in keep if k not in bad), tuple(k for k in keep if k in bad)) if ks]
         for ks in parts:
             whole = len(ks) == len(p.outputs)
-            q = lean(p, None if whole else ks)
             # (an invalid program's cut keeps its error, with one output more where it needs
-            # one, or is not made: its part's own cells)
-            cells = checked_cells(p) if whole else checked_cells(q) if fails else frozenset().union(*(typed_output_cells(p)[k] for k in ks))
-            self.late.append((q, (mode,), program_id(p), cells))
+            # one, or is not made: the part's own cells)
+            q = lean(p, None if whole else ks)
+            self.late.append((q, (mode,), program_id(p), checked_cells(q)))
 
     def submit_late(self, everything: bool = False) -> None:
         """The late parts beyond LATE_BOUND, or while the sweep runs one for every
@@ -292,9 +290,7 @@ class _Scheduler:
         whose every output brings nothing is sent as it is: it is the least worth
         (`best_late`) and goes out only when time is left."""
         checks = self.run.cells.checks
-        fails = value_types(q)[1]
-        per_output = [by_error(cs) if fails else cs for cs in typed_output_cells(q)]
-        keep = tuple(k for k, cs in enumerate(per_output) if any((c, m) not in checks for c in cs for m in modes))
+        keep = tuple(k for k, cs in enumerate(checked_output_cells(q)) if any((c, m) not in checks for c in cs for m in modes))
         return lean(q, keep) if 0 < len(keep) < len(q.outputs) else q
 
     def best_late(self) -> int:
@@ -710,7 +706,7 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
                 lost = {m: cells - trouble_cells(p, ops) for m, ops in trouble.items()}
         # per output, the cells it brings (an invalid program's by error, of the kind its
         # trouble leaves): a costly mode runs the outputs that bring it new ones
-        parts = tuple(cs & cells for cs in map(by_error, typed_output_cells(p))) if fails else typed_output_cells(p)
+        parts = tuple(cs & cells for cs in checked_output_cells(p))
         claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES, parts, lean, lost)
         if claimed:
             return claimed
