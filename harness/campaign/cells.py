@@ -84,11 +84,20 @@ def lean(p: Program, keep: tuple[int, ...] | None = None) -> Program:
     q = lean_part(p, keep, failing_op(p), not fails)
     if fails and p.defect in TRACED_DEFECTS:
         r = drop_unused_inputs(q)
-        if r is not q:
-            a, b = predict(q, values=False).error, predict(r, values=False).error
-            if a is not None and b is not None and (a.kind, a.facts, a.op_index, a.output) == (b.kind, b.facts, b.op_index, b.output):
-                return r
+        if r is not q and _same_error(predict(q, values=False).error, predict(r, values=False).error):
+            return r
     return q
+
+
+def _same_error(want: Any, got: Any, ops: tuple[int, ...] | None = None, outs: tuple[int, ...] | None = None) -> bool:
+    """Whether the oracle's error `got`, for a cut of the program `want` is predicted for,
+    is that error: kind, facts, and the op and output it names, where the cut's op `i` is
+    the program's `ops[i]` and its output `k` the program's `outs[k]` (None: the same)."""
+    if want is None or got is None:
+        return False
+    op = got.op_index if got.op_index is None or ops is None else ops[got.op_index]
+    out = got.output if got.output is None or outs is None else outs[got.output]
+    return (got.kind, got.facts, op, out) == (want.kind, want.facts, want.op_index, want.output)
 
 
 def _error_cut(p: Program, keep: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -102,18 +111,15 @@ def _error_cut(p: Program, keep: tuple[int, ...]) -> tuple[int, ...] | None:
     from oracles import predict
 
     want = predict(p, values=False).error
-    assert want is not None
-    also = frozenset() if failing_op(p) is None else frozenset({failing_op(p)})
+    at = failing_op(p)
+    also = frozenset() if at is None else frozenset({at})
     for extra in ((), *((k,) for k in range(len(p.outputs)) if k not in keep)):
         ks = tuple(sorted(keep + extra))
         q, kept = sliced_ops(p, ks, also)
-        got = predict(q, values=False).error
         # (too few out_specs for the outputs stays too few: a cut keeps every out_spec
         # where their number is not the outputs', programs/graph.py `slice_outputs`)
         if _sign(len(q.out_specs) - len(q.outputs)) == _sign(len(p.out_specs) - len(p.outputs)) \
-                and got is not None and (got.kind, got.facts) == (want.kind, want.facts) \
-                and (None if got.op_index is None else kept[got.op_index]) == want.op_index \
-                and (None if got.output is None else ks[got.output]) == want.output:
+                and _same_error(want, predict(q, values=False).error, kept, ks):
             return ks
     return None
 
