@@ -578,6 +578,35 @@ def test_a_negative_split_all_to_all_explains_a_grad_hang_and_gives_it_the_short
     assert known_hang_modes(hang_entries(ENTRIES, "0.12.0"), p, value_types(p)[0], modes) == ()
 
 
+def test_a_negative_concat_all_to_all_explains_a_grad_hang_and_gives_it_the_short_limit() -> None:
+    """A tiled all_to_all with concat_axis=-1: its transpose in the backward pass gets the
+    negative axis as its split axis, and on 0.10.2 grad hung past the 30 s limit (a 60 s
+    default run of seed 2 lost a worker for 30 s and reported it NEW;
+    reports/corpus/known/neg_concat_grad_hang.json). The entry explains a grad timeout of
+    such a program, the scheduler gives its grad modes KNOWN_HANG_LIMIT_S; with the axis
+    non-negative (its rewrite) neither, nor on 0.12."""
+    from harness.campaign.cells import value_types
+    from harness.judge.known import hang_entries, known_hang_modes
+    from oracles.rewrites import REWRITES
+
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_concat_grad_hang.json").read_text())
+    assert any(o.kind == "all_to_all" and o.p("concat_axis") == -1 for o in p.body)
+    pred = predict(p)
+    assert pred.error is None
+    for mode in ("grad", "grad_remat"):
+        hang = Divergence(DivergenceKind.TIMEOUT, mode, "", "timeout")
+        e = find(ENTRIES, hang, [hang], p, pred, "0.10.2")
+        assert e is not None and e.id == "negative-all-to-all-concat-axis"
+    jit_hang = Divergence(DivergenceKind.TIMEOUT, "jit", "", "timeout")
+    assert find(ENTRIES, jit_hang, [jit_hang], p, pred, "0.10.2") is None  # (the grad modes only)
+    modes = ("abstract", "jit", "grad", "grad_remat")
+    assert known_hang_modes(hang_entries(ENTRIES, "0.10.2"), p, value_types(p)[0], modes) == ("grad", "grad_remat")
+    q = REWRITES["nonnegative_axes"](p)
+    assert q is not None and find(ENTRIES, hang, [hang], q, predict(q), "0.10.2") is None
+    assert known_hang_modes(hang_entries(ENTRIES, "0.10.2"), q, value_types(q)[0], modes) == ()
+    assert known_hang_modes(hang_entries(ENTRIES, "0.12.0"), p, value_types(p)[0], modes) == ()
+
+
 def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error() -> None:
     """`known_error_trouble`: the ops of an invalid program at which an entry with a
     missing / wrong error signature says jax goes wrong (its op features), or every op
