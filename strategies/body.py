@@ -21,6 +21,7 @@ from oracles.ops import OPS, Ctx
 from oracles.prediction import OracleError, ValueType
 from programs.cells import axis_class
 from programs.model import DTYPES, X64_DTYPE, Mesh, Op, is_float
+from strategies import reuse
 from strategies.invalid import ValueView as _V
 
 # results that are Python numbers, not jax arrays (lax.axis_size returns an int, and
@@ -154,7 +155,7 @@ class _Body:
         dims = [d for d in range(len(x.shape)) if (x.shape[d] % n == 0 if tiled else x.shape[d] == n)]
         if not dims:
             return None
-        return tiled, draw(st.sampled_from(self.steer(label, dims, len(x.shape))), label=label)
+        return tiled, draw(reuse.sampled_from(self.steer(label, dims, len(x.shape))), label=label)
 
     def try_op(self, draw: st.DrawFn, kind: str, operand: int | None = None, axes: tuple[str, ...] | None = None) -> bool:
         """Append one op of `kind` if the current values allow it; False otherwise. Its
@@ -171,7 +172,7 @@ class _Body:
             if kind in ACROSS and not set(self.vals[idx].vma) & set(self.usable):
                 some = self.varying(draw, list(range(len(self.vals))), label="operand_varying")
                 if len(some) < len(self.vals):
-                    idx = draw(st.sampled_from(some), label="varying_operand")
+                    idx = draw(reuse.sampled_from(some), label="varying_operand")
         from strategies.collectives import COLLECTIVE_DRAWS
         from strategies.local_ops import LOCAL_DRAWS
         from strategies.nested import draw_nested
@@ -198,7 +199,7 @@ class _Body:
             if kind in ACROSS and along and draw(st.integers(0, 3), label="axes_varying") != 0:
                 # over axes the operand varies along, three times in four (`ACROSS`)
                 pool = along
-            axes = draw(st.sampled_from(_axes_subsets(pool)), label="axes")
+            axes = draw(reuse.sampled_from(_axes_subsets(pool)), label="axes")
         event(f"collective axes: {len(axes)}")
         if kind in ACROSS:
             event(f"{kind}: operand varies along {'all' if set(axes) <= set(x.vma) else 'some' if set(axes) & set(x.vma) else 'none'} of its axes")

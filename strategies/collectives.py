@@ -11,6 +11,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from programs.model import DTYPES, Op, ParamValue
+from strategies import reuse
 
 if TYPE_CHECKING:
     from strategies.body import _Body
@@ -20,8 +21,8 @@ CollectiveDraw = Callable[["_Body", st.DrawFn, int, tuple[str, ...]], bool]
 
 def _group_partition(draw: st.DrawFn, n: int) -> tuple[tuple[int, ...], ...]:
     sizes = [d for d in range(1, n + 1) if n % d == 0]
-    size = draw(st.sampled_from(sizes), label="group_size")
-    order = draw(st.permutations(list(range(n))), label="group_order")
+    size = draw(reuse.sampled_from(sizes), label="group_size")
+    order = draw(reuse.permutations(list(range(n))), label="group_order")
     return tuple(tuple(sorted(order[i : i + size])) for i in range(0, n, size))
 
 
@@ -40,8 +41,8 @@ def _all_gather(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> b
     r = len(b.vals[idx].shape)
     tiled = r > 0 and b.tiled(draw)
     hi = r if tiled else r + 1
-    axis = draw(st.sampled_from(b.steer("axis", list(range(-hi, hi)), r)), label="axis")
-    to = draw(st.sampled_from([None, None, "varying", "invarying"]), label="to")
+    axis = draw(reuse.sampled_from(b.steer("axis", list(range(-hi, hi)), r)), label="axis")
+    to = draw(reuse.sampled_from([None, None, "varying", "invarying"]), label="to")
     event(f"all_gather: tiled={tiled} to={to}")
     return b.push(Op.make("all_gather", (idx,), axes=axes, axis=axis, tiled=tiled, to=to)) is not None
 
@@ -69,7 +70,7 @@ def _all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> b
     cds = list(range(r))
     if "split" in b.want:  # (all_to_all|split!=concat, split==concat)
         cds = [c for c in cds if (c == sd) == (b.want["split"] == "==")] or cds
-    cd = draw(st.sampled_from(b.steer("concat_axis", cds, r)), label="concat_axis")
+    cd = draw(reuse.sampled_from(b.steer("concat_axis", cds, r)), label="concat_axis")
     sc, cc = b.want.get("split_axis"), b.want.get("concat_axis")
     if sc == "negative" or cc == "negative":
         neg = 0 if sc == "negative" else 1
@@ -87,7 +88,7 @@ def _pswapaxes(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bo
     dims = [d for d in range(len(x.shape)) if x.shape[d] == n]
     if not dims:
         return False
-    d = draw(st.sampled_from(b.steer("axis", dims, len(x.shape))), label="axis")
+    d = draw(reuse.sampled_from(b.steer("axis", dims, len(x.shape))), label="axis")
     return b.push(Op.make("pswapaxes", (idx,), axes=axes, axis=d)) is not None
 
 
@@ -96,7 +97,7 @@ def _shifted(draw: st.DrawFn, n: int, cls: str | None) -> tuple[int, ...] | None
     (`_Body.want`) where it is a shift (identity; cyclic, by one either way), else None."""
     if cls not in ("cyclic", "identity") or n < 2:
         return None
-    shift = 0 if cls == "identity" else draw(st.sampled_from([1, n - 1]), label="perm_shift")
+    shift = 0 if cls == "identity" else draw(reuse.sampled_from([1, n - 1]), label="perm_shift")
     return tuple((i + shift) % n for i in range(n))
 
 
@@ -107,9 +108,9 @@ def _ppermute(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
     if shifted is not None:
         event(f"ppermute: {cls}")
         return b.push(Op.make("ppermute", (idx,), axes=axes, perm=tuple(enumerate(shifted)))) is not None
-    srcs = draw(st.permutations(list(range(n))), label="sources")
+    srcs = draw(reuse.permutations(list(range(n))), label="sources")
     k = n if cls == "full" else draw(st.integers(1, n - 1 if cls == "partial" and n > 1 else n), label="n_pairs")
-    dsts = draw(st.permutations(list(range(n))), label="destinations")
+    dsts = draw(reuse.permutations(list(range(n))), label="destinations")
     perm = tuple(sorted(zip(srcs[:k], dsts[:k])))
     event("ppermute: partial" if k < n else "ppermute: full")
     return b.push(Op.make("ppermute", (idx,), axes=axes, perm=perm)) is not None
@@ -117,7 +118,7 @@ def _ppermute(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
 
 def _pshuffle(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     n = b.n(axes)
-    perm = _shifted(draw, n, b.want.get("perm")) or tuple(draw(st.permutations(list(range(n))), label="perm"))
+    perm = _shifted(draw, n, b.want.get("perm")) or tuple(draw(reuse.permutations(list(range(n))), label="perm"))
     return b.push(Op.make("pshuffle", (idx,), axes=axes, perm=perm)) is not None
 
 
@@ -160,7 +161,7 @@ def _axis_size(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bo
     i = b.push(Op.make("axis_size", (), axes=axes))
     # a Python int is weakly typed (see _Body.weak): not combined with a narrower integer
     if i is not None and not b.mixes_weak(idx, i) and draw(st.booleans(), label="combine_size"):
-        b.push(Op.make(draw(st.sampled_from(["add", "mul"]), label="size_binop"), (idx, i)))  # use it
+        b.push(Op.make(draw(reuse.sampled_from(["add", "mul"]), label="size_binop"), (idx, i)))  # use it
     return i is not None
 
 

@@ -27,6 +27,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from programs.model import Mesh, Op, Program, Spec
+from strategies import reuse
 from strategies.body import _Body
 from strategies.explicit_defects import strict_explicit
 from strategies.invalid import ValueView
@@ -43,13 +44,13 @@ def axis_types(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...]) -> Mesh:
     compares the global value and the layout along Explicit axes only
     (harness/judge/compare_outputs.py `compiler_layout`); a size-1 Explicit axis beside
     an Auto one loses its type under jit (the known entry mixed-mesh-size-1-explicit-type)."""
-    mode = draw(st.sampled_from(("auto", "auto", "explicit") + (("mixed",) if MIXED else ())), label="axis_types")
+    mode = draw(reuse.sampled_from(("auto", "auto", "explicit") + (("mixed",) if MIXED else ())), label="axis_types")
     if mode == "auto":
         types = ("auto",) * len(mesh.names)
     elif mode == "explicit":
         types = ("explicit",) * len(mesh.names)
     else:
-        types = tuple(draw(st.sampled_from(("auto", "explicit")), label="axis_type") for _ in mesh.names)
+        types = tuple(draw(reuse.sampled_from(("auto", "explicit")), label="axis_type") for _ in mesh.names)
         if len(set(types)) == 1 and len(types) > 1:  # a mix: the last axis takes the other type
             types = types[:-1] + ("auto" if types[-1] == "explicit" else "explicit",)
     kinds = set(types)
@@ -105,7 +106,7 @@ def wrap_call(draw: st.DrawFn, p: Program) -> Program:
     kinds = (["auto_axes"] if explicit else []) + (["explicit_axes"] if auto else [])
     if not kinds:
         return p
-    kind = draw(st.sampled_from(kinds), label="wrap_kind")
+    kind = draw(reuse.sampled_from(kinds), label="wrap_kind")
     pool = explicit if kind == "auto_axes" else auto
     axes = tuple(a for a in pool if draw(st.booleans(), label="wrap_axis")) or (pool[0],)
     retyped = "auto" if kind == "auto_axes" else "explicit"
@@ -138,7 +139,7 @@ def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bo
         # "TODO(yashkatariya): Handle partial manual unreduced/reduced", core.getu asserts)
         return
     if chain is None:
-        chain = draw(st.sampled_from(UR_CHAINS), label="ur_chain")
+        chain = draw(reuse.sampled_from(UR_CHAINS), label="ur_chain")
     # (not bool: psum of an unreduced bool raises TypeError in jax 0.10.2, where psum of
     # a bool counts: a difference the oracle does not model yet)
     varying = [i for i, v in enumerate(b.vals) if v.vma & set(b.usable) and not (v.unreduced or v.reduced) and v.dtype != "bool"]
@@ -147,9 +148,9 @@ def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bo
     # recorded in the issue-15 note, not drawn until it has a known entry)
     plain = [i for i, v in enumerate(b.vals) if not (v.unreduced or v.reduced) and i not in b.python_numbers]
     if chain in ("unreduced_psum", "unreduced_add") and varying:
-        i = draw(st.sampled_from(varying), label="ur_operand")
+        i = draw(reuse.sampled_from(varying), label="ur_operand")
         axes = tuple(a for a in b.usable if a in b.vals[i].vma)
-        axes = tuple(draw(st.permutations(axes), label="ur_axes")[: draw(st.integers(1, len(axes)), label="ur_n")])
+        axes = tuple(draw(reuse.permutations(axes), label="ur_axes")[: draw(st.integers(1, len(axes)), label="ur_n")])
         u = b.push(Op.make("pcast", (i,), axes=axes, to="unreduced"))
         if u is None:
             return
@@ -162,7 +163,7 @@ def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bo
         if (closed if closed is not None else draw(st.booleans(), label="ur_psum")) and b.push(Op.make("psum", (u,), axes=axes)) is not None:
             event("psum of an unreduced value")
     elif chain == "reduced_varying" and plain:
-        i = draw(st.sampled_from(plain), label="ur_operand")
+        i = draw(reuse.sampled_from(plain), label="ur_operand")
         free = tuple(a for a in b.usable if a not in b.vals[i].vma)
         if not free:
             return
@@ -173,7 +174,7 @@ def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bo
         if (closed if closed is not None else draw(st.booleans(), label="ur_back")) and b.push(Op.make("pcast", (r,), axes=free, to="varying")) is not None:
             event("pcast: reduced -> varying")
     elif chain == "all_gather_reduced" and varying:
-        i = draw(st.sampled_from(varying), label="ur_operand")
+        i = draw(reuse.sampled_from(varying), label="ur_operand")
         axes = tuple(a for a in b.usable if a in b.vals[i].vma)[:1]
         r = len(b.vals[i].shape)
         tiled = r > 0 and draw(st.booleans(), label="tiled")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from hypothesis import strategies as st
 
 from programs.model import Mesh, Program, Spec
+from strategies import reuse
 
 if TYPE_CHECKING:
     from strategies.invalid import ValueView
@@ -34,7 +35,7 @@ def out_spec_drops_reduced(draw: st.DrawFn, p: Program, vals: list[ValueView]) -
     ks = [k for k, s in enumerate(p.out_specs) if s.reduced and not s.unreduced]
     if not ks or not p.check_vma:
         return None
-    k = draw(st.sampled_from(ks), label="defect_output")
+    k = draw(reuse.sampled_from(ks), label="defect_output")
     s = p.out_specs[k]
     specs = p.out_specs[:k] + (Spec(s.entries, s.kind),) + p.out_specs[k + 1 :]
     return replace(p, out_specs=specs)
@@ -45,7 +46,7 @@ def unreduced_spec_auto_axis(draw: st.DrawFn, p: Program, vals: list[ValueView])
     named = sorted({a for s in p.out_specs for a in s.unreduced + s.reduced})
     if not named:
         return None
-    a = draw(st.sampled_from(named), label="defect_axis")
+    a = draw(reuse.sampled_from(named), label="defect_axis")
     types = tuple("auto" if n == a else t for n, t in zip(p.mesh.names, p.mesh.axis_types))
     if "explicit" not in types and p.reshard:
         return None  # (no Explicit axis left, so no mesh context: reshard would fail too, a second defect)
@@ -61,7 +62,7 @@ def explicit_axes_in_sharding(draw: st.DrawFn, p: Program, vals: list[ValueView]
     ks = [i for i, s in enumerate(p.in_specs) if s.kind == "P" and s.axes()]
     if not ks:
         return None
-    i = draw(st.sampled_from(ks), label="defect_input")
+    i = draw(reuse.sampled_from(ks), label="defect_input")
     return replace(p, wrap_specs=p.wrap_specs[:i] + (Spec(()),) + p.wrap_specs[i + 1 :])
 
 

@@ -42,6 +42,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from programs.model import DTYPES, Mesh
+from strategies import reuse
 
 FOCUS_SHARE = 0.5  # the share of programs drawn around a focus
 PROFILES = ("spmd", "smap")
@@ -164,17 +165,17 @@ _NESTED_SMAP_MESHES = ((2, 2), (2, 4), (4, 2), (3, 2), (2, 3))  # (the smap axis
 def focus_mesh(draw: st.DrawFn, f: Focus, names: tuple[str, ...]) -> tuple[Mesh, tuple[str, ...]]:
     """(mesh, the axes specs and ops may name) for a focus's profile and axis-tuple class."""
     if f.kind == "shard_map":  # (strategies/programs.py `_focused`: the last axis Auto)
-        sizes = draw(st.sampled_from(_NESTED_SMAP_MESHES if f.profile == "smap" else _NESTED_MESHES), label="focus_mesh")
+        sizes = draw(reuse.sampled_from(_NESTED_SMAP_MESHES if f.profile == "smap" else _NESTED_MESHES), label="focus_mesh")
         mesh = Mesh(names[: len(sizes)], sizes)
         return mesh, mesh.names[:1]
     if f.profile == "smap":
-        mesh = Mesh(names[:1], (draw(st.sampled_from(_SMAP_SIZES), label="focus_mesh"),))
+        mesh = Mesh(names[:1], (draw(reuse.sampled_from(_SMAP_SIZES), label="focus_mesh"),))
         return mesh, mesh.names
     key = f.fixes("axes") or ""
     # (a full permutation that is not cyclic needs a group of 3 or more: over one usable
     # axis of size 2 none can be drawn)
     meshes = _FULL_PERM_MESHES if not key and f.fixes("perm") == "full" else _SPMD_MESHES[key]
-    sizes = draw(st.sampled_from(meshes), label="focus_mesh")
+    sizes = draw(reuse.sampled_from(meshes), label="focus_mesh")
     mesh = Mesh(names[: len(sizes)], sizes)
     return mesh, mesh.names[:-1]  # the last (even, > 1) axis stays free
 

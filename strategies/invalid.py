@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from hypothesis import strategies as st
 
 from programs.model import FLOAT_DTYPES, Mesh, Op, Program, Spec
+from strategies import reuse
 from strategies.explicit_defects import EXPLICIT_DEFECTS
 
 UNKNOWN_AXIS = "absent"
@@ -36,7 +37,7 @@ Defect = Callable[[st.DrawFn, Program, list[ValueView]], Program | None]
 
 
 def _pick(draw: st.DrawFn, xs: list, label: str):  # type: ignore[no-untyped-def, type-arg]
-    return None if not xs else draw(st.sampled_from(xs), label=label)
+    return None if not xs else draw(reuse.sampled_from(xs), label=label)
 
 
 def _set(t: tuple, i: int, v: object) -> tuple:  # type: ignore[type-arg]
@@ -54,7 +55,7 @@ def _spec_kind(which: str, kind: str) -> Defect:
         specs = p.in_specs if which == "in" else p.out_specs
         i = draw(st.integers(0, len(specs) - 1), label="spec_index")
         s = specs[i]
-        axis = s.axes()[0] if s.axes() else draw(st.sampled_from(p.mesh.names), label="axis")
+        axis = s.axes()[0] if s.axes() else draw(reuse.sampled_from(p.mesh.names), label="axis")
         if kind == "str":
             bad = Spec(((axis,),), "str")  # 'x' instead of P('x')
         elif kind == "tuple":
@@ -89,7 +90,7 @@ def out_spec_too_long(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Pro
     rank = len(vals[p.outputs[k]].shape)
     extra: tuple[tuple[str, ...] | None, ...] = (None,) * (rank - len(s.entries))
     unused = [a for a in p.manual_axes if a not in s.axes()]
-    last = (draw(st.sampled_from(unused), label="axis"),) if unused and draw(st.booleans(), label="named") else None
+    last = (draw(reuse.sampled_from(unused), label="axis"),) if unused and draw(st.booleans(), label="named") else None
     return replace(p, out_specs=_set(p.out_specs, k, Spec(s.entries + extra + (last,))))
 
 
@@ -116,7 +117,7 @@ def in_spec_duplicate_axis(draw: st.DrawFn, p: Program, vals: list[ValueView]) -
         return None
     i, d = spot
     s, x = p.in_specs[i], p.inputs[i]
-    a = draw(st.sampled_from(s.entries[d]), label="axis")  # type: ignore[arg-type]
+    a = draw(reuse.sampled_from(s.entries[d]), label="axis")  # type: ignore[arg-type]
     d2 = draw(st.integers(0, len(s.entries) - 1), label="second_dim")
     e2 = (s.entries[d2] or ()) + (a,)
     # keep every dimension divisible, so the duplicate is the only defect
@@ -135,7 +136,7 @@ def out_spec_duplicate_axis(draw: st.DrawFn, p: Program, vals: list[ValueView]) 
         return None
     k, d = spot
     s = p.out_specs[k]
-    a = draw(st.sampled_from(s.entries[d]), label="axis")  # type: ignore[arg-type]
+    a = draw(reuse.sampled_from(s.entries[d]), label="axis")  # type: ignore[arg-type]
     d2 = draw(st.integers(0, len(s.entries) - 1), label="second_dim")
     return replace(p, out_specs=_set(p.out_specs, k, Spec(_set(s.entries, d2, (s.entries[d2] or ()) + (a,)))))
 
@@ -158,7 +159,7 @@ def _unknown_spec_axis(which: str) -> Defect:
 
 
 def _collective_over(draw: st.DrawFn, p: Program, vals: list[ValueView], axis: str) -> Op:
-    kind = draw(st.sampled_from(["psum", "pmax", "all_gather", "ppermute", "axis_index", "psum_scatter"]), label="kind")
+    kind = draw(reuse.sampled_from(["psum", "pmax", "all_gather", "ppermute", "axis_index", "psum_scatter"]), label="kind")
     j = draw(st.integers(0, len(vals) - 1), label="operand")
     if kind == "all_gather":
         return Op.make(kind, (j,), axes=(axis,), axis=0, tiled=False)
@@ -181,7 +182,7 @@ def collective_not_manual(draw: st.DrawFn, p: Program, vals: list[ValueView]) ->
     used |= {a for op in p.body for k in ("axes", "inner_axes") for a in (op.p(k) or ())}  # type: ignore[union-attr]
     free = [a for a in p.mesh.names if a not in used]
     if free and len(p.mesh.names) >= 2:
-        a = draw(st.sampled_from(free), label="auto_axis")
+        a = draw(reuse.sampled_from(free), label="auto_axis")
     else:
         # add an axis the program never uses (size 2 where the devices allow, else 1)
         a = "extra"
@@ -204,7 +205,7 @@ def _drop_varying_axis(check_vma: bool) -> Defect:
         if k is None or not p.check_vma:
             return None
         s = p.out_specs[k]
-        a = draw(st.sampled_from(sorted(vals[p.outputs[k]].vma & set(s.axes()))), label="axis")
+        a = draw(reuse.sampled_from(sorted(vals[p.outputs[k]].vma & set(s.axes()))), label="axis")
         entries = tuple(None if e is None else (tuple(x for x in e if x != a) or None) for e in s.entries)
         return replace(p, out_specs=_set(p.out_specs, k, Spec(entries)), check_vma=check_vma)
 
@@ -216,9 +217,9 @@ def collective_mixed_vma(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> 
     them, or pcast(to='varying') over an axis it already varies along."""
     if not p.check_vma or len(p.manual_axes) < 2:
         return None
-    a, b = draw(st.permutations(list(p.manual_axes)), label="axes")[:2]
+    a, b = draw(reuse.permutations(list(p.manual_axes)), label="axes")[:2]
     base = len(p.inputs) + len(p.body)
-    kind = draw(st.sampled_from(["psum", "psum_scatter", "pmean", "pcast"]), label="kind")
+    kind = draw(reuse.sampled_from(["psum", "psum_scatter", "pmean", "pcast"]), label="kind")
     ops = [Op.make("axis_index", (), axes=(a,))]
     if kind == "pcast":  # to varying, over an axis the operand already varies along
         axes = (a,) if draw(st.booleans(), label="all_varying") else (a, b)
@@ -268,8 +269,8 @@ def _shape_defect(kind: str) -> Defect:
 def axis_out_of_range(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
     j = draw(st.integers(0, len(vals) - 1), label="operand")
     r = len(vals[j].shape)
-    ax = (draw(st.sampled_from(p.manual_axes), label="axis"),)
-    kind = draw(st.sampled_from(["all_gather", "all_gather_tiled", "psum_scatter", "all_to_all"]), label="kind")
+    ax = (draw(reuse.sampled_from(p.manual_axes), label="axis"),)
+    kind = draw(reuse.sampled_from(["all_gather", "all_gather_tiled", "psum_scatter", "all_to_all"]), label="kind")
     if kind == "all_gather":
         return _append(p, [Op.make("all_gather", (j,), axes=ax, axis=r + 1, tiled=False)])
     if kind == "all_gather_tiled":
@@ -290,7 +291,7 @@ def _axis_and_operand(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> tup
     axes_opts = [a for a in p.manual_axes if p.mesh.axis_size(a) > 1]
     if not axes_opts:
         return None
-    a = draw(st.sampled_from(axes_opts), label="axis")
+    a = draw(reuse.sampled_from(axes_opts), label="axis")
     return a, p.mesh.axis_size(a), draw(st.integers(0, len(vals) - 1), label="operand")
 
 
@@ -299,7 +300,7 @@ def bad_permutation(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Progr
     if pick is None:
         return None
     a, n, j = pick
-    how = draw(st.sampled_from(["dup_source", "dup_dest", "out_of_range", "pshuffle_repeat"]), label="how")
+    how = draw(reuse.sampled_from(["dup_source", "dup_dest", "out_of_range", "pshuffle_repeat"]), label="how")
     if how == "dup_source":
         perm = ((0, 0), (0, 1))
     elif how == "dup_dest":
@@ -317,7 +318,7 @@ def bad_groups(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | 
         return None
     a, n, j = pick
     groups = ((0,) + tuple(range(n - 1)),) if draw(st.booleans(), label="overlap") else (tuple(range(n - 1)),)
-    kind = draw(st.sampled_from(["pmax", "pmin"]), label="kind")
+    kind = draw(reuse.sampled_from(["pmax", "pmin"]), label="kind")
     return _append(p, [Op.make(kind, (j,), axes=(a,), groups=groups)])
 
 
@@ -328,7 +329,7 @@ def transform_integer_operand(draw: st.DrawFn, p: Program, vals: list[ValueView]
     j = _pick(draw, ints, "operand")
     if j is None:
         return None
-    t = draw(st.sampled_from(["grad", "jvp"]), label="transform")
+    t = draw(reuse.sampled_from(["grad", "jvp"]), label="transform")
     return _append(p, [Op.make("transform", (j,), transform=t, custom="none", steps=(("neg", (0,), ()),))])
 
 

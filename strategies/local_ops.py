@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from programs.model import DTYPES, Op
 from programs.ops import BINARY_OPS
+from strategies import reuse
 
 if TYPE_CHECKING:
     from strategies.body import _Body
@@ -26,7 +27,7 @@ def _binary(b: _Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
         # (a focus on the op's dtype: a partner of another dtype promotes the result out of
         # it; seed 3's sweep gave up add|dtype=uint32|by_error, every uint32 add promoted)
         same = [j for j in same if b.vals[j].dtype == x.dtype] or same
-    j = draw(st.sampled_from(same), label="rhs")
+    j = draw(reuse.sampled_from(same), label="rhs")
     if x.dtype != b.vals[j].dtype:
         event("binary: mixed dtypes")
     return b.push(Op.make(kind, (idx, j))) is not None
@@ -36,10 +37,10 @@ def _const(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     x = b.vals[idx]
     if x.dtype not in DTYPES:
         return False  # a result-only dtype (int16; int64 under jax_enable_x64) is no const's dtype
-    shape = draw(st.sampled_from([(), x.shape]), label="const_shape")
+    shape = draw(reuse.sampled_from([(), x.shape]), label="const_shape")
     value = draw(st.integers(-3, 3), label="const_value")
     c = b.push(Op.make("const", (), shape=shape, dtype=x.dtype, value=value))
-    op = draw(st.sampled_from(BINARY_OPS), label="const_binop")
+    op = draw(reuse.sampled_from(BINARY_OPS), label="const_binop")
     return c is not None and b.push(Op.make(op, (idx, c))) is not None
 
 
@@ -47,7 +48,7 @@ def _cast(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     if idx in b.python_numbers:
         return False  # a Python int has no .astype
     src = b.vals[idx].dtype
-    to = draw(st.sampled_from([d for d in b.dtypes if d != src]), label="cast_to")
+    to = draw(reuse.sampled_from([d for d in b.dtypes if d != src]), label="cast_to")
     event(f"cast: {src} -> {to}")
     return b.push(Op.make("cast", (idx,), dtype=to)) is not None
 
@@ -64,7 +65,7 @@ def _transpose(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     r = len(b.vals[idx].shape)
     if r < 2:
         return False
-    perm = tuple(draw(st.permutations(list(range(r))), label="perm"))
+    perm = tuple(draw(reuse.permutations(list(range(r))), label="perm"))
     return b.push(Op.make("transpose", (idx,), perm=perm)) is not None
 
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from programs.model import Op
 from programs.ops import NESTED_INNER
+from strategies import reuse
 
 if TYPE_CHECKING:
     from strategies.body import _Body
@@ -25,14 +26,14 @@ def draw_nested(body: _Body, draw: st.DrawFn, idx: int) -> bool:
     if not auto or r == 0:
         return False
     k = draw(st.integers(1, len(auto)), label="n_inner_axes")
-    inner_axes = tuple(sorted(draw(st.permutations(auto), label="inner_axes")[:k], key=mesh.names.index))
+    inner_axes = tuple(sorted(draw(reuse.permutations(auto), label="inner_axes")[:k], key=mesh.names.index))
     entries: list[tuple[str, ...] | None] = [None] * r
     for a in inner_axes:
         dims = [d for d in range(r) if entries[d] is None and x.shape[d] % mesh.axis_size(a) == 0]
         if not dims:
             return False
-        entries[draw(st.sampled_from(dims), label="inner_dim")] = (a,)
-    inner = draw(st.sampled_from(NESTED_INNER), label="inner_kind")
+        entries[draw(reuse.sampled_from(dims), label="inner_dim")] = (a,)
+    inner = draw(reuse.sampled_from(NESTED_INNER), label="inner_kind")
     params: dict[str, object] = {"axes": inner_axes} if inner != "neg" else {}
     out: tuple[tuple[str, ...] | None, ...] = tuple(entries)
     if inner in ("psum", "pmax", "pmin") and draw(st.booleans(), label="inner_out_replicated"):

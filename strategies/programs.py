@@ -28,6 +28,7 @@ from hypothesis.errors import InvalidArgument
 from programs.cells import PAIRED, axis_class
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import BINARY_OPS, COLLECTIVES
+from strategies import reuse
 from strategies.body import ACROSS, _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
@@ -75,7 +76,7 @@ def meshes(draw: st.DrawFn, *, min_devices: int = 1, max_devices: int = 8, max_a
     sizes: list[int] = []
     for _ in range(n_axes):
         room = max_devices // math.prod(sizes or [1])
-        sizes.append(draw(st.sampled_from([s for s in AXIS_SIZES if s <= room]), label="axis_size"))
+        sizes.append(draw(reuse.sampled_from([s for s in AXIS_SIZES if s <= room]), label="axis_size"))
     if math.prod(sizes) < min_devices:
         sizes[0] *= -(-min_devices // math.prod(sizes))  # pragma: no cover - only for min_devices > 1
     mesh = Mesh(AXIS_NAMES[:n_axes], tuple(sizes))
@@ -137,10 +138,10 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
             local.append(0)
             event("input: zero-size dimension")
         else:
-            local.append(draw(st.sampled_from(choices), label="dim"))
+            local.append(draw(reuse.sampled_from(choices), label="dim"))
     at = [d for d in range(rank) if fit_class is None or fit_class == "negative" or axis_class(d, rank) == fit_class]
     if fit is not None and rank and not any(local[d] == fit for d in at):
-        local[draw(st.sampled_from(at or list(range(rank))), label="fit_dim")] = fit
+        local[draw(reuse.sampled_from(at or list(range(rank))), label="fit_dim")] = fit
     if large:  # the last dimension long enough for a block of LARGE_ELEMENTS
         rest = math.prod(local[:-1])
         local[-1] = _LARGE_MULTIPLE * -(-LARGE_ELEMENTS // (_LARGE_MULTIPLE * rest))
@@ -149,12 +150,12 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
     unused = list(manual)
     entries: list[tuple[str, ...] | None] = []
     for _d in range(rank):
-        pattern = draw(st.sampled_from(["none", "one", "several"]), label="spec_entry")
+        pattern = draw(reuse.sampled_from(["none", "one", "several"]), label="spec_entry")
         if pattern == "none" or not unused:
             entries.append(None)
             continue
         k = 1 if pattern == "one" else draw(st.integers(1, len(unused)), label="n_axes")
-        axes = tuple(draw(st.permutations(unused), label="entry_axes")[:k])
+        axes = tuple(draw(reuse.permutations(unused), label="entry_axes")[:k])
         for a in axes:
             unused.remove(a)
         entries.append(axes)
@@ -174,8 +175,8 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
         event("in_spec: an axis left unmentioned")
     spec = Spec(tuple(entries))
     gshape = tuple(n * (mesh.group_size(entries[d]) if d < len(entries) and entries[d] else 1) for d, n in enumerate(local))
-    dtype = dtypes[0] if len(dtypes) == 1 else draw(st.sampled_from(dtypes), label="dtype")
-    fill = draw(st.sampled_from(["small", "iota"]), label="fill")
+    dtype = dtypes[0] if len(dtypes) == 1 else draw(reuse.sampled_from(dtypes), label="dtype")
+    fill = draw(reuse.sampled_from(["small", "iota"]), label="fill")
     seed = draw(st.integers(0, 2**16), label="seed")
     event(f"input rank: {rank}")
     event(f"dtype: {dtype}")
@@ -204,7 +205,7 @@ def _out_spec(draw: st.DrawFn, v: _V, manual: tuple[str, ...], check_vma: bool) 
     chosen = list(need) + [a for a in extra if draw(st.booleans(), label="extra_out_axis")]
     if chosen and r == 0:
         return Spec(()) if not need else None
-    order = draw(st.permutations(chosen), label="out_axis_order")
+    order = draw(reuse.permutations(chosen), label="out_axis_order")
     entries: list[list[str]] = [[] for _ in range(r)]
     for a in order:
         entries[draw(st.integers(0, r - 1), label="out_dim")].append(a)
@@ -261,14 +262,14 @@ def _manual_axes(draw: st.DrawFn, mesh: Mesh, features: frozenset[str] = frozens
     if len(mesh.names) >= 2 and "partial_manual" in features and draw(st.integers(0, 3), label="partial_manual") == 0:
         # partial manual: axis_names a strict subset; the other axes stay automatic
         k = draw(st.integers(1, len(mesh.names) - 1), label="n_manual")
-        manual = tuple(sorted(draw(st.permutations(list(mesh.names)), label="manual_axes")[:k], key=mesh.names.index))
+        manual = tuple(sorted(draw(reuse.permutations(list(mesh.names)), label="manual_axes")[:k], key=mesh.names.index))
         event("partial manual (axis_names a strict subset)")
     usable = manual  # the manual axes specs and ops may name
     big = [a for a in manual if mesh.axis_size(a) > 1]
     if len(manual) >= 2 and big and "free_axis" in features and draw(st.integers(0, 4), label="spmd_reserve") == 2:
         # one manual axis no spec and no op names: vmap can split its batch over it
         # (the vmap_spmd mode needs such an axis)
-        reserved = draw(st.sampled_from(big), label="reserved_axis")
+        reserved = draw(reuse.sampled_from(big), label="reserved_axis")
         usable = tuple(a for a in manual if a != reserved)
         event("a manual axis left free (vmap spmd_axis_name)")
     return manual, usable
@@ -304,7 +305,7 @@ def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
             k = draw(st.integers(0, 15), label="wrap")
             w = {5: "scan", 10: "cond"}.get(k)
             if k in (2, 13) and plain:
-                w = draw(st.sampled_from(_MORE_WRAPS), label="wrap_more")
+                w = draw(reuse.sampled_from(_MORE_WRAPS), label="wrap_more")
             if w is not None:
                 body.ops[i] = Op.make(op.kind, op.operands, **op.param_dict, wrap=w)
                 event(f"wrapped in {w}")
@@ -468,7 +469,7 @@ def programs(
     big = large > 0 and _uniform(draw(st.integers(0, 9999), label="large")) < large
     # a large program uses 8 devices (multiprocess: 4 in each process)
     if big and max_devices >= 8:
-        sizes = draw(st.sampled_from([s for s in _LARGE_MESHES if len(s) <= max_axes]), label="large_mesh")
+        sizes = draw(reuse.sampled_from([s for s in _LARGE_MESHES if len(s) <= max_axes]), label="large_mesh")
         mesh = Mesh(AXIS_NAMES[: len(sizes)], sizes)
         event(f"mesh rank: {len(sizes)}")
         event("mesh devices: 8")
@@ -480,7 +481,7 @@ def programs(
     if check_vma is not None:
         vma_flag = check_vma
     elif "check_vma_false" in features:
-        vma_flag = draw(st.sampled_from([True, True, True, False]), label="check_vma")
+        vma_flag = draw(reuse.sampled_from([True, True, True, False]), label="check_vma")
     else:
         vma_flag = True
     event(f"check_vma: {vma_flag}")
@@ -504,7 +505,7 @@ def programs(
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
         for _attempt in range(4):
-            kind = draw(st.sampled_from(enabled), label="op_kind")
+            kind = draw(reuse.sampled_from(enabled), label="op_kind")
             if body.try_op(draw, kind):
                 break
     if draw(st.integers(0, 2), label="reduced") == 0:
@@ -555,7 +556,7 @@ def _focus_reduced(draw: st.DrawFn, body: _Body, f: Focus, to: str, want: str, w
     best: tuple[int, int] | None = None
     for _ in range(3):
         before = len(body.ops)
-        draw_reduced(draw, body, draw(st.sampled_from(chains), label="ur_chain"), closed=not f.by_error)
+        draw_reduced(draw, body, draw(reuse.sampled_from(chains), label="ur_chain"), closed=not f.by_error)
         end = len(body.vals) - 1
         if bool(body.vals[end].unreduced or body.vals[end].reduced) != f.by_error:
             continue
@@ -624,7 +625,7 @@ def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, .
         if not fit and ok and f.kind == "pcast" and body.check_vma:
             # (pvary adds only axes a value does not vary along: the psum of one over them
             # is invariant there, of the same shape)
-            j = draw(st.sampled_from(ok), label="focus_psum_from")
+            j = draw(reuse.sampled_from(ok), label="focus_psum_from")
             inside = tuple(a for a in axes if a in body.vals[j].vma)
             r = body.push(Op.make("psum", (j,), axes=inside)) if inside else None
             if r is not None and (want_dtype is None or body.vals[r].dtype == want_dtype):
@@ -637,12 +638,12 @@ def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, .
         if axes is not None:  # (a cast keeps the shape and the varying axes)
             src = [j for j in src if _takes_all(body, f.kind, j, axes)] or ([] if recast else src)
         if src:
-            j = draw(st.sampled_from(src), label="focus_cast_from")
+            j = draw(reuse.sampled_from(src), label="focus_cast_from")
             c = _promoted(draw, body, j, want_dtype) if want_dtype in _PROMOTED else body.push(Op.make("cast", (j,), dtype=want_dtype))
             ok = ok if c is None else [c]
     if axes is None and f.kind in ACROSS:  # (one that varies along some usable axis)
         ok = body.varying(draw, ok, label="focus_varying")
-    return draw(st.sampled_from(ok), label="focus_operand") if ok else None
+    return draw(reuse.sampled_from(ok), label="focus_operand") if ok else None
 
 
 # dtypes only an op's result has, never an argument's or a cast's (programs/model.py
@@ -806,7 +807,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         # over one axis (the smap profile's mesh has one; the class "one"): a dimension of
         # the size of one usable axis (without it, half the focus programs of these kinds
         # held no such op at all: no dimension of the argument fit the group)
-        fit = mesh.axis_size(usable[0] if len(usable) == 1 else draw(st.sampled_from(usable), label="fit_axis"))
+        fit = mesh.axis_size(usable[0] if len(usable) == 1 else draw(reuse.sampled_from(usable), label="fit_axis"))
     if f.kind == "shard_map":  # (a nested one puts its Auto axis on a dimension it divides)
         fit = mesh.axis_size(mesh.names[-1])
     # the dimension the focus op splits or swaps (its position's class, where a focus names it)
@@ -852,7 +853,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
             body.push(Op.make("cast", (j,), dtype=body.vals[i].dtype))
     enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
     for _ in range(draw(st.integers(0, 3), label="n_ops")):
-        body.try_op(draw, draw(st.sampled_from(enabled or kinds), label="op_kind"))
+        body.try_op(draw, draw(reuse.sampled_from(enabled or kinds), label="op_kind"))
     ats = []
     for c in group:
         at = _focus_op(draw, body, c[0], c[1:])
@@ -873,7 +874,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         floats = [j for j, v in enumerate(body.vals) if is_float(v.dtype) and not (v.unreduced or v.reduced)
                   and not (body.check_vma and v.vma and not v.shape)]
         if floats:
-            j = draw(st.sampled_from([j for j in floats if j >= len(inputs)] or floats), label="float_output")
+            j = draw(reuse.sampled_from([j for j in floats if j >= len(inputs)] or floats), label="float_output")
             spec = _output_spec(draw, body, j)
             if spec is not None:
                 outputs.append(j)

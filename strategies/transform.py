@@ -16,6 +16,7 @@ from oracles.ops import OPS, Ctx
 from oracles.prediction import OracleError, ValueType
 from programs.model import Op, ParamValue, is_float
 from programs.ops import CUSTOMS, TRANSFORM_STEP_KINDS, TRANSFORMS
+from strategies import reuse
 
 if TYPE_CHECKING:
     from strategies.body import _Body
@@ -46,14 +47,14 @@ def _step_params(body: _Body, draw: st.DrawFn, kind: str, cur: ValueType, k: int
     if kind == "neg":
         return (k,), {}
     if kind == "mul":
-        return (k, draw(st.sampled_from([k, 0]), label="step_mul_by")), {}
+        return (k, draw(reuse.sampled_from([k, 0]), label="step_mul_by")), {}
     if kind == "reduce_sum":
         return ((k,), {"axis": draw(st.integers(0, r - 1), label="step_axis")}) if r else None
     if kind == "transpose":
-        return ((k,), {"perm": tuple(draw(st.permutations(list(range(r))), label="step_perm"))}) if r >= 2 else None
+        return ((k,), {"perm": tuple(draw(reuse.permutations(list(range(r))), label="step_perm"))}) if r >= 2 else None
     if not body.usable:
         return None
-    axes = tuple(draw(st.sampled_from([p for n in range(1, len(body.usable) + 1) for p in permutations(body.usable, n)]), label="step_axes"))
+    axes = tuple(draw(reuse.sampled_from([p for n in range(1, len(body.usable) + 1) for p in permutations(body.usable, n)]), label="step_axes"))
     n = body.mesh.group_size(axes)
     vma = cur.vma or frozenset()
     if kind in ("psum", "pmean", "psum_scatter") and body.check_vma:
@@ -70,7 +71,7 @@ def _step_params(body: _Body, draw: st.DrawFn, kind: str, cur: ValueType, k: int
         dims = [d for d in range(r) if (cur.shape[d] % n == 0 if tiled else cur.shape[d] == n)]
         if not dims:
             return None
-        d = draw(st.sampled_from(dims), label="step_dim")
+        d = draw(reuse.sampled_from(dims), label="step_dim")
         if kind == "psum_scatter":
             return (k,), {"axes": axes, "scatter_dimension": d, "tiled": tiled}
         return (k,), {"axes": axes, "split_axis": d, "concat_axis": draw(st.integers(0, r - 1), label="step_concat"), "tiled": tiled}
@@ -79,10 +80,10 @@ def _step_params(body: _Body, draw: st.DrawFn, kind: str, cur: ValueType, k: int
         m = draw(st.integers(1, n), label="step_pairs")
         return (k,), {"axes": axes, "perm": tuple((i, (i + shift) % n) for i in range(m))}
     if kind == "pshuffle":
-        return (k,), {"axes": axes, "perm": tuple(draw(st.permutations(list(range(n))), label="step_perm"))}
+        return (k,), {"axes": axes, "perm": tuple(draw(reuse.permutations(list(range(n))), label="step_perm"))}
     if kind == "pswapaxes":
         dims = [d for d in range(r) if cur.shape[d] == n]
-        return ((k,), {"axes": axes, "axis": draw(st.sampled_from(dims), label="step_dim")}) if dims else None
+        return ((k,), {"axes": axes, "axis": draw(reuse.sampled_from(dims), label="step_dim")}) if dims else None
     # pcast to varying over axes the value does not vary along yet
     free = tuple(a for a in axes if a not in vma) if body.check_vma else axes
     return ((k,), {"axes": free, "to": "varying"}) if free else None
@@ -97,7 +98,7 @@ def draw_transform(body: _Body, draw: st.DrawFn, idx: int) -> bool:
     if not ok:
         return False
     if idx not in ok:
-        idx = draw(st.sampled_from(ok), label="transform_operand")
+        idx = draw(reuse.sampled_from(ok), label="transform_operand")
     types = [ValueType(*_fields(body, idx))]
     steps: list[tuple[str, tuple[int, ...], tuple[tuple[str, ParamValue], ...]]] = []
     for _ in range(_spread(draw, range(1, MAX_STEPS + 1), "n_steps")):
