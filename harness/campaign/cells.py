@@ -330,7 +330,8 @@ class CellLedger:
 
     def claim(self, p: Program, cells: frozenset[str], modes: tuple[str, ...],
               costly: frozenset[str] = frozenset(), parts: tuple[frozenset[str], ...] | None = None,
-              lean: bool = False, lost: dict[str, frozenset[str]] | None = None) -> tuple[str, ...]:
+              lean: bool = False, lost: dict[str, frozenset[str]] | None = None,
+              schedule: bool = True) -> tuple[str, ...]:
         """The modes the value tier runs `p` in: none unless it brings a (cell, mode)
         pair, in a mode that runs it, that no value-tier program had yet; else every
         mode of `modes` but the `costly` ones in which it brings nothing new. Claims the
@@ -345,7 +346,11 @@ class CellLedger:
         gets a `cut` entry (None: every output): that part runs without dead ops.
 
         `lost` (per mode, `lost_cells`): cells `p` cannot check in that mode, neither
-        claimed there nor counted as new: they stay open for a later program."""
+        claimed there nor counted as new: they stay open for a later program.
+
+        `schedule` False (a program the results gave, not the draws: a derived one):
+        its reopened pairs are claimed, but no pair is added to `scheduled`, which the
+        sweep's draws read (they never depend on results)."""
         lost = lost or {}
         runs = [m for m in modes if applies(p, m, self.ur_gaps)]
         fresh = {m for m in runs if any(self._open(f"{c}@{m}") for c in cells - lost.get(m, frozenset()))}
@@ -367,7 +372,8 @@ class CellLedger:
                             mine |= cs
                 self.cut[(program_id(p), m)] = None if keep is None or len(keep) == len(parts or ()) else tuple(keep)
             pairs = {f"{c}@{m}" for c in mine}
-            self.scheduled |= pairs
+            if schedule:
+                self.scheduled |= pairs
             self.reopened -= pairs
         return run
 

@@ -380,17 +380,30 @@ class _Scheduler:
         return (mine if len(mine) > 1 else ()), pred
 
     def submit_derived(self) -> None:
-        """The programs without their known bugs (see Run.record), checked like any other."""
+        """The programs without their known bugs (see Run.record), checked like any other.
+        While the sweep runs, like the sweep's own programs, only in the modes of theirs
+        in which they bring a pair no program was sent with or one jax left unchecked
+        (`claim`, lean; the sweep's draws stay blind to them), a costly mode's part cut
+        to the outputs that bring it one: seed 0, 60 s, cold, the derived programs'
+        cheap modes took 12.6 s of the workers' time while the sweep ran, against the
+        sweep programs' own 24.8 s."""
         while self.run.derived_pending:
             q, modes = self.run.derived_pending.pop(0)
             if self.pool is None:
                 self.run.record(check_program(q, modes))
                 continue
+            cut: dict[str, tuple[int, ...] | None] = {}
+            if self.sweeping:
+                mine = claim(q, self.cfg, self.run.cells, modes, True, self.run.jax_version, derived=True)
+                modes = tuple(m for m in modes if m in mine)
+                cut = {m: self.run.cells.cut.pop((program_id(q), m), None) for m in modes if m in COSTLY_MODES}
+                if not modes:
+                    continue
             # a costly mode (eager) goes in a late part, without dead ops, sent by its worth
             # like any other (`best_late`): not ahead of the programs still to draw
             late = tuple(m for m in modes if m in COSTLY_MODES)
             for m in late:
-                self.queue_late(q, m)
+                self.queue_late(q, m, cut.get(m))
             rest = tuple(m for m in modes if m not in late)
             if rest:
                 # (like any program: modes a known entry says may crash last, those it says
@@ -633,8 +646,11 @@ def cpu_runnable_part(p: Program) -> Program | None:
 # 2 cores under a run's load: the slowest grad of 169 seed-6 programs took 0.49 s with
 # an empty compilation cache (grad_remat 0.34 s), 0.27 s warm; seed 4, 0.27 s. The
 # known hangs (negative-scatter-dimension: MLIR's verifier loops) had cost 8 s each,
-# one or two a minute at seeds 2 and 4.
-KNOWN_HANG_LIMIT_S = 4.0
+# one or two a minute at seeds 2 and 4. Four cold 60 s runs (seeds 0, 1, 22, 24), 466
+# grad and 466 grad_remat runs: the slowest took 0.59 and 0.38 s (99th percentile 0.33
+# and 0.28 s), and three known hangs held a worker at 4 s each, its core idle (a 30 s
+# hang left the machine 27-48% idle): 2 s is still 3.4 times the slowest.
+KNOWN_HANG_LIMIT_S = 2.0
 COSTLY_MODES = frozenset({"eager"})
 COSTLY_SHARE = 0.25
 LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go out first
@@ -667,6 +683,31 @@ def raise_lost(cfg: RunConfig, p: Program, jax_version: str) -> dict[str, frozen
     return lost_cells(p, known_raise_ops(cfg.suppressions, p, value_types(p)[0], jax_version, cfg.modes))
 
 
+def claim(p: Program, cfg: RunConfig, ledger: CellLedger, modes: tuple[str, ...], lean: bool = False,
+          jax_version: str | None = None, derived: bool = False) -> tuple[str, ...]:
+    """The modes of `modes` the value tier runs `p` in for its cells (`CellLedger.claim`),
+    claimed: none where it brings no pair no program before it was sent with. Only a
+    valid program checks a cell by value; an invalid one checks its cells by error
+    (`CELL|by_error`, as Run.record counts them). See `tier_modes`. `derived`: a program
+    the results gave (without a known bug), not the draws: neither its cells nor its
+    pairs go where the sweep's draws read them (`CellLedger.seen`, `scheduled`)."""
+    fails = typed_cells(p)[1]
+    cells = checked_cells(p)
+    if not derived:
+        ledger.seen |= cells
+    lost = None if fails or jax_version is None else raise_lost(cfg, p, jax_version)
+    if fails and jax_version is not None:
+        trouble = error_trouble(cfg, p, jax_version)
+        if trouble:
+            kind = trouble_kind(p, frozenset().union(*trouble.values()))
+            cells = frozenset(c for c in cells if c.split("|")[0] == kind)
+            lost = {m: cells - trouble_cells(p, ops) for m, ops in trouble.items()}
+    # per output, the cells it brings (an invalid program's by error, of the kind its
+    # trouble leaves): a costly mode runs the outputs that bring it new ones
+    parts = tuple(cs & cells for cs in checked_output_cells(p))
+    return ledger.claim(p, cells, modes, COSTLY_MODES, parts, lean, lost, schedule=not derived)
+
+
 def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lean: bool = False,
                jax_version: str | None = None) -> tuple[str, ...]:
     """Tiers: every program is checked abstractly (errors, shapes, dtypes, varying axes:
@@ -692,22 +733,7 @@ def tier_modes(p: Program, cfg: RunConfig, ledger: CellLedger | None = None, lea
     if cfg.value_share >= 1.0 or "abstract" not in cfg.modes:
         return cfg.modes
     if ledger is not None:
-        # only a valid program checks a cell by value; an invalid one checks its cells by
-        # error (`CELL|by_error`, as Run.record counts them): cheap, it stops at tracing
-        fails = typed_cells(p)[1]
-        cells = checked_cells(p)
-        ledger.seen |= cells
-        lost = None if fails or jax_version is None else raise_lost(cfg, p, jax_version)
-        if fails and jax_version is not None:
-            trouble = error_trouble(cfg, p, jax_version)
-            if trouble:
-                kind = trouble_kind(p, frozenset().union(*trouble.values()))
-                cells = frozenset(c for c in cells if c.split("|")[0] == kind)
-                lost = {m: cells - trouble_cells(p, ops) for m, ops in trouble.items()}
-        # per output, the cells it brings (an invalid program's by error, of the kind its
-        # trouble leaves): a costly mode runs the outputs that bring it new ones
-        parts = tuple(cs & cells for cs in checked_output_cells(p))
-        claimed = ledger.claim(p, cells, cfg.modes, COSTLY_MODES, parts, lean, lost)
+        claimed = claim(p, cfg, ledger, cfg.modes, lean, jax_version)
         if claimed:
             return claimed
     h = int(program_id(p), 16) % 10000
