@@ -552,51 +552,30 @@ def test_an_untiled_all_to_all_transposed_in_a_transform_explains_an_invalid_pro
     assert find(ENTRIES, d, [d], plain, pp, "0.10.2") is None
 
 
-def test_a_negative_split_all_to_all_explains_a_grad_hang_and_gives_it_the_short_limit() -> None:
-    """An untiled all_to_all with split_axis=-1 hands XLA an uninitialised size: the grad
-    modes raise 'split dimension has size 140728018265312' or hang (a 60 s default run of
-    seed 0 lost a worker for 30 s; reports/corpus/known/neg_split_grad_hang.json). The
-    entry explains a grad timeout of such a program, and the scheduler gives its grad
-    modes KNOWN_HANG_LIMIT_S; with the axis non-negative (its rewrite) neither, nor on 0.12."""
+@pytest.mark.parametrize(("case", "axis", "entry_id"), [
+    ("neg_split_grad_hang.json", "split_axis", "negative-all-to-all-split-axis"),
+    ("neg_concat_grad_hang.json", "concat_axis", "negative-all-to-all-concat-axis"),
+])
+def test_a_negative_axis_all_to_all_explains_a_grad_hang_and_gives_it_the_short_limit(case: str, axis: str, entry_id: str) -> None:
+    """An all_to_all with a negative axis hands XLA a garbage size in the grad modes
+    (untiled split_axis=-1: 'split dimension has size 140728018265312'; concat_axis=-1,
+    tiled: the backward all_to_all gets it as its split axis), which raise or hang: a 60 s
+    default run of seed 0 (split) and one of seed 2 (concat, reported new) each lost a
+    worker for 30 s (reports/corpus/known/CASE). The entry explains a grad timeout of
+    such a program, and the scheduler gives its grad modes KNOWN_HANG_LIMIT_S; with the
+    axis non-negative (its rewrite) neither, nor on 0.12."""
     from harness.campaign.cells import value_types
     from harness.judge.known import hang_entries, known_hang_modes
     from oracles.rewrites import REWRITES
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_split_grad_hang.json").read_text())
-    assert any(o.kind == "all_to_all" and o.p("split_axis") == -1 for o in p.body)
-    pred = predict(p)
-    hang = Divergence(DivergenceKind.TIMEOUT, "grad", "", "timeout")
-    e = find(ENTRIES, hang, [hang], p, pred, "0.10.2")
-    assert e is not None and e.id == "negative-all-to-all-split-axis"
-    jit_hang = Divergence(DivergenceKind.TIMEOUT, "jit", "", "timeout")
-    assert find(ENTRIES, jit_hang, [jit_hang], p, pred, "0.10.2") is None  # (the grad modes only)
-    modes = ("abstract", "jit", "grad", "grad_remat")
-    assert known_hang_modes(hang_entries(ENTRIES, "0.10.2"), p, value_types(p)[0], modes) == ("grad", "grad_remat")
-    q = REWRITES["nonnegative_axes"](p)
-    assert q is not None and find(ENTRIES, hang, [hang], q, predict(q), "0.10.2") is None
-    assert known_hang_modes(hang_entries(ENTRIES, "0.10.2"), q, value_types(q)[0], modes) == ()
-    assert known_hang_modes(hang_entries(ENTRIES, "0.12.0"), p, value_types(p)[0], modes) == ()
-
-
-def test_a_negative_concat_all_to_all_explains_a_grad_hang_and_gives_it_the_short_limit() -> None:
-    """A tiled all_to_all with concat_axis=-1: its transpose in the backward pass gets the
-    negative axis as its split axis, and on 0.10.2 grad hung past the 30 s limit (a 60 s
-    default run of seed 2 lost a worker for 30 s and reported it NEW;
-    reports/corpus/known/neg_concat_grad_hang.json). The entry explains a grad timeout of
-    such a program, the scheduler gives its grad modes KNOWN_HANG_LIMIT_S; with the axis
-    non-negative (its rewrite) neither, nor on 0.12."""
-    from harness.campaign.cells import value_types
-    from harness.judge.known import hang_entries, known_hang_modes
-    from oracles.rewrites import REWRITES
-
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_concat_grad_hang.json").read_text())
-    assert any(o.kind == "all_to_all" and o.p("concat_axis") == -1 for o in p.body)
+    p = from_json((Path(__file__).parent.parent / "reports/corpus/known" / case).read_text())
+    assert any(o.kind == "all_to_all" and o.p(axis) == -1 for o in p.body)
     pred = predict(p)
     assert pred.error is None
     for mode in ("grad", "grad_remat"):
         hang = Divergence(DivergenceKind.TIMEOUT, mode, "", "timeout")
         e = find(ENTRIES, hang, [hang], p, pred, "0.10.2")
-        assert e is not None and e.id == "negative-all-to-all-concat-axis"
+        assert e is not None and e.id == entry_id
     jit_hang = Divergence(DivergenceKind.TIMEOUT, "jit", "", "timeout")
     assert find(ENTRIES, jit_hang, [jit_hang], p, pred, "0.10.2") is None  # (the grad modes only)
     modes = ("abstract", "jit", "grad", "grad_remat")
