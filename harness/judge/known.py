@@ -356,8 +356,8 @@ def known_raise_ops(entries: Sequence[KnownDivergence], p: Program, types: Seque
     tier does not claim those ops' cells there, and the sweep draws their foci again
     (harness/campaign/cells.py `lost_cells`). `types`: the oracle's value types."""
     out: dict[str, set[int]] = {}
-    # (the entries with a rewrite left out before their op features are matched: most
-    # raise entries have one, and matching them was half of raise_lost's time)
+    # (the entries with a rewrite left out before their op features are matched: their
+    # matches were thrown away)
     for _, ms, ops in raise_entries([e for e in entries if e.rewrite is None], p, types, jax_version, modes):
         for m in ms:
             out.setdefault(m, set()).update(ops)
