@@ -705,6 +705,33 @@ def test_an_invalid_program_claims_in_a_mode_jax_misses_its_error_only_the_cells
     assert "pmin|dtype=int8|by_error@jit" not in led.scheduled and "pmin|dtype=int8|by_error@eager" not in led.scheduled
 
 
+def test_an_invalid_program_in_trouble_at_ops_of_several_kinds_is_claimed_in_the_modes_without_trouble() -> None:
+    """A partial-manual program by error under check_vma=False (eager-partial-manual-
+    check-vma-false: eager raises another error, at every op) with a pmax
+    (pmax-no-differentiation-rule: the grad modes, at the pmax) and a neg: in eager its
+    ops at fault are of two kinds, yet jit and the other modes have no trouble with it
+    and check every cell by error, so it is claimed there. Seed 2, 60 s: such a program
+    claimed nothing, and its reduce_sum|wrap=scan|by_error, new in the stream, was
+    missed in seven modes."""
+    from harness.campaign.fuzz import error_trouble
+    from harness.judge.known_load import load
+    from oracles import predict
+
+    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
+    p = Program(Mesh(("x", "y"), (2, 1)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
+                (Op.make("pmax", (0,), axes=("x",)), Op.make("neg", (0,))),
+                (1, 2), (Spec(()),), axis_names=("x",), check_vma=False, defect="out_spec_none")
+    err = predict(p).error
+    assert err is not None and err.kind.value == "out_specs_structure"
+    trouble = error_trouble(cfg, p, "0.10.2")
+    assert trouble["eager"] == frozenset({0, 1}) and trouble["grad"] == frozenset({0}) and "jit" not in trouble
+    led = CellLedger.new()
+    modes = tier_modes(p, cfg, led, False, "0.10.2")
+    assert {"jit", "gspmd", "lowering", "eager"} <= set(modes)
+    for m in ("jit", "gspmd", "lowering", "eager"):
+        assert f"neg|dtype=float32|by_error@{m}" in led.scheduled and f"pmax|dtype=float32|by_error@{m}" in led.scheduled
+
+
 def test_an_entry_for_another_predicted_error_is_no_trouble_for_an_invalid_program() -> None:
     """axis-index-groups-not-checked-pmax names every grouped pmax, but only for a
     collective_param error (its signatures' `where`): a program by error of out_specs
