@@ -109,3 +109,27 @@ def test_a_divergence_seen_together_is_reported_from_the_runs_alone(tmp_path, fa
         return
     assert s.batch_reconfirmed == 1  # (the job ran jit, vmap and grad together; they diverged)
     assert {(b.kind, b.mode) for b in s.buckets} >= {("value", "jit"), ("value", "vmap")}
+
+
+def test_a_program_run_together_leaves_the_workers_probes_of_jax_as_they_are() -> None:
+    """`compat.unsupported_features` probes this jax once per worker (cached). Asked for
+    the first time inside a program's mesh context (an Explicit axis: jax.set_mesh), the
+    probe of jax.grad inside a checked body failed, and every later program of that
+    worker holding one came back "unsupported" in every mode, abstract included (4 of 11
+    cold 60 s fuzz runs, from ~50 s on: their cells were checked nowhere)."""
+    from programs.model import Op, Spec
+
+    grad = Op.make("transform", (0,), transform="grad", custom="none", steps=(("mul", (0, 0), ()),))
+    explicit = Program(Mesh(("x", "y"), (2, 4), ("auto", "explicit")), (Input((8,), "float32", "iota"),),
+                       (Spec((("x",),)),), (grad,), (1,), (Spec((("x",),)),))
+    assert explicit.needs_mesh_context() and together_modes(explicit, ("jit", "vmap")) == ("jit", "vmap")
+    plain = Program(XY, (Input((8,), "float32", "iota"),), (Spec((("x",),)),), (grad,), (1,), (Spec((("x",),)),))
+    pool = Pool(1, timeout_s=30.0)  # (a fresh worker: its probes not asked yet)
+    try:
+        pool.submit(explicit, ("jit", "vmap"), together=("jit", "vmap"))
+        pool.submit(plain, ("abstract", "jit"))
+        done = pool.drain()
+    finally:
+        pool.close()
+    statuses = {(c.program == plain, o.mode): o.status for c in done for o in c.observations}
+    assert statuses == {(False, "jit"): "ok", (False, "vmap"): "ok", (True, "abstract"): "ok", (True, "jit"): "ok"}, statuses
