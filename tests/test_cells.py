@@ -59,11 +59,43 @@ def test_a_claim_that_came_back_unchecked_is_claimed_again_a_few_times() -> None
         assert led.claim(_psum(2), cells, modes, lean=True) == ("abstract", "jit")
     led.reopen(cells, "jit")  # (the REOPEN-th time spent: no more)
     assert led.claim(_psum(3), cells, modes, lean=True) == ()
+    # a derived program's failure (the next program of its chain drops another known
+    # bug) reopens them whatever the count, and spends none of it
+    for n in range(3):
+        led.reopen(cells, "jit", counted=False)
+        assert led.claim(_psum(4 + n), cells, modes, lean=True) == ("abstract", "jit")
+    assert all(led.reopens[f"{c}@jit"] == REOPEN for c in cells)
     done = CellLedger.new()
     done.claim(p, cells, modes)
     done.record(cells, ["jit"], 0, 1.0)
     done.reopen(cells, "jit")  # (checked there already: nothing to reopen)
     assert done.claim(_psum(2), cells, ("jit",)) == ()
+
+
+def test_a_derived_programs_failure_reopens_its_pairs_without_spending_their_reopens(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Run.record: a derived program (without its parent's known bugs) that raised in jit
+    reopens its pairs there even when drawn programs spent their reopens: the next
+    program of its chain claims them (`CellLedger.reopen(counted=False)`); a drawn
+    program's failure does not."""
+    import io
+
+    from harness.campaign.cells import REOPEN
+    from harness.campaign.state import Run
+    from harness.judge.check import CheckResult
+    from harness.run.observation import Observation
+    from oracles import predict
+
+    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
+    parent, q = _psum(1), _psum(2)
+    cells = program_cells(q, [((4,), "float32"), ((2,), "float32")])
+    run.cells.scheduled |= {f"{c}@jit" for c in cells}
+    run.cells.reopens.update({f"{c}@jit": REOPEN for c in cells})
+    raised = (Observation("abstract", status="ok"), Observation("jit", status="error", error_type="ValueError"))
+    run.record(CheckResult(parent, predict(parent), raised, ()))
+    assert not run.cells.reopened  # (drawn: its reopens are spent)
+    run.queue_derived(q, parent, ("jit",))
+    run.record(CheckResult(q, predict(q), raised, ()))
+    assert run.cells.reopened == {f"{c}@jit" for c in cells}
 
 
 def test_the_share_by_program_id_runs_the_costly_modes_on_a_quarter_of_its_programs() -> None:

@@ -380,15 +380,21 @@ class CellLedger:
     def _open(self, pair: str) -> bool:
         return pair not in self.scheduled or pair in self.reopened
 
-    def reopen(self, cells: frozenset[str], mode: str) -> None:
+    def reopen(self, cells: frozenset[str], mode: str, counted: bool = True) -> None:
         """A program that held `cells` ran in `mode` without checking them there: each
         pair no program checked yet is open to the value tier again (REOPEN times at most:
-        a pair jax fails on in every program stops costing runs)."""
+        a pair jax fails on in every program stops costing runs). `counted` False: the
+        program was a derived one (without its parent's known bugs), whose own failure
+        gives the next program of its chain; each drops a bug, so the chain ends, and it
+        does not use up the pair's reopens (seed 1, 60 s: a sweep program's seven
+        wrapped transforms each raised in vmap_spmd, a known entry's each; the third
+        derived program found its plain transform's pair closed, and the chain stopped:
+        transform|wrap=plain was never checked in vmap_spmd)."""
         for c in cells:
             pair = f"{c}@{mode}"
             if pair in self.scheduled and (c, mode) not in self.checks and pair not in self.reopened \
-                    and self.reopens.get(pair, 0) < REOPEN:
-                self.reopens[pair] = self.reopens.get(pair, 0) + 1
+                    and (not counted or self.reopens.get(pair, 0) < REOPEN):
+                self.reopens[pair] = self.reopens.get(pair, 0) + counted
                 self.reopened.add(pair)
 
     def block(self, cells: frozenset[str], mode: str, entry: str) -> None:

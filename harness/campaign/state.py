@@ -271,7 +271,7 @@ class Run:
         unrun = self.unrun.pop(program_id(p), set()) - {o.mode for o in res.observations}
         # (the modes it was sent to that did not check it: their pairs are claimed again)
         for m in ({o.mode for o in res.observations if o.mode != "probe"} | unrun) - set(checked):
-            self.cells.reopen(mine, m)
+            self.cells.reopen(mine, m, counted=not derived)
         if not res.divergences:
             return
         path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
