@@ -180,6 +180,35 @@ def test_the_sweep_draws_no_focus_the_ledger_already_holds_and_every_open_one() 
     assert not any(f.by_error for f in drawn), "--invalid 0: no group by error"
 
 
+def test_a_cell_a_later_program_holds_first_outside_the_table_is_swept_at_once() -> None:
+    """After the sweep, a cell a program of the stream holds first, outside the table
+    (`CellLedger.seen`), is a focus of sweep programs drawn at once (`Sweep.new_cells`,
+    then `draws` again): a by-error twin of a table cell, and a cell of an op XLA:CPU
+    cannot run by value (the table leaves those kinds out; ragged_all_to_all's cells are
+    checked by abstract and lowering). Seed 3, 60 s: a stream program held
+    pmin|wrap=switch|by_error beside a pbroadcast (no mode but abstract runs it), and seven
+    modes missed it. A cell of no kind the sweep aims at (`=?` rank) draws nothing."""
+    from harness.campaign.cells import CellLedger, checked_cells
+    from harness.campaign.sweep import Sweep, holds
+    from harness.run.modes import DEFAULT_MODES
+
+    led = CellLedger.new()
+    led.scheduled |= {f"{f.cell}@{m}" for f in FOCI for m in DEFAULT_MODES}  # (the sweep is out)
+    sweep = Sweep(3, ledger=led)
+    assert list(sweep.draws()) == [] and not sweep.new_cells()
+    new = ("pmin|wrap=switch|by_error", "ragged_all_to_all|axes=one")
+    assert not set(new) & {f.cell for f in FOCI}
+    led.seen |= {*new, "axis_index|rank=?"}
+    assert sweep.new_cells()
+    got = list(sweep.draws())
+    assert got and not sweep.new_cells()
+    for cell in new:
+        assert any(cell in checked_cells(d.program) and holds(Focus(cell, "spmd"), d.program, DEFAULT_MODES)
+                   for d in got), cell
+    assert not any(f.cell == "axis_index|rank=?" for d in got for c in d.group for f in c)
+    assert list(sweep.draws()) == []  # (nothing new since)
+
+
 def test_a_several_axes_dtype_focus_fixes_its_mesh_and_dtype_and_draws_both_axes() -> None:
     """A `kind|axes=several>1&dtype=D` focus: spmd only (smap has one axis), a mesh of two
     usable axes of size > 1, an argument of D, and the op drawn over both axes."""

@@ -40,7 +40,7 @@ from harness.judge.known import trouble_kind
 from harness.run.modes import DEFAULT_MODES
 from programs.cells import PAIRED
 from programs.model import Program
-from programs.ops import COLLECTIVES
+from programs.ops import COLLECTIVES, NO_CPU_VALUES
 from strategies.focus import FOCI, KINDS, PROFILES, Focus, _fits
 from strategies.invalid import DEFECTS
 from strategies.programs import programs_around
@@ -328,90 +328,135 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
     the program without that bug drops it too). A focus whose cell is lost in a mode of
     its profile is not held (drawn again); the value tier leaves those pairs unclaimed,
     so the focus stays open."""
-    stable_constants()
-    pending = _Pending(sweep_groups(s, k))
-    gaps = ledger.ur_gaps if ledger is not None else {}
+    yield from Sweep(s, defects, invalid, stats, ledger, modes, k, trouble, lost).draws()
 
-    def is_open(f: Focus) -> bool:
-        if (invalid == 0 and f.by_error) or (invalid == 1 and not f.by_error):
+
+# the kinds whose cells seen outside the table become foci: the table's, and those of the
+# ops XLA:CPU cannot run by value (the table leaves them out, so no focus is spent on them
+# up front; their cells are checked by abstract, and ragged_all_to_all's by lowering too,
+# where another op of the program does not keep that mode from running it)
+AIMED_KINDS = frozenset(KINDS) | NO_CPU_VALUES
+
+
+class Sweep:
+    """The state of a run's sweep (`sweep_draws`), kept after its programs are out: a
+    cell a program of Hypothesis' stream holds first, outside the table, becomes a focus
+    of a sweep program drawn at once (`draws` again, when `new_cells`), as cells the
+    sweep's own programs held first do while it runs. Which cells are seen depends on the
+    programs drawn alone, so the same seed still draws the same programs."""
+
+    def __init__(self, s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
+                 stats: Callable[[dict[str, Any]], None] | None = None,
+                 ledger: CellLedger | None = None, modes: tuple[str, ...] = DEFAULT_MODES,
+                 k: int = SWEEP_GROUP, trouble: Callable[[Program], Mapping[str, frozenset[int]]] | None = None,
+                 lost: Callable[[Program], dict[str, frozenset[str]]] | None = None) -> None:
+        stable_constants()
+        self.s, self.defects, self.invalid, self.stats, self.ledger = s, defects, invalid, stats, ledger
+        self.modes, self.k, self.trouble, self.lost = modes, k, trouble, lost
+        self.pending = _Pending(sweep_groups(s, k))
+        self.gaps = ledger.ur_gaps if ledger is not None else {}
+        self.n = 0  # groups drawn so far (each group's draws are seeded by its place)
+        self.aimed = {f.cell for f in FOCI}  # (the table's cells, and those outside it already foci)
+        self._seen = 0  # len(ledger.seen) when last looked at (`new_cells`)
+
+    def is_open(self, f: Focus) -> bool:
+        if (self.invalid == 0 and f.by_error) or (self.invalid == 1 and not f.by_error):
             return False
-        return ledger is None or any(f"{f.cell}@{m}" not in ledger.scheduled for m in profile_modes(f, modes, gaps))
+        return self.ledger is None or any(f"{f.cell}@{m}" not in self.ledger.scheduled
+                                          for m in profile_modes(f, self.modes, self.gaps))
 
-    n = 0
-    aimed = {f.cell for f in FOCI}  # (the table's cells, and those outside it already foci)
-    for key in pending.keys():
-        if ledger is not None:
-            # a cell outside the table that a program drawn before held (`CellLedger.seen`:
-            # the programs drawn, never the results, decide it) is a focus too, in each profile that can hold
-            # it: seed 1's sweep programs held cast|dtype=float64|by_error and
-            # psum|dtype=uint64|by_error, twins of table cells, in programs jax is known to
-            # answer with another error at a psum_scatter, and no mode but abstract
-            # checked them (the table lists what unfocused generation and the foci reach:
-            # with every such twin, 88 cells and ~20 sweep programs more, eager missed
-            # 90 to 170 pairs more at seeds 0 to 2)
-            for c in sorted(ledger.seen - aimed):
-                aimed.add(c)
-                if c.split("|")[0] in KINDS and "=?" not in c:
-                    for pr in PROFILES:
-                        if _fits(c, pr):
-                            pending.add(Focus(c, pr))
-        group = pending.take(key, k, is_open)
-        if not group:
-            continue
-        members = [f for c in group for f in c]
-        best: tuple[frozenset[Focus], Program, list[dict[str, Any]]] | None = None
-        avoid: set[str] = set()
-        skip: set[str] = set()
-        for d in range(DRAWS):
-            some = tuple(x for x in (defects or DEFECTS) if x not in skip) or defects
-            got, kept = _draw(s * 100_003 + n + 1_000_000_007 * d, group, some, tuple(sorted(avoid)))
-            if got is None:
+    def new_cells(self) -> bool:
+        """Whether the programs drawn since the last look held a cell not aimed at yet."""
+        if self.ledger is None or len(self.ledger.seen) == self._seen:
+            return False
+        self._seen = len(self.ledger.seen)
+        return any(self._aimable(c) for c in self.ledger.seen - self.aimed)
+
+    @staticmethod
+    def _aimable(c: str) -> bool:
+        return c.split("|")[0] in AIMED_KINDS and "=?" not in c
+
+    def _aim_at_seen(self) -> None:
+        # a cell outside the table that a program drawn before held (`CellLedger.seen`:
+        # the programs drawn, never the results, decide it) is a focus too, in each profile that can hold
+        # it: seed 1's sweep programs held cast|dtype=float64|by_error and
+        # psum|dtype=uint64|by_error, twins of table cells, in programs jax is known to
+        # answer with another error at a psum_scatter, and no mode but abstract
+        # checked them (the table lists what unfocused generation and the foci reach:
+        # with every such twin, 88 cells and ~20 sweep programs more, eager missed
+        # 90 to 170 pairs more at seeds 0 to 2)
+        assert self.ledger is not None
+        for c in sorted(self.ledger.seen - self.aimed):
+            self.aimed.add(c)
+            if self._aimable(c):
+                for pr in PROFILES:
+                    if _fits(c, pr):
+                        self.pending.add(Focus(c, pr))
+
+    def draws(self) -> Iterator[SweepDraw]:
+        """The sweep's programs, until no focus is left open (again, after `new_cells`)."""
+        s, ledger, modes, gaps, pending = self.s, self.ledger, self.modes, self.gaps, self.pending
+        defects, trouble, lost, k = self.defects, self.trouble, self.lost, self.k
+        for key in pending.keys():
+            if ledger is not None:
+                self._aim_at_seen()
+            group = pending.take(key, k, self.is_open)
+            if not group:
                 continue
-            held = _held(members, got, modes, gaps)
-            # (asked even where it holds no focus: its defect, if at an op in trouble, is
-            # left out of the next draws all the same)
-            per_mode = trouble(got) if trouble is not None and value_types(got)[1] else {}
-            bad = frozenset().union(*per_mode.values())
-            if bad:
-                kind = trouble_kind(got, bad)
-                at_fault = {m: trouble_cells(got, ops) for m, ops in per_mode.items()}
-                held = frozenset(f for f in held if f.kind == kind and all(
-                    f.cell in at_fault[m] for m in profile_modes(f, modes, gaps) if m in at_fault))
-                # the next draws add no op of another kind jax is known to go wrong at (the
-                # ops drawn besides the foci's: seed 0 gave up pswapaxes|dtype=float64|by_error,
-                # its draws' psum_scatter, all_to_all or pmax ops in trouble)
-                avoid |= {got.body[i].kind for i in bad} - {key[0]}
-                # nor the defect, where its own op is one (seed 2: a bad_permutation's
-                # ppermute, which jax does not check, held no reduce_sum focus by error)
-                at = failing_op(got)
-                if got.defect is not None and at is not None and at in bad and got.body[at].kind != key[0]:
-                    skip.add(got.defect)
-            gone = lost(got) if lost is not None and held and not value_types(got)[1] else {}
-            if gone:
-                held = frozenset(f for f in held if not any(f.cell in gone.get(m, ()) for m in profile_modes(f, modes, gaps)))
-            if best is None or len(held) > len(best[0]):
-                best = (held, got, kept)
-            if len(held) == len(members):
-                break
-        n += 1
-        if best is None:
+            members = [f for c in group for f in c]
+            best: tuple[frozenset[Focus], Program, list[dict[str, Any]]] | None = None
+            avoid: set[str] = set()
+            skip: set[str] = set()
+            for d in range(DRAWS):
+                some = tuple(x for x in (defects or DEFECTS) if x not in skip) or defects
+                got, kept = _draw(s * 100_003 + self.n + 1_000_000_007 * d, group, some, tuple(sorted(avoid)))
+                if got is None:
+                    continue
+                held = _held(members, got, modes, gaps)
+                # (asked even where it holds no focus: its defect, if at an op in trouble, is
+                # left out of the next draws all the same)
+                per_mode = trouble(got) if trouble is not None and value_types(got)[1] else {}
+                bad = frozenset().union(*per_mode.values())
+                if bad:
+                    kind = trouble_kind(got, bad)
+                    at_fault = {m: trouble_cells(got, ops) for m, ops in per_mode.items()}
+                    held = frozenset(f for f in held if f.kind == kind and all(
+                        f.cell in at_fault[m] for m in profile_modes(f, modes, gaps) if m in at_fault))
+                    # the next draws add no op of another kind jax is known to go wrong at (the
+                    # ops drawn besides the foci's: seed 0 gave up pswapaxes|dtype=float64|by_error,
+                    # its draws' psum_scatter, all_to_all or pmax ops in trouble)
+                    avoid |= {got.body[i].kind for i in bad} - {key[0]}
+                    # nor the defect, where its own op is one (seed 2: a bad_permutation's
+                    # ppermute, which jax does not check, held no reduce_sum focus by error)
+                    at = failing_op(got)
+                    if got.defect is not None and at is not None and at in bad and got.body[at].kind != key[0]:
+                        skip.add(got.defect)
+                gone = lost(got) if lost is not None and held and not value_types(got)[1] else {}
+                if gone:
+                    held = frozenset(f for f in held if not any(f.cell in gone.get(m, ()) for m in profile_modes(f, modes, gaps)))
+                if best is None or len(held) > len(best[0]):
+                    best = (held, got, kept)
+                if len(held) == len(members):
+                    break
+            self.n += 1
+            if best is None:
+                for f in members:
+                    pending.again(f)
+                continue
+            held, p, kept = best
+            # without its dead ops (they check no cell, and cost every mode a trace and eager
+            # a dispatch each: 37% of the ops seed 0's sweep drew), and without its unused
+            # arguments where that keeps its verdict (valid, or invalid after the body: cells.py
+            # `lean`; eager moves each with a compile: 37% of the arguments of seed 0's first
+            # 80 eager parts): the stream's programs keep theirs
+            p = lean(p)
             for f in members:
-                pending.again(f)
-            continue
-        held, p, kept = best
-        # without its dead ops (they check no cell, and cost every mode a trace and eager
-        # a dispatch each: 37% of the ops seed 0's sweep drew), and without its unused
-        # arguments where that keeps its verdict (valid, or invalid after the body: cells.py
-        # `lean`; eager moves each with a compile: 37% of the arguments of seed 0's first
-        # 80 eager parts): the stream's programs keep theirs
-        p = lean(p)
-        for f in members:
-            if f not in held:
-                pending.again(f)
-        if stats is not None:
-            for st in kept:
-                stats({"generate-phase": {"test-cases": (st.get("generate-phase") or {}).get("test-cases", [])[-1:]}})
-        yield SweepDraw(group, p, held)
+                if f not in held:
+                    pending.again(f)
+            if self.stats is not None:
+                for st in kept:
+                    self.stats({"generate-phase": {"test-cases": (st.get("generate-phase") or {}).get("test-cases", [])[-1:]}})
+            yield SweepDraw(group, p, held)
 
 
 def _draw(at: int, group: tuple[tuple[Focus, ...], ...], defects: tuple[str, ...],

@@ -236,7 +236,7 @@ class RunSummary:
     shard: str = ""  # "K/N" for one shard of a run (--shard); "" for a whole run
     programs_drawn: int = 0  # programs Hypothesis drew (every shard draws the whole stream)
     merged_from: tuple[str, ...] = ()  # `shardfuzz merge`: the report directories merged, in order
-    programs_swept: int = 0  # of programs_drawn, the sweep's (every cell of the table, strategies/focus.py)
+    programs_swept: int = 0  # of programs_drawn, the sweep's (every cell of the table, strategies/focus.py, then each cell outside it a program held first)
     late_dropped: int = 0  # programs whose costly modes (eager) never ran: the budget ended first
     mode_time: tuple[ModeTime, ...] = ()  # the workers' time per mode (WorkerTime)
     cache_entries: int = -1  # executables in the compilation cache at the start (-1: no cache)
