@@ -722,8 +722,8 @@ def claim(p: Program, cfg: RunConfig, ledger: CellLedger, modes: tuple[str, ...]
         trouble = error_trouble(cfg, p, jax_version)
         if trouble:
             lost = {m: cells - trouble_cells(p, ops) for m, ops in trouble.items()}
-    # per output, the cells it brings (an invalid program's by error, of the kind its
-    # trouble leaves): a costly mode runs the outputs that bring it new ones
+    # per output, the cells it brings (an invalid program's by error): a costly mode runs
+    # the outputs that bring it new ones
     parts = tuple(cs & cells for cs in checked_output_cells(p))
     return ledger.claim(p, cells, modes, COSTLY_MODES, parts, lean, lost, schedule=not derived)
 

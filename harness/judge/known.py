@@ -456,9 +456,9 @@ def error_trouble_modes(entries: Sequence[KnownDivergence], p: Program, types: S
 def trouble_kind(p: Program, bad: frozenset[int]) -> str | None:
     """The op kind every op of `bad` (`known_error_trouble`'s ops of `p`) has, or None
     (none, or several kinds). An invalid program checks by error only the cells of that
-    kind in the modes jax goes wrong in: the sweep holds only its foci of that kind, and
-    the value tier claims only its cells of that kind (harness/campaign/fuzz.py
-    `tier_modes`)."""
+    kind in the modes jax goes wrong in: the sweep holds only its foci of that kind (the
+    value tier claims, in each such mode, the cells of the ops at fault there:
+    harness/campaign/fuzz.py `claim`)."""
     kinds = {p.body[i].kind for i in bad}
     return next(iter(kinds)) if len(kinds) == 1 else None
 
