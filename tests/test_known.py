@@ -638,6 +638,22 @@ def test_a_zero_size_output_under_explicit_axes_explains_its_lost_sharding_type_
     assert check_program(q, ("abstract", "jit", "gspmd", "eager")).divergences == ()
 
 
+def test_the_program_without_a_dead_bug_op_drops_it() -> None:
+    """A known entry's op that no output reaches (eager and abstract trace dead ops, and
+    jax raised there): the program without the bug is the program without it, every
+    output kept (fuzz seed 12, 60 s: a dead pcast to 'unreduced' of a precv result made
+    abstract raise, and the program's pbroadcast cells, checked by abstract only, were
+    left missed: there was no program without the bug)."""
+    pmax = next(e for e in ENTRIES if e.id == "pmax-no-differentiation-rule")
+    p = Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"),), (P("x"),),
+                (op("neg", 0), op("pmax", 0, axes=("x",))), (1,), (P("x"),))
+    q = derived_program([pmax], p, predict(p))
+    assert q is not None and [o.kind for o in q.body] == ["neg"] and len(q.outputs) == 1
+    live = Program(p.mesh, p.inputs, p.in_specs, p.body, (1, 2), (P("x"), P()))
+    q = derived_program([pmax], live, predict(live))  # (a live one: its output goes, as before)
+    assert q is not None and [o.kind for o in q.body] == ["neg"] and len(q.outputs) == 1
+
+
 def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error() -> None:
     """`known_error_trouble`: the ops of an invalid program at which an entry with a
     missing / wrong error signature says jax goes wrong (its op features), or every op

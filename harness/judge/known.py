@@ -242,7 +242,11 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
         # was valid, and its psum_scatter cells by error were never checked in eager)
         at = pred.error.op_index if pred.error is not None else None
         also = frozenset({at}) if at is not None and not (cone(p, len(p.inputs) + at) & bad) else frozenset()
-        if len(keep) < len(p.outputs):
+        # (a bug op no output reaches is dropped too: eager and abstract trace dead ops,
+        # and jax raised there; fuzz seed 12, 60 s: a dead pcast to 'unreduced' of a
+        # precv result made abstract raise, and the program's pbroadcast cells, which
+        # only abstract checks, were left missed with no program without the bug)
+        if len(keep) < len(p.outputs) or bad - live_ops(p) - also:
             q = _sliced_with_feeders(p, keep, also, bad, pred)
     return None if q == p or not q.outputs else q
 
