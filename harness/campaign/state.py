@@ -248,7 +248,8 @@ class Run:
             # held four ragged_all_to_all cells by error that
             # ragged-all-to-all-typed-as-its-output-buffer names; abstract and lowering
             # missed the error, explained at the pmin, and the four were left missed)
-            kind = res.prediction.error.kind.value if res.prediction.error is not None else None
+            assert res.prediction.error is not None  # (invalid: the oracle predicts an error)
+            kind = res.prediction.error.kind.value
             for e in self.cfg.suppressions:
                 for m, ops in error_trouble_modes([e], p, res.prediction.value_types, self.jax_version, raised, kind).items():
                     self.cells.block(by_error(ops_cells(p, ops, types)), str(m), e.id)
