@@ -1172,7 +1172,7 @@ def test_while_the_sweep_runs_a_derived_program_runs_only_the_modes_it_brings_a_
     other = Program(p.mesh, p.inputs, p.in_specs, p.body[:1], (1,), p.out_specs[:1])
     run.cells.claim(other, psum, ("gspmd", "eager"))  # (another program was sent with psum's pairs)
     run.cells.claim(other, psum | neg, ("vmap",))
-    run.queue_derived(p, other, ("jit", "gspmd", "vmap", "eager"))
+    run.queue_derived(p, p, ("jit", "gspmd", "vmap", "eager"))
     sched.submit_derived()
     assert pool.sent == [(p, ("jit", "gspmd"))]  # (vmap: nothing new)
     assert [(len(q.outputs), modes) for q, modes, _, _ in sched.late] == [(1, ("eager",))]  # neg's output only
@@ -1181,18 +1181,68 @@ def test_while_the_sweep_runs_a_derived_program_runs_only_the_modes_it_brings_a_
     # one that brings nothing is not sent; after the sweep, every mode it was queued in
     q = Program(p.mesh, p.inputs, p.in_specs, p.body, p.outputs, p.out_specs, check_vma=not p.check_vma)
     run.cells.claim(other, psum | neg, ("jit",))
-    run.queue_derived(q, other, ("jit", "vmap"))
+    run.queue_derived(q, p, ("jit", "vmap"))
     pool.sent.clear()
     sched.submit_derived()
     assert pool.sent == []
     # a pair jax left unchecked (reopened) is one it brings, and claims
     run.cells.reopen(neg, "vmap")
-    run.queue_derived(q, other, ("jit", "vmap"))
+    run.queue_derived(q, p, ("jit", "vmap"))
     run.derived_modes.pop(program_id(q))
     sched.submit_derived()
     assert pool.sent == [(q, ("vmap",))] and not run.cells.reopened
     sched.sweeping = False
     pool.sent.clear()
-    run.queue_derived(p, other, ("jit", "vmap"))
+    run.queue_derived(p, p, ("jit", "vmap"))
     sched.submit_derived()
-    assert pool.sent == [(p, ("jit", "vmap"))]
+    assert pool.sent == [(p, ("jit", "vmap"))]  # (its cells are its parent's: no other mode)
+
+
+def test_a_rewrite_runs_in_every_mode_where_the_cells_its_parent_lacks_are_open(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A rewrite makes cells its parent lacks (a ppermute's axes put in mesh order:
+    `axes=several>1`, the parent's `axes=out_of_mesh_order`). Queued in the modes the
+    parent diverged in, it also runs in the run's other modes where those cells are open,
+    eager too, cut to the outputs that hold them (fuzz seed 8, 60 s, cold: the parent's
+    eager part was clean, and its rewrite's `ppermute|axes=several>1&dtype=int16` was
+    checked in every mode but eager). A program without a bug, the parent's cells only,
+    runs where it was queued."""
+    import io
+
+    from harness.campaign.cells import checked_cells
+    from harness.campaign.fuzz import _Scheduler
+    from harness.campaign.state import Run
+    from oracles.rewrites import REWRITES
+    from programs.serialize import from_json
+
+    root = Path(__file__).parent.parent / "reports/corpus/known"
+    parent = from_json((root / "ppermute_order.json").read_text())
+    floats = (Input(parent.inputs[0].shape, "float32", "iota"),)  # (grad claims it too)
+    parent = Program(parent.mesh, floats, parent.in_specs, (*parent.body, Op.make("neg", (0,))), (1, 2),
+                     (*parent.out_specs, parent.out_specs[0]))
+    q = REWRITES["mesh_order_axes"](parent)
+    assert q is not None
+    new = checked_cells(q) - checked_cells(parent)
+    assert "ppermute|axes=several>1" in new and all(c.startswith("ppermute|") for c in new)
+    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), together=False))
+    pool = _SentJobs()
+    sched = _Scheduler(run, pool)  # type: ignore[arg-type]
+    run.cells.claim(parent, checked_cells(parent), DEFAULT_MODES)  # (the parent was sent in every mode)
+    run.queue_derived(q, parent, ("jit",))
+    assert run.derived_new[program_id(q)] == new
+    sched.submit_derived()
+    ((sent, modes),) = pool.sent
+    assert sent == q and modes[0] == "abstract" and {"jit", "gspmd", "vmap", "grad", "lowering"} <= set(modes), modes
+    assert "eager" not in modes and "smap" not in modes  # (eager: a late part; smap cannot run two axes)
+    ((late, late_modes, _, cells),) = sched.late
+    assert late_modes == ("eager",) and len(late.outputs) == 1 and new <= cells  # the ppermute's output only
+    # checked there since: not again. A derived program without a new cell: where queued
+    for c in new:
+        for m in DEFAULT_MODES:
+            run.cells.checks[(c, m)] = 1
+    pool.sent.clear()
+    sched.late.clear()
+    run.queue_derived(q, parent, ("vmap",))
+    lean = Program(parent.mesh, parent.inputs, parent.in_specs, parent.body, (1,), parent.out_specs[:1])
+    run.queue_derived(lean, parent, ("grad",))
+    sched.submit_derived()
+    assert pool.sent == [(q, ("vmap",)), (lean, ("grad",))] and not sched.late

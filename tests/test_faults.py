@@ -144,3 +144,23 @@ def test_crash_and_hang_cost_one_program(fork_server: bool) -> None:
     assert pool.crashes == 1 and pool.timeouts == 1
     crash_div = by[0][0].divergences[0]
     assert crash_div.mode == "abstract" and "SIGABRT" in crash_div.message
+
+
+
+def test_the_modes_a_crash_kept_from_running_run_in_a_job_of_their_own(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A fuzz run: the worker dies in jit, and the job's later mode (vmap) comes back
+    unrun; the scheduler runs it in a job of its own, so each mode gives its own result
+    (here a crash too). Before, vmap was left unchecked: fuzz seed 28, 60 s, cold, a
+    sweep program crashed in gspmd (a known abort) before vmap_spmd ran, and one of its
+    cells was never checked there."""
+    import io
+
+    from harness.campaign.config import RunConfig
+    from harness.campaign.fuzz import fuzz
+
+    crash = prog(XY, [iota(8)], [P("y")], [op("pshuffle", 0, axes=("y",), perm=(1, 0, 3, 2))], [1], [P("y")])
+    s = fuzz(RunConfig(seed=0, max_examples=1, modes=("jit", "vmap"), workers=1, report_dir=tmp_path, progress=io.StringIO(),
+                       minimize_budget_s=0, value_share=1.0, batch=1,  # (one job: jit not batched apart)
+                       worker_env={"SHARDFUZZ_FAULTS": "abort_in_pshuffle"}), fixed=[crash])
+    assert s.counts.programs_run == 1
+    assert sorted((b.kind, b.mode) for b in s.buckets) == [("crash", "jit"), ("crash", "vmap")], s.buckets

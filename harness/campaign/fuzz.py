@@ -126,6 +126,16 @@ class _Alone:
 
 
 @dataclass(frozen=True)
+class _Rest:
+    """Job tag: the modes a crash or hang in an earlier mode of a job kept from running
+    (`Completed.unrun`), run in a job of their own; `kept` are the first job's
+    observations, `tag` its tag: the two are joined and handled as that job."""
+
+    tag: Any
+    kept: tuple[Observation, ...]
+
+
+@dataclass(frozen=True)
 class _Part:
     """Job tag: one part of a program split between a batch and a normal job (or its jit
     part re-run alone after the batch diverged)."""
@@ -392,12 +402,29 @@ class _Scheduler:
                 self.run.record(check_program(q, modes))
                 continue
             cut: dict[str, tuple[int, ...] | None] = {}
+            queued = modes
             if self.sweeping:
                 mine = claim(q, self.cfg, self.run.cells, modes, True, self.run.jax_version, derived=True)
                 modes = tuple(m for m in modes if m in mine)
                 cut = {m: self.run.cells.cut.pop((program_id(q), m), None) for m in modes if m in COSTLY_MODES}
-                if not modes:
-                    continue
+            # a rewrite makes cells its parent lacks (Run.derived_new): in the run's other
+            # modes too, where they are a pair no program was sent with. A mode the
+            # parent's divergences did not name never ran them (fuzz seed 8, 60 s, cold: a
+            # vmap_spmd rewrite put the axes of an int16 ppermute in mesh order, and
+            # `ppermute|axes=several>1&dtype=int16` was checked in every mode but eager,
+            # the parent's eager part being clean). Only those: the parent's own cells left
+            # open in a mode are the draws' (the sweep's foci; claimed for every derived
+            # program, seed 1's eager parts doubled and its late parts went unsent)
+            extra = tuple(m for m in self.cfg.modes if m not in queued)
+            checks = self.run.cells.checks  # (a derived program's pairs are never `scheduled`: open until checked)
+            new = frozenset(c for c in self.run.derived_new.get(program_id(q), ()) if any((c, m) not in checks for m in extra))
+            if extra and new:
+                more = claim(q, self.cfg, self.run.cells, extra, True, self.run.jax_version, derived=True, only=new)
+                cut.update({m: self.run.cells.cut.pop((program_id(q), m), None) for m in more if m in COSTLY_MODES})
+                self.run.derived_modes.setdefault(program_id(q), set()).update(more)
+                modes = tuple(m for m in self.cfg.modes if m in modes or m in more)
+            if not modes:
+                continue
             # a costly mode (eager) goes in a late part, without dead ops, sent by its worth
             # like any other (`best_late`): not ahead of the programs still to draw
             late = tuple(m for m in modes if m in COSTLY_MODES)
@@ -434,7 +461,22 @@ class _Scheduler:
         for o in c.observations:
             runs, secs = self.run.mode_time.get(o.mode, (0, 0.0))
             self.run.mode_time[o.mode] = (runs + 1, secs + o.elapsed_s)
-        if c.unrun:  # (a crash or hang kept these modes from running: Run.record)
+        if isinstance(tag, _Rest):
+            c = Completed(c.program, [*tag.kept, *c.observations], tag.tag, c.unrun)
+            tag = c.tag
+        if c.unrun:
+            if self.cfg.budget_s is None or self.run.elapsed() <= self.cfg.budget_s:
+                # a crash or hang kills the worker with the job's later modes: they run in
+                # a job of their own (fuzz seed 28, 60 s, cold: a sweep program crashed in
+                # gspmd, a known partial-manual all_gather abort, before vmap_spmd ran, and
+                # the program without the all_gather lost the nested shard_map of its
+                # result: `shard_map|dtype=bool` was never checked in vmap_spmd). Each
+                # such job has fewer modes than the last: a crash in each ends them
+                p, rest = c.program, c.unrun
+                self.pool.submit(p, rest, tag=_Rest(tag, tuple(c.observations)),
+                                 limit_s=KNOWN_HANG_LIMIT_S if self.hang_modes(p, rest) else None)
+                return
+            # (past the budget: Run.record checks them on the program without the known bug)
             self.run.unrun.setdefault(program_id(c.program), set()).update(c.unrun)
         if isinstance(tag, _Probe):
             self.probe_or_record(localise_values(tag.result, c.observations[0]), tag.parent)
@@ -700,15 +742,16 @@ def raise_lost(cfg: RunConfig, p: Program, jax_version: str) -> dict[str, frozen
 
 
 def claim(p: Program, cfg: RunConfig, ledger: CellLedger, modes: tuple[str, ...], lean: bool = False,
-          jax_version: str | None = None, derived: bool = False) -> tuple[str, ...]:
+          jax_version: str | None = None, derived: bool = False, only: frozenset[str] | None = None) -> tuple[str, ...]:
     """The modes of `modes` the value tier runs `p` in for its cells (`CellLedger.claim`),
     claimed: none where it brings no pair no program before it was sent with. Only a
     valid program checks a cell by value; an invalid one checks its cells by error
     (`CELL|by_error`, as Run.record counts them). See `tier_modes`. `derived`: a program
     the results gave (without a known bug), not the draws: neither its cells nor its
-    pairs go where the sweep's draws read them (`CellLedger.seen`, `scheduled`)."""
+    pairs go where the sweep's draws read them (`CellLedger.seen`, `scheduled`). `only`:
+    those of its cells alone."""
     fails = typed_cells(p)[1]
-    cells = checked_cells(p)
+    cells = checked_cells(p) if only is None else checked_cells(p) & only
     if not derived:
         ledger.seen |= cells
     lost = None if fails or jax_version is None else raise_lost(cfg, p, jax_version)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.campaign.cells import CellLedger, by_error, ops_cells, program_cells
+from harness.campaign.cells import CellLedger, by_error, checked_cells, ops_cells, program_cells
 from harness.campaign.config import NO_LIMIT, RunConfig
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence, DivergenceKind
@@ -137,6 +137,8 @@ class Run:
         # known divergences explain only what they cause: the program without the known
         # bugs (each entry's rewrite, or the outputs no buggy op reaches) is checked too
         self.derived_pending: list[tuple[Program, tuple[str, ...]]] = []
+        # derived program id -> the cells it checks that its parent does not (a rewrite's)
+        self.derived_new: dict[str, frozenset[str]] = {}
         # derived programs (not counted in programs_run): id -> the modes it was queued in
         self.derived_modes: dict[str, set[str]] = {}
         self.derived_checked = 0
@@ -199,6 +201,9 @@ class Run:
         part XLA:CPU can run), in `modes`; counted in derived_checked, not programs_run,
         and placed at its parent in the stream."""
         self.derived_modes.setdefault(program_id(q), set()).update(modes)
+        new = checked_cells(q) - checked_cells(parent)
+        if new:
+            self.derived_new[program_id(q)] = self.derived_new.get(program_id(q), frozenset()) | new
         self.stream_index.setdefault(program_id(q), self.stream_index.get(program_id(parent), -1))
         self.derived_pending.append((q, modes))
 

@@ -69,8 +69,9 @@ class Completed:
     observations: list[Observation]
     tag: Any
     # the modes of the job after one it crashed or hung in: not run (the worker died with
-    # them); the run checks them on the program without the op a known entry puts the
-    # crash on (harness/campaign/state.py `Run.record`)
+    # them); a fuzz run sends them in a job of their own (harness/campaign/fuzz.py
+    # `_Rest`), or past its budget checks them on the program without the op a known
+    # entry puts the crash on (harness/campaign/state.py `Run.record`)
     unrun: tuple[str, ...] = ()
 
 
