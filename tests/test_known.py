@@ -678,6 +678,30 @@ def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error()
     assert known_error_trouble([unbound], dead_perm, types, "0.10.2") == frozenset()
 
 
+def test_a_known_crash_before_an_invalid_programs_error_is_eager_trouble_at_its_ops() -> None:
+    """Eager runs the body op by op: an op a crash entry names, before the op the error
+    is at, aborts eager before the error (fuzz seed 33, 60 s, cold: a bf16 pmean in a
+    partial-manual program aborted eager before a dead psum over a non-manual axis
+    raised, and the program's other pmean cells by error were counted checked in eager,
+    and never were). Trouble in eager only, at the ops before the error; none where the
+    error comes first, nor in the modes that trace the whole body before they run it."""
+    from harness.judge.known import error_trouble_modes
+    from oracles.interpreter import trace
+
+    abort = entry({"id": "abort", "reason": "r", "link": "none found", "case": "c.json",
+                   "signatures": ["crash|jit,eager|crash"], "when": ["pmean"]}, "test")
+    modes = ("abstract", "jit", "eager")
+    first = prog(XY, [iota(4), iota(4)], [P("x"), P("x")], [op("pmean", 0, axes=("x",)), op("psum", 1, axes=("nope",))],
+                 [2], [P("x")])
+    assert predict(first).error is not None
+    types = trace(first, with_values=False)[0].types
+    assert error_trouble_modes([abort], first, types, "0.10.2", modes) == {"eager": frozenset({0})}
+    after = prog(XY, [iota(4), iota(4)], [P("x"), P("x")], [op("psum", 1, axes=("nope",)), op("pmean", 0, axes=("x",))],
+                 [3], [P("x")])
+    assert predict(after).error is not None
+    assert error_trouble_modes([abort], after, trace(after, with_values=False)[0].types, "0.10.2", modes) == {}
+
+
 def test_an_invalid_program_claims_only_the_cells_of_the_kind_jax_is_known_to_answer_wrongly() -> None:
     """An invalid program whose defect jax is known to answer with no error (here a dead
     ppermute whose perm repeats a destination: jax checks it only for a live one) checks

@@ -411,6 +411,11 @@ def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: S
     return frozenset().union(*error_trouble_modes(entries, p, types, jax_version, None, error).values())
 
 
+# the modes that run a program's body op by op: an invalid program's ops before its error
+# run there, and a known crash or hang at one of them comes before the error
+OP_BY_OP_MODES = frozenset({"eager"})
+
+
 def _predicts(pat: Pattern, error: str | None) -> bool:
     """Whether a `missing_error` / `wrong_error` pattern can match a divergence of a
     program whose predicted error is of kind `error` (None: any): its `where` names the
@@ -435,13 +440,15 @@ def error_trouble_modes(entries: Sequence[KnownDivergence], p: Program, types: S
     ungrouped pmin is checked by error. axis-index-groups-not-checked-pmax names every
     grouped pmax, for a collective_param error only: seed 2's program by error of
     out_specs held, and never had checked or blocked, the foci of its pmaxes of one
-    group.)"""
+    group.) A `crash` or `timeout` signature naming a mode that runs the body op by op
+    (`OP_BY_OP_MODES`: eager) is trouble there at its ops before the error's."""
     out: dict[str | None, set[int]] = {}
     for e in entries:
         if not e.covers(jax_version) or not (e.op_features or e.program_features):
             continue
         pats = [pat for pat in e.patterns if pat.kind in ("missing_error", "wrong_error") and _predicts(pat, error)]
-        if not pats:
+        stops = [pat for pat in e.patterns if pat.kind in ("crash", "timeout")]
+        if not pats and not (stops and modes is not None and OP_BY_OP_MODES.intersection(modes)):
             continue
         if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
             continue
@@ -451,9 +458,17 @@ def error_trouble_modes(entries: Sequence[KnownDivergence], p: Program, types: S
         if modes is None:
             out.setdefault(None, set()).update(ops)
             continue
+        # a mode that runs the body op by op (eager) runs the ops before the one the error
+        # is at (those the oracle typed): a crash or hang at one of them comes first (fuzz
+        # seed 33, 60 s, cold: a bf16 pmean aborted eager before a dead psum over a
+        # non-manual axis raised, and the program's other pmean cells by error, counted
+        # checked there, were never checked in eager)
+        before = frozenset(i for i in ops if len(p.inputs) + i < len(types))
         for m in modes:
             if any(pat.modes is None or m in pat.modes for pat in pats):
                 out.setdefault(m, set()).update(ops)
+            if before and m in OP_BY_OP_MODES and any(pat.modes is None or m in pat.modes for pat in stops):
+                out.setdefault(m, set()).update(before)
     return {m: frozenset(v) for m, v in out.items()}
 
 
