@@ -40,10 +40,9 @@ def nonnegative_axes(p: Program) -> Program | None:
 
     An invalid program is rewritten too, where the oracle types the operand (its error
     comes later) and the axis is in range (-rank <= axis < 0): an out-of-range axis is
-    the defect itself, and stays. Its rewrite fails the same way without the crash (fuzz
-    seed 0: eager segfaulted at a negative split_axis of an invalid sweep program, and
-    the program sliced without that op was valid: its other all_to_alls' cells were
-    never checked by error in eager)."""
+    the defect itself, and stays. Its rewrite fails the same way without the crash (eager
+    can segfault at a negative split_axis, and the program sliced without that op would
+    be valid, so the other ops' cells by error would never be checked there)."""
     ranks = _ranks(p)
     body, changed = list(p.body), False
     for i, op in enumerate(p.body):

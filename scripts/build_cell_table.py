@@ -69,7 +69,7 @@ def focused_cells(cells: set[str], draws: int) -> tuple[set[str], set[str]]:
     float64 focus's program promotes an int32 add to int64, an x64 psum of a uint32 gives
     uint64. Listed, they are foci too; else a run's sweep never aims at them, and the
     report lists them as reachable (some program held them) and missed in the modes no
-    program happened to check them in (seed 0: add|dtype=int64 in smap, every run)."""
+    program happened to check them in."""
     from harness.campaign.sweep import DEFAULT_MODES, _draw, holds, stable_constants
     from strategies.focus import PROFILES, Focus, _fits
 

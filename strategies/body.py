@@ -33,8 +33,8 @@ _PYTHON_NUMBER_OPS = ("neg", "add", "sub", "mul", "psum", "pmean")
 # operand is invariant along, every member holds the same block: a wrong group, order or
 # permutation gives the same values, and a value check sees no fault there (a ppermute's
 # perm, an all_gather's order, a pmax's groups); under check_vma jax also pvarys the
-# operand first, one more primitive (an eager shard_map compiles each on its own: 96 of
-# the 791 compiles of seed 5's first 24 sweep programs). These draw their axes among
+# operand first, one more primitive (an eager shard_map compiles each on its own, so
+# each costs eager a compile). These draw their axes among
 # those the operand varies along three times in four, where it varies along any, and a
 # drawn operand is one that varies along some axis they may name, three times in four
 # (`_Body.try_op`; a focus over an axis-tuple class picks such an operand:
@@ -134,7 +134,7 @@ class _Body:
         """Whether a binary op of values i and j would meet a weak int32 (int64 under
         jax_enable_x64) with a narrower integer, or a weak float32 (float64 under
         jax_enable_x64: the Python float pmean makes of lax.axis_size's int) with a
-        narrower float, where jax keeps the narrower dtype (see `weak`; fuzz seed 2, 60 s:
+        narrower float, where jax keeps the narrower dtype (see `weak`; e.g.
         pmean(axis_size) * a bfloat16 is bfloat16 in jax)."""
         def narrower(w: int, o: int) -> bool:
             if w not in self.weak:

@@ -25,7 +25,7 @@ def _binary(b: _Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
     same = [j for j, v in enumerate(b.vals) if (v.shape == x.shape or v.shape == ()) and not b.mixes_weak(idx, j)]
     if b.want.get("dtype") == x.dtype:
         # (a focus on the op's dtype: a partner of another dtype promotes the result out of
-        # it; seed 3's sweep gave up add|dtype=uint32|by_error, every uint32 add promoted)
+        # it, and the focus would never hold its cell)
         same = [j for j in same if b.vals[j].dtype == x.dtype] or same
     j = draw(reuse.sampled_from(same), label="rhs")
     if x.dtype != b.vals[j].dtype:

@@ -242,7 +242,7 @@ def test_a_lowering_error_is_put_on_an_op_only_by_the_same_error() -> None:
 def test_a_rank_0_value_going_wrong_is_put_on_its_op(pool: Pool) -> None:
     """The probe run returns rank-0 body values too, so a wrong scalar is put on the op
     that made it (here the known multi-axis ppermute of a scalar axis_index), not on the
-    psum after it where the damage shows (README seed-0 run: a bool ppermute)."""
+    psum after it where the damage shows (a bool ppermute once bucketed that way)."""
     from harness.judge.check import check_in_pool
 
     xy = Mesh(("x", "y"), (2, 2))

@@ -118,9 +118,9 @@ def _probed(p: Program, values: list[Divergence]) -> tuple[Program, tuple[int, .
     indices in `p.body` (None: `p` itself). Each divergence is put on an op of its
     output's cone (`localise_values`), so the probe runs `p` cut to those outputs, its
     unused arguments dropped: an eager probe dispatches every op and moves every
-    argument (fuzz --budget 60, cold: the eager probe of a sweep program's late part
-    took 1.7-5.0 s, in about half the runs). A divergence naming no output (grad's
-    <u, J v>) is put on the first wrong op anywhere: the whole body then."""
+    argument, so the uncut body of a large program costs seconds. A divergence naming
+    no output (grad's <u, J v>) is put on the first wrong op anywhere: the whole body
+    then."""
     from programs.graph import drop_unused_inputs, sliced_ops
 
     if any(d.output is None or d.output >= len(p.outputs) for d in values) or p.wrap is not None:

@@ -215,7 +215,7 @@ def _compare_wrapped_groups(p: Program, k: int, o: ObservedOutput, e: OutputPred
     only along the named axes, assembled by the out_spec), windowed along the fixed
     dimensions (measured on jax 0.10.2: out_spec P('model', None), 'data' left out,
     auto_axes(axes='model', out_sharding=P()): every device holds its 'data' group's
-    (12, 1), where the out_spec's blocks are (6, 1); fuzz seed 0, 7289f623eb8a)."""
+    (12, 1), where the out_spec's blocks are (6, 1))."""
     from oracles.devices import assemble_local
 
     blocks, want = o.device_values, e.device_values

@@ -161,8 +161,8 @@ class WorkerTime:
     the compilation cache held when the run started (-1: no cache): the one sentence
     every renderer prints. On a machine's first run every executable compiles: eager
     shard_map compiles each primitive, argument and output of a program on its own, so
-    such a run checks fewer (cell, mode) pairs in its budget (seed 4, 60 s, 2 cores, jax
-    0.10.2, an empty cache: 91.3% checked, 98.8% by 90 s, 99.96% by 120 s)."""
+    such a run checks fewer (cell, mode) pairs in its budget, and the cache count tells
+    a reader which kind of run it was (docs/execution.md)."""
 
     modes: tuple[ModeTime, ...]
     cache_entries: int = -1

@@ -1,12 +1,11 @@
 """A fork server for workers: one process imports jax and the worker's modules once;
 each worker is a fork of it (harness/run/pool.py `ForkServer`).
 
-A worker started as its own interpreter spends about 1.5 s of CPU importing jax before
-its first job (measured on the 2-core machine: import 1.4-1.6 s CPU; a restart under
-load 3.8 s to ready). A fuzz run restarts a worker after every crash and hang jax has,
-known or not (3-8 in a 60 s run on jax 0.10.2, each costing the run that CPU on a
-2-core machine), and starts its workers while the parent draws its first programs. A
-fork of this process is ready in milliseconds.
+A worker started as its own interpreter spends over a second of CPU importing jax
+before its first job. A fuzz run restarts a worker after every crash and hang jax has,
+known or not, each restart costing the run that CPU, and starts its workers while the
+parent draws its first programs. A fork of this process is ready in milliseconds
+(figures: docs/execution.md).
 
 The fork happens before jax's backend exists: importing jax starts no thread of XLA's
 (the CPU client and its thread pools come with the first device query, in the worker),

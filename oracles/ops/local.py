@@ -301,8 +301,8 @@ class Cast(OpDef):
                 # a float whose truncation the integer dtype cannot hold (or NaN): jax
                 # documents the cast as C++'s static_cast (lax.convert_element_type),
                 # undefined there, and XLA gives no one answer (jax 0.10.2: the runtime
-                # saturates -1.0 -> uint8 to 0, jit's constant folding gives 255; fuzz
-                # seed 0, 60 s): no value is predicted, only shape and dtype are checked
+                # saturates -1.0 -> uint8 to 0, jit's constant folding gives 255): no
+                # value is predicted for those elements (OutputPrediction.unchecked)
                 info = np.iinfo(np_dtype(dt))
                 inside = (lo >= info.min) & (hi <= info.max)
             return np.where(inside, np.where(e > 0, width, 0.0), np.inf), 0.0, 1

@@ -139,7 +139,7 @@ class Transform(OpDef):
             if st.kind == "mul":
                 # (the product rule through mul's own value rule: it broadcasts a rank-0
                 # operand per device, where plain numpy would align the device dimensions
-                # with the other operand's: qualify seed 3, s3-0440)
+                # with the other operand's local ones)
                 from oracles.ops.local import _pad_rank
 
                 a, b = st.operands
