@@ -620,7 +620,7 @@ def _print_doc(doc: dict[str, Any], report: Path, verbosity: int = 0) -> int:
     for r in shown:
         print(f"  {'LAST FAILS ' if r['last_fails_after_pass'] else ''}{r['case']}: {r['text']}")
     if len(shown) < len(doc["ranges"]):
-        print(f"  {len(doc['ranges']) - len(shown)} other cases fail on some version (-v says when each failure "
+        print(f"  {len(doc['ranges']) - len(shown)} other case(s) fail on some version (-v says when each failure "
               f"came and went; so does {report / 'qualify.html'})")
     for col in doc["versions"]:
         if col.get("entries_fixed"):
