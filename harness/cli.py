@@ -1,9 +1,13 @@
 """The `shardfuzz` command.
 
-    shardfuzz fuzz --seed S --max-examples N [--budget SECONDS] --report DIR
+    shardfuzz fuzz --seed S --max-examples N [--budget SECONDS] --report DIR [-v | -vv]
     shardfuzz replay CASE.json      re-run one case, print the verdict
     shardfuzz emit CASE.json        print a standalone reproducer
     shardfuzz explain CASE.json     the spec checker: shapes and varying axes op by op
+
+The console prints what is new or still failing and one line for the known divergences
+(harness/report/console.py); -v adds the known buckets, -vv the known entries nothing
+matched. The report files hold everything.
 
 Exit codes: 0 nothing diverged, 1 something did, 2 bad input (one line on stderr), 3 a
 shardfuzz bug (one line on stderr; the traceback in the report directory, or in a fresh
