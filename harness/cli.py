@@ -1,9 +1,13 @@
 """The `shardfuzz` command.
 
-    shardfuzz fuzz --seed S --max-examples N [--budget SECONDS] --report DIR
+    shardfuzz fuzz --seed S --max-examples N [--budget SECONDS] --report DIR [-v | -vv]
     shardfuzz replay CASE.json      re-run one case, print the verdict
     shardfuzz emit CASE.json        print a standalone reproducer
     shardfuzz explain CASE.json     the spec checker: shapes and varying axes op by op
+
+The console prints what is new or still failing and one line for the known divergences
+(harness/report/console.py); -v adds the known buckets, -vv the known entries nothing
+matched. The report files hold everything.
 
 Exit codes: 0 nothing diverged, 1 something did, 2 bad input (one line on stderr), 3 a
 shardfuzz bug (one line on stderr; the traceback in the report directory, or in a fresh
@@ -16,7 +20,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from harness.campaign.config import NO_LIMIT
 from harness.campaign.shard import parse_shard
@@ -29,13 +33,11 @@ from harness.cli_input import (
     parse_modes,
     writable_dir,
 )
+from harness.report.console import exit_code, print_summary
 from harness.run.modes import DEFAULT_MODES
 from harness.run.worker import host_device_count
 from harness.usage import UsageError, at_least, fraction, positive
 from programs.serialize import ProgramFormatError
-
-if TYPE_CHECKING:
-    from harness.report.summary import RunSummary
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -226,10 +228,11 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         large=a.large,
         database=a.database,
         sweep=a.sweep,
+        verbosity=a.verbose,
     )
     s = fuzz(cfg)
-    print_summary(s, report)
-    return 1 if s.failing else 0
+    print_summary(s, report, a.verbose)
+    return exit_code(s)
 
 
 def cmd_merge(a: argparse.Namespace) -> int:
@@ -242,42 +245,21 @@ def cmd_merge(a: argparse.Namespace) -> int:
             raise UsageError(f"merge: {d}: no such report directory (name the --report directories of the shards)")
     s = merge(dirs, out)
     gaps = missing_shards([read_report(d) for d in dirs])
-    print_summary(s, out)
+    print_summary(s, out, a.verbose)
     print(f"  merged {len(dirs)} reports: {', '.join(map(str, dirs))}")
     if gaps:
         print(f"  note: shards {', '.join(gaps)} are missing: this report covers only part of the run")
-    return 1 if s.failing else 0
+    return exit_code(s)
 
 
-def print_summary(s: RunSummary, report: Path) -> None:
-    """The console summary of a RunSummary: the same Counts line as junit.xml and index.html."""
-    print(
-        f"\nshardfuzz: jax {s.jax_version}, seed {s.seed}, modes {','.join(s.modes)}, {s.elapsed_s:.0f}s "
-        f"({s.repeats_skipped} programs drawn again, not rechecked; {s.derived_checked} derived programs checked: "
-        f"without a known bug, or without an op XLA:CPU cannot run)\n  {s.counts.line()}"
-    )
-    if s.cells:
-        print(f"  cells: {s.cell_coverage.line()}")
-    if s.mode_time:
-        print(f"  worker time: {s.worker_time.line()}")
-    for b in s.new + s.still:
-        tag = "NEW  " if b.new else "STILL"
-        mini = f"  minimized: {b.minimized_case} {list(b.minimized_size or ())}" if b.minimized_case else ""
-        print(f"  {tag} {b.signature}  x{b.count}  {b.case}{mini}")
-    for fx in s.fixed:
-        print(f"  FIXED {', '.join(fx.signatures)}  {fx.case}")
-    for b in s.known:
-        print(f"  known {b.signature}  x{b.count}  ({b.suppressed_by})")
-    if s.accidentally_invalid:
-        print(f"  note: {s.accidentally_invalid} drawn programs were invalid by accident (strategy bug)")
-    if s.unseen_suppressions:
-        print(f"  known divergences not seen in this run: {', '.join(s.unseen_suppressions)}")
-    stale = [e.id for e in s.known_entries if e.status == "fixed"]
-    if stale:
-        print(f"  known entries FIXED on this jax (their own case passes; narrow or retire them): {', '.join(stale)}")
-    print(f"  reports: {report / 'summary.json'}, {report / 'junit.xml'}, {report / 'index.html'}")
-    if s.failing:
-        print(f"  next: shardfuzz replay {s.failing[0].case}   |   shardfuzz explain {s.failing[0].case}")
+RUN_VERBOSITY = ("-v also prints the known buckets (as found, and each with its count at the end), -vv also the "
+                 "known entries nothing matched (default: what is new or still failing, one line for the known ones; "
+                 "the reports hold everything)")
+
+
+def add_verbosity(p: argparse.ArgumentParser, text: str = RUN_VERBOSITY) -> None:
+    """`-v` / `-vv`: the console's level (harness/report/console.py)."""
+    p.add_argument("-v", "--verbose", action="count", default=0, help=text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -293,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("merge", help="merge the reports of a run's shards into one report")
     g.add_argument("reports", nargs="+", metavar="REPORT_DIR", help="report directories (each with a summary.json)")
     g.add_argument("--report", required=True, help="directory for the merged summary.json, junit.xml, index.html, cases/")
+    add_verbosity(g)
     g.set_defaults(fn=cmd_merge)
     qualify.register(sub)
     catalogue.register(sub)
@@ -362,6 +345,7 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
                    help="skip the sweep: by default a run first draws a program around every few cells of the "
                    "coverage table (every op kind's parameter classes, dtypes, ranks, wrappers, axis tuples; by "
                    "value and by error), then Hypothesis' stream; the sweep's programs count toward --max-examples")
+    add_verbosity(f)
     f.set_defaults(fn=cmd_fuzz)
 
 
@@ -391,6 +375,7 @@ def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
             s.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
             s.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
             s.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in the worker, seconds")
+            add_verbosity(s, "-v also prints each known divergence with its message (default: one line per known entry)")
         if name == "emit":
             s.add_argument("--mode", default=None, help="run it as this mode does (default: the mode of the case's first divergence, else jit)")
             s.add_argument("--pytest", action="store_true",

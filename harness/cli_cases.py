@@ -9,11 +9,14 @@ import json
 from pathlib import Path
 
 from harness.cli_input import load_case, load_known, parse_modes
+from harness.report.console import divergence_lines
 from harness.usage import UsageError
 
 
-def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
-    """Print each mode and divergence; returns (new divergences, known entry ids, unsupported modes)."""
+def _print_result(res, entries, jv: str, indent: str = "", verbosity: int = 0) -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
+    """Print each mode and each divergence no known entry explains (with its message),
+    and the known ones: one line per entry, or (-v) each with its message; returns (new
+    divergences, known entry ids, unsupported modes)."""
     from harness.judge.known import explain_all
 
     unsupported = []
@@ -27,12 +30,11 @@ def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[st
         print(f"{indent}  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
     pred = res.prediction
     print(f"{indent}  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
-    new, known = 0, []
-    for x in explain_all(entries, res.divergences, res.program, pred, jv):
-        new += x.entry is None
-        if x.entry is not None and x.entry.id not in known:
-            known.append(x.entry.id)
-        print(f"{indent}{'known (' + x.entry.id + ')' if x.entry else 'DIVERGES'}: {x.divergence.signature}\n{indent}  {x.divergence.message}")
+    explained = explain_all(entries, res.divergences, res.program, pred, jv)
+    new = sum(1 for x in explained if x.entry is None)
+    known = list(dict.fromkeys(x.entry.id for x in explained if x.entry is not None))
+    for line in divergence_lines(explained, verbosity):
+        print(f"{indent}{line}")
     return new, known, unsupported
 
 
@@ -58,7 +60,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
     jv = str(pool.info.get("jax_version") or jax_version())
     try:
         res = check_in_pool(pool, p, modes)
-        new, known, unsupported = _print_result(res, entries, jv)
+        new, known, unsupported = _print_result(res, entries, jv, verbosity=a.verbose)
         if known:
             # a known bug explains only what it causes: the program without it is checked in full
             used = [e for e in entries if e.id in known]
@@ -66,7 +68,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
             if q is not None:
                 kept = "its rewrite" if q.outputs == p.outputs and len(q.body) == len(p.body) else f"its outputs {list(range(len(q.outputs)))} no known bug reaches"
                 print(f"  checking the program without the known bug ({kept}):")
-                n2, k2, _ = _print_result(check_in_pool(pool, q, modes), entries, jv, indent="    ")
+                n2, k2, _ = _print_result(check_in_pool(pool, q, modes), entries, jv, indent="    ", verbosity=a.verbose)
                 new += n2
                 known += [k for k in k2 if k not in known]
     finally:

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from harness.campaign.shard import Shard
 from harness.judge.known import KnownDivergence
+from harness.report.console import Console
 from harness.run.modes import DEFAULT_MODES
 
 
@@ -37,6 +38,7 @@ class RunConfig:
     modes: tuple[str, ...] = DEFAULT_MODES
     suppressions: list[KnownDivergence] = field(default_factory=list)  # reports/known_divergences.toml
     progress: TextIO = sys.stderr
+    verbosity: int = 0  # the console's level (harness/report/console.py): 0 news only, 1 (-v) known buckets too, 2 (-vv) everything
     workers: int = field(default_factory=lambda: cores())  # 0: run in this process (no crash safety)
     timeout_s: float = 30.0
     python: str | None = None  # interpreter for the workers (default: this one)
@@ -53,6 +55,11 @@ class RunConfig:
     shard: Shard | None = None  # check only this shard's slice of the program stream (harness/campaign/shard.py)
     database: str | None = None  # a shared Hypothesis example database (harness/campaign/database.py)
     sweep: bool = True  # first every cell of the table, a few per program (strategies/focus.py); they count toward max_examples
+
+    @property
+    def console(self) -> Console:
+        """The run's console: progress and findings on `progress`, at `verbosity`."""
+        return Console(self.progress, self.verbosity)
 
     @property
     def large_share(self) -> float:

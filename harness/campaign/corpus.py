@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.campaign.state import Run
 from harness.judge.check import CheckResult, check_in_pool
+from harness.report.console import VERBOSE
 from harness.run.pool import Pool
 from programs.model import Program
 from programs.serialize import ProgramFormatError, program_from_dict
@@ -43,13 +44,13 @@ def replay_corpus(run: Run, pool: Pool | None) -> None:
     signatures no longer appear is reported as fixed."""
     assert run.cfg.corpus is not None
     cases = load_corpus(run.cfg.corpus)
-    print(f"replaying {len(cases)} corpus cases from {run.cfg.corpus}", file=run.cfg.progress, flush=True)
+    run.cfg.console.say(f"replaying {len(cases)} corpus cases from {run.cfg.corpus}")
     for f, p, old in cases:
         res = check_sync(run, pool, p)
         now = {d.signature for d in res.divergences}
         if old and not (old & now):
             run.fixed.append({"case": str(f), "signatures": sorted(old)})
-            print(f"  fixed: {f.name} ({', '.join(sorted(old))})", file=run.cfg.progress)
+            run.cfg.console.say(f"  fixed: {f.name} ({', '.join(sorted(old))})", VERBOSE)
         run.corpus_replayed += 1
         run.record(res, from_corpus=True)
         run.progress()

@@ -24,6 +24,7 @@ from harness.campaign.minimize import (
 from harness.campaign.state import Run, case_document
 from harness.judge.check import check_program, evaluate
 from harness.judge.known import entry_case_shows, entry_modes, statuses
+from harness.report.console import VERBOSE
 from harness.report.markup import write as atomic_write
 from harness.report.reports import write_reports
 from harness.report.summary import (
@@ -57,7 +58,7 @@ def check_entry_cases(run: Run, pool: Pool | None) -> None:
         todo.append((e, q, entry_modes(e, run.cfg.modes)))
     if not todo:
         return
-    print(f"checking the own cases of {len(todo)} known entries nothing matched", file=run.cfg.progress, flush=True)
+    run.cfg.console.say(f"checking the own cases of {len(todo)} known entries nothing matched")
     results = []
     if pool is None:
         results = [(e, check_program(q, modes)) for e, q, modes in todo]
@@ -87,18 +88,17 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         except (OSError, ValueError, KeyError):
             continue
         if run.cfg.minimize_total_s > 0 and time.monotonic() - started > run.cfg.minimize_total_s:
-            print(f"minimization budget ({run.cfg.minimize_total_s:.0f}s) spent: {len(todo) - i} buckets left "
-                  "unminimized (their cases are saved; `shardfuzz minimize CASE` does one by hand)",
-                  file=run.cfg.progress, flush=True)
+            run.cfg.console.say(f"minimization budget ({run.cfg.minimize_total_s:.0f}s) spent: {len(todo) - i} buckets left "
+                                "unminimized (their cases are saved; `shardfuzz minimize CASE` does one by hand)")
             break
-        print(f"minimizing [{i + 1}/{len(todo)}] {b.signature} ...", file=run.cfg.progress, flush=True)
+        run.cfg.console.say(f"minimizing [{i + 1}/{len(todo)}] {b.signature} ...")
         if b.case in done:
             # several buckets from one case (one bug seen by several modes): the program
             # minimized for the first often shows this signature too: one check, not a search
             small, path = done[b.case]
             if b.signature in {d.signature for d in check_sync(run, pool, small).divergences}:
                 b.minimized_case, b.minimized_size = str(path), list(size(small))
-                print(f"  the case's minimized program shows it too: {path}", file=run.cfg.progress, flush=True)
+                run.cfg.console.say(f"  the case's minimized program shows it too: {path}")
                 continue
         t0 = time.monotonic()
         n_hyp, original = 0, p
@@ -110,7 +110,7 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
             shrunk, n_hyp = hypothesis_shrink(run.cfg, program_id(p), b.signature, check,
                                               run.cfg.minimize_budget_s / 2, db)
             if shrunk is not None:
-                print(f"  Hypothesis shrinking: {size(p)} -> {size(shrunk)} in {n_hyp} checks", file=run.cfg.progress, flush=True)
+                run.cfg.console.say(f"  Hypothesis shrinking: {size(p)} -> {size(shrunk)} in {n_hyp} checks", VERBOSE)
                 p = shrunk
         left = max(run.cfg.minimize_budget_s / 2, run.cfg.minimize_budget_s - (time.monotonic() - t0))
         best, n = minimize_case(pool, p, b.signature, run.cfg.modes, left)
@@ -126,7 +126,7 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         b.minimized_case = str(out_json)
         b.minimized_size = list(size(best))
         done.setdefault(b.case, (best, out_json))
-        print(f"  {size(original)} -> {size(best)} in {n} checks: {out_py}", file=run.cfg.progress, flush=True)
+        run.cfg.console.say(f"  {size(original)} -> {size(best)} in {n} checks: {out_py}")
         if run.cfg.corpus is not None:
             atomic_write(run.cfg.corpus / out_json.name, out_json.read_text())
 
@@ -150,8 +150,7 @@ def share_failures(run: Run) -> None:
             found, _ = hypothesis_shrink(run.cfg, pid, b.signature, lambda p: set(), 0.0, db)
             saved += found is not None
     if saved:
-        print(f"saved {saved} failing programs to the example database (other runs replay them first)",
-              file=run.cfg.progress, flush=True)
+        run.cfg.console.say(f"saved {saved} failing programs to the example database (other runs replay them first)")
 
 
 def _events(stats: list[dict[str, Any]]) -> dict[str, float]:

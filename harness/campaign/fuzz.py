@@ -571,8 +571,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
             except unittest.SkipTest:
                 pass  # nothing saved yet
         if sched.run.database_replayed:
-            print(f"replayed {sched.run.database_replayed} saved examples from the example database first",
-                  file=cfg.progress, flush=True)
+            cfg.console.say(f"replayed {sched.run.database_replayed} saved examples from the example database first")
     if fixed is not None:
         for p in fixed:
             sched.check(p)
@@ -599,8 +598,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
             sched.sweeping = False
 
         swept()
-        print(f"swept {len(sched.run.swept_ids)} programs (every cell of the table), then Hypothesis' stream",
-              file=cfg.progress, flush=True)
+        cfg.console.say(f"swept {len(sched.run.swept_ids)} programs (every cell of the table), then Hypothesis' stream")
 
         def check(p: Program) -> None:
             # a cell the stream's program held first, outside the table, is a focus of a

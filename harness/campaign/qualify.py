@@ -54,6 +54,7 @@ from harness.campaign.versions import (
     ranges,
     version_key,
 )
+from harness.report.console import VERBOSE
 from harness.report.markup import write as _write
 from harness.report.qualify_report import VERDICTS, html_page, junit_xml, table_lines
 from harness.usage import UsageError
@@ -576,7 +577,7 @@ def cmd_qualify(a: argparse.Namespace) -> int:
     if a.rejudge:
         out = Path(a.report) if a.report else Path(a.rejudge)
         doc = rejudge(Path(a.rejudge), out, sups)
-        return _print_doc(doc, out)
+        return _print_doc(doc, out, a.verbose)
     if not a.corpus or not a.python:
         raise UsageError("qualify needs --corpus DIR and at least one --python ENV_PYTHON (or --rejudge REPORT)")
     cases = load_corpus(Path(a.corpus))
@@ -601,10 +602,13 @@ def cmd_qualify(a: argparse.Namespace) -> int:
     doc = qualify(cases, pythons, report, sups=sups, workers=a.workers, timeout_s=a.timeout,
                   corpus=str(a.corpus), fuzz=fuzz, modes=parse_modes(a.modes),
                   bisect_envs=Path(a.envs) if a.bisect else None, bisect_max=a.bisect_max)
-    return _print_doc(doc, report)
+    return _print_doc(doc, report, a.verbose)
 
 
-def _print_doc(doc: dict[str, Any], report: Path) -> int:
+def _print_doc(doc: dict[str, Any], report: Path, verbosity: int = 0) -> int:
+    """The console summary of a qualification: the verdict table, the regressions, and
+    when each failure came and went (by default only the cases that fail on the last
+    version after passing on an earlier one; -v every failing case)."""
     print("\n".join(table_lines(doc)))
     ch = doc["changes"]
     if len(doc["versions"]) > 1:
@@ -612,8 +616,12 @@ def _print_doc(doc: dict[str, Any], report: Path) -> int:
               f"{len(ch['other'])} other changes")
     for r in ch["regressions"]:
         print(f"  REGRESSION {r['case']}: {', '.join(r['signatures'])}")
-    for r in doc["ranges"]:
+    shown = [r for r in doc["ranges"] if verbosity >= VERBOSE or r["last_fails_after_pass"]]
+    for r in shown:
         print(f"  {'LAST FAILS ' if r['last_fails_after_pass'] else ''}{r['case']}: {r['text']}")
+    if len(shown) < len(doc["ranges"]):
+        print(f"  {len(doc['ranges']) - len(shown)} other case(s) fail on some version (-v says when each failure "
+              f"came and went; so does {report / 'qualify.html'})")
     for col in doc["versions"]:
         if col.get("entries_fixed"):
             print(f"  {col['label']}: known entries fixed there (their own case passes): {', '.join(col['entries_fixed'])}")
@@ -656,4 +664,7 @@ def register(sub: Any) -> None:
     q.add_argument("--envs", default="envs", help="where --bisect builds its environments (default: envs/)")
     q.add_argument("--bisect-max", type=at_least(1), default=12,
                    help="at most this many environments built by --bisect (default 12)")
+    q.add_argument("-v", "--verbose", action="count", default=0,
+                   help="-v also says when each failing case's failure came and went (default: only the cases "
+                   "that fail on the last version after passing on an earlier one)")
     q.set_defaults(fn=cmd_qualify)

@@ -26,7 +26,9 @@ from harness.judge.known import (
     explains,
     raise_entries,
 )
+from harness.report.console import Progress
 from harness.report.markup import write as atomic_write
+from harness.report.summary import BucketSummary
 from harness.run import compat
 from programs.model import Program
 from programs.serialize import program_id, program_to_dict
@@ -320,10 +322,7 @@ class Run:
                            first_seen_at=self.n, first_seen_s=round(self.elapsed(), 2),
                            first_seen_index=-1 if from_corpus else self.stream_index.get(pid, -1))
                 self.buckets[key] = b
-                if sup:
-                    print(f"[known: {sup.id}] {d.signature}", file=self.cfg.progress)
-                else:
-                    print(f"\n[NEW] {d.signature}: {d.message[:300]}\n  saved {path}", file=self.cfg.progress)
+                self.cfg.console.found(BucketSummary(b.signature, b.kind, b.mode, 1, b.case, b.message, b.suppressed_by, b.new))
             b.count += 1
             if len(b.programs) < 5:
                 b.programs.append(str(path))
@@ -398,21 +397,9 @@ class Run:
         return True
 
     def progress(self, force: bool = False) -> None:
-        """A live line on a terminal (redrawn twice a second), plain lines every 5 s
-        otherwise (CI logs, files)."""
-        live = getattr(self.cfg.progress, "isatty", lambda: False)()
-        now = self.elapsed()
-        if not force and now - self.last_progress < (0.5 if live else 5.0):
-            return
-        self.last_progress = now
-        rate = self.n / now if now > 0 else 0.0
-        budget = f"/{self.cfg.budget_s:.0f}s" if self.cfg.budget_s else "s"
+        """The progress line (harness/report/console.py: redrawn on a terminal, at a
+        falling rate in a log)."""
         new = sum(1 for b in self.buckets.values() if not b.suppressed_by)
-        line = (
-            f"[{self.n:>5}{'' if self.cfg.max_examples >= NO_LIMIT else f'/{self.cfg.max_examples}'}] {rate:5.1f} programs/s, "
-            f"{new} new / {len(self.buckets) - new} known buckets, {now:.0f}{budget}"
-        )
-        if live:
-            print(f"\r{line}\x1b[K", end="\n" if force else "", file=self.cfg.progress, flush=True)
-        else:
-            print(line, file=self.cfg.progress, flush=True)
+        self.last_progress = self.cfg.console.progress(
+            Progress(self.n, None if self.cfg.max_examples >= NO_LIMIT else self.cfg.max_examples, self.elapsed(),
+                     self.cfg.budget_s, new, len(self.buckets) - new), self.last_progress, force)
