@@ -1,6 +1,6 @@
 """Semantics-preserving rewrites: the same program without a form jax gets wrong.
 
-A known jax divergence (reports/known_divergences.toml) may name one of these. The
+A known jax divergence (harness/data/known_divergences.toml) may name one of these. The
 program that shows the bug is reported as known for what the bug causes, and its
 rewrite, which means exactly the same thing by the oracle's rules, is then checked in
 every mode like any other program: everything else the program does is still checked.

@@ -35,7 +35,7 @@ class RunConfig:
     budget_s: float | None = None
     report_dir: Path = Path("reports/run")
     modes: tuple[str, ...] = DEFAULT_MODES
-    suppressions: list[KnownDivergence] = field(default_factory=list)  # reports/known_divergences.toml
+    suppressions: list[KnownDivergence] = field(default_factory=list)  # harness/data/known_divergences.toml
     progress: TextIO = sys.stderr
     workers: int = field(default_factory=lambda: cores())  # 0: run in this process (no crash safety)
     timeout_s: float = 30.0
