@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
@@ -72,7 +73,7 @@ def mesh_order_axes(p: Program) -> Program | None:
     for i, op in enumerate(p.body):
         if op.kind not in ("ppermute", "pshuffle"):
             continue
-        listed = tuple(op.p("axes"))  # type: ignore[arg-type]
+        listed = tuple(cast("tuple[str, ...]", op.p("axes")))
         ordered = tuple(sorted(listed, key=p.mesh.names.index))
         if listed == ordered or any(a not in sizes for a in listed):
             continue
@@ -81,9 +82,10 @@ def mesh_order_axes(p: Program) -> Program | None:
             return _renumber(k, listed, ordered, sizes)
 
         if op.kind == "ppermute":
-            perm: ParamValue = tuple(sorted((new(int(s)), new(int(d))) for s, d in op.p("perm")))  # type: ignore[union-attr, misc]
+            pairs = cast("tuple[tuple[int, int], ...]", op.p("perm"))
+            perm: ParamValue = tuple(sorted((new(int(s)), new(int(d))) for s, d in pairs))
         else:  # out[i] = x[perm[i]]  ->  out[new(i)] = x[new(perm[i])]
-            old = [int(x) for x in op.p("perm")]  # type: ignore[union-attr]
+            old = [int(x) for x in cast("tuple[int, ...]", op.p("perm"))]
             shuffled = [0] * len(old)
             for k, src in enumerate(old):
                 shuffled[new(k)] = new(src)
