@@ -303,7 +303,7 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win; default: none)")
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
     f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
-    f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+    f.add_argument("--suppressions", default=None, help="known divergences TOML (default: harness/data/known_divergences.toml)")
     f.add_argument("--value-share", type=fraction, default=FUZZ_DEFAULTS["value_share"], help="share of programs run in every mode; the rest only in the abstract tier")
     f.add_argument("--batch", type=at_least(1, what="1: no batching"), default=FUZZ_DEFAULTS["batch"], help="value-tier programs compiled together as one jit")
     f.add_argument("--alone", action="store_true",
@@ -373,7 +373,7 @@ def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
                        help="run jax in this interpreter (an environment from scripts/envs.py; default: this one)")
         if name == "replay":
             s.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
-            s.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+            s.add_argument("--suppressions", default=None, help="known divergences TOML (default: harness/data/known_divergences.toml)")
             s.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in the worker, seconds")
             add_verbosity(s, "-v also prints each known divergence with its message (default: one line per known entry)")
         if name == "emit":

@@ -1,6 +1,6 @@
 """Semantics-preserving rewrites: the same program without a form jax gets wrong.
 
-A known jax divergence (reports/known_divergences.toml) may name one of these. The
+A known jax divergence (harness/data/known_divergences.toml) may name one of these. The
 program that shows the bug is reported as known for what the bug causes, and its
 rewrite, which means exactly the same thing by the oracle's rules, is then checked in
 every mode like any other program: everything else the program does is still checked.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
@@ -71,7 +72,7 @@ def mesh_order_axes(p: Program) -> Program | None:
     for i, op in enumerate(p.body):
         if op.kind not in ("ppermute", "pshuffle"):
             continue
-        listed = tuple(op.p("axes"))  # type: ignore[arg-type]
+        listed = tuple(cast("tuple[str, ...]", op.p("axes")))
         ordered = tuple(sorted(listed, key=p.mesh.names.index))
         if listed == ordered or any(a not in sizes for a in listed):
             continue
@@ -80,9 +81,10 @@ def mesh_order_axes(p: Program) -> Program | None:
             return _renumber(k, listed, ordered, sizes)
 
         if op.kind == "ppermute":
-            perm: ParamValue = tuple(sorted((new(int(s)), new(int(d))) for s, d in op.p("perm")))  # type: ignore[union-attr, misc]
+            pairs = cast("tuple[tuple[int, int], ...]", op.p("perm"))
+            perm: ParamValue = tuple(sorted((new(int(s)), new(int(d))) for s, d in pairs))
         else:  # out[i] = x[perm[i]]  ->  out[new(i)] = x[new(perm[i])]
-            old = [int(x) for x in op.p("perm")]  # type: ignore[union-attr]
+            old = [int(x) for x in cast("tuple[int, ...]", op.p("perm"))]
             shuffled = [0] * len(old)
             for k, src in enumerate(old):
                 shuffled[new(k)] = new(src)

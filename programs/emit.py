@@ -305,9 +305,9 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
             '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
         ]
     if mode in ("vmap", "vmap_spmd"):
-        axis = p.spmd_axis() if mode == "vmap_spmd" else None
-        n = p.mesh.axis_size(axis) if axis else 2
-        vm = f"jax.vmap(f, spmd_axis_name={axis!r})" if axis else "jax.vmap(f)"
+        spmd = p.spmd_axis() if mode == "vmap_spmd" else None
+        n = p.mesh.axis_size(spmd) if spmd else 2
+        vm = f"jax.vmap(f, spmd_axis_name={spmd!r})" if spmd else "jax.vmap(f)"
         return [
             f"  batch = [inputs(b) for b in range({n})]  # a batch of {n}, member b as the harness makes it",
             f"  outs = jax.jit({vm})(*[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})])",

@@ -1,6 +1,6 @@
 """The body as a dependency graph: which ops a value depends on, and slicing.
 
-A known jax divergence may explain only what its buggy op causes (reports/
+A known jax divergence may explain only what its buggy op causes (harness/data/
 known_divergences.toml): a wrong value explains the outputs whose dependency cone holds
 that op, never the others. `cone` answers that; `slice_outputs` gives the same program
 with only some outputs (dead ops dropped), so the outputs a known bug cannot touch are

@@ -1,6 +1,6 @@
-"""Writes reports/known_divergences.toml from the entries below.
+"""Writes harness/data/known_divergences.toml from the entries below.
 
-Each entry has its own minimized case in reports/corpus/known/, and its reproducer is
+Each entry has its own minimized case in harness/data/corpus/known/, and its reproducer is
 generated from that case (`harness.report.reproducer.reproducer`: an asserting script
 that exits 1 while jax shows the bug, 0 once it is fixed), so the TOML and the corpus
 never disagree. Edit the entries here, run `python scripts/build_known_divergences.py`,
@@ -54,7 +54,7 @@ entries = [
    # (eager: under explicit_axes, whose reshard back to the mesh outside is compiled)
    signatures=["sharding|jit,gspmd|*", "sharding|eager|*"],
    when=["out_spec_size_1_explicit_with_auto"],
-   reason="On a mixed mesh (here 'data' Auto of size 3, 'model' Explicit of size 1) under jax.set_mesh, a jit output whose out_spec names the size-1 Explicit axis and an Auto axis comes back laid out along the Auto axis alone (P('data')), and jax.typeof(out) then loses the Explicit axis: float32[3,1] where tracing (and eager) type it float32[3@model,1], as the out_spec's Explicit axes say (_unshard_shaped_array). A size-1 Explicit axis alone in the out_spec keeps its type on 0.10.2. The same under jax.sharding.explicit_axes around the call, whose axes are Auto outside it, eagerly too (_explicit_axes reshards the result to modify_spec_for_auto_manual of its type, e.g. P('pipe', None), traced float32[4@pipe,1], and the compiled reshard returns P('data'): float32[4,1]; reports/corpus/known/mixed_size1_explicit_axes.json, fuzz seed 0, 3a615b1ac57f; 0.9.2, 0.10.2, 0.12.0). And under jax.sharding.auto_axes(axes='model', out_sharding=P('model')) around the call on a mesh with 'data' Auto of size 2 and 'model' Explicit of size 1 outside: a shard_map out_spec naming 'data' lays the output out along it, and eager and jit type the result float32[2,1] where tracing says float32[2@model,1] (with out_spec P() it keeps the type; without the shard_map too; reports/corpus/known/mixed_size1_auto_axes.json, found by tests/test_differential.py, 0.10.2). Only the sharding type is excused; values and blocks are checked.",
+   reason="On a mixed mesh (here 'data' Auto of size 3, 'model' Explicit of size 1) under jax.set_mesh, a jit output whose out_spec names the size-1 Explicit axis and an Auto axis comes back laid out along the Auto axis alone (P('data')), and jax.typeof(out) then loses the Explicit axis: float32[3,1] where tracing (and eager) type it float32[3@model,1], as the out_spec's Explicit axes say (_unshard_shaped_array). A size-1 Explicit axis alone in the out_spec keeps its type on 0.10.2. The same under jax.sharding.explicit_axes around the call, whose axes are Auto outside it, eagerly too (_explicit_axes reshards the result to modify_spec_for_auto_manual of its type, e.g. P('pipe', None), traced float32[4@pipe,1], and the compiled reshard returns P('data'): float32[4,1]; harness/data/corpus/known/mixed_size1_explicit_axes.json, fuzz seed 0, 3a615b1ac57f; 0.9.2, 0.10.2, 0.12.0). And under jax.sharding.auto_axes(axes='model', out_sharding=P('model')) around the call on a mesh with 'data' Auto of size 2 and 'model' Explicit of size 1 outside: a shard_map out_spec naming 'data' lays the output out along it, and eager and jit type the result float32[2,1] where tracing says float32[2@model,1] (with out_spec P() it keeps the type; without the shard_map too; harness/data/corpus/known/mixed_size1_auto_axes.json, found by tests/test_differential.py, 0.10.2). Only the sharding type is excused; values and blocks are checked.",
    link=NONE + "'size 1 explicit axis typeof jit', 'mixed mesh auto explicit out sharding type'"),
  E(id="mixed-mesh-zero-size-output-type", case="mixed_zero_size_type", mode="jit", jax_versions=SINCE_0_9,
    signatures=["sharding|jit,gspmd,smap|*"],
@@ -122,10 +122,10 @@ entries = [
                "timeout|grad,grad_remat|timeout",
                # an untiled one that scatters the wrong dimension hands a nested shard_map
                # after it a block its in_specs do not divide
-               # (reports/corpus/known/neg_scatter_nested_shard_map.json)
+               # (harness/data/corpus/known/neg_scatter_nested_shard_map.json)
                "unexpected_error|*|shard_map->ValueError"],
    when=["psum_scatter:scatter_dimension<0"],
-   reason="jax.lax.psum_scatter forwards a negative scatter_dimension unnormalised to the reduce_scatter primitive: lowering fails StableHLO verification ('value is non-negative'), under vmap the batching rule raises IndexError, or scatters the wrong dimension, and in a fori loop the carry check then raises TypeError ('carry input and carry output must have equal types': int32[2] against int32[1]) before an invalid program's own defect (fuzz --seed 2, 60 s: an untiled scatter_dimension=-1 psum_scatter in a fori, out_specs with extra entries; reports/corpus/known/neg_scatter_vmap_fori_invalid.json), the abstract shape of later ops can be wrong, and in the grad modes after an all_to_all inside lax.scan the backward pass hangs (reports/corpus/known/neg_scatter_scan_grad_hang.json). Under vmap an untiled one with scatter_dimension=-2 scatters the wrong dimension (int32[2] for a (2, 3) block over an axis of size 2, where the oracle and eval_shape give (3,)), and a nested shard_map over a size-3 axis after it raises that its argument is not divisible (fuzz seed 6, 60 s, cold; reports/corpus/known/neg_scatter_nested_shard_map.json, 2 ops: jit and eager raise at the psum_scatter; the rewrite runs in every mode on 0.10.2, and 0.12.0 runs the program itself). The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.psum_scatter forwards a negative scatter_dimension unnormalised to the reduce_scatter primitive: lowering fails StableHLO verification ('value is non-negative'), under vmap the batching rule raises IndexError, or scatters the wrong dimension, and in a fori loop the carry check then raises TypeError ('carry input and carry output must have equal types': int32[2] against int32[1]) before an invalid program's own defect (fuzz --seed 2, 60 s: an untiled scatter_dimension=-1 psum_scatter in a fori, out_specs with extra entries; harness/data/corpus/known/neg_scatter_vmap_fori_invalid.json), the abstract shape of later ops can be wrong, and in the grad modes after an all_to_all inside lax.scan the backward pass hangs (harness/data/corpus/known/neg_scatter_scan_grad_hang.json). Under vmap an untiled one with scatter_dimension=-2 scatters the wrong dimension (int32[2] for a (2, 3) block over an axis of size 2, where the oracle and eval_shape give (3,)), and a nested shard_map over a size-3 axis after it raises that its argument is not divisible (fuzz seed 6, 60 s, cold; harness/data/corpus/known/neg_scatter_nested_shard_map.json, 2 ops: jit and eager raise at the psum_scatter; the rewrite runs in every mode on 0.10.2, and 0.12.0 runs the program itself). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/20125 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="negative-all-to-all-split-axis", case="neg_split", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,
@@ -134,16 +134,16 @@ entries = [
    # (or a later one: errors_downstream), and only the errors a wrong shape can cause, or
    # untiled the all_to_all's own AssertionError, raised before an invalid program's defect;
    # a later op's shape check failing on the wrong shape (ValueError at that op, in the
-   # all_to_all's cone: errors_downstream; reports/corpus/known/neg_split_downstream_swap.json)
+   # all_to_all's cone: errors_downstream; harness/data/corpus/known/neg_split_downstream_swap.json)
    signatures=["unexpected_error|*|all_to_all->*", "unexpected_error|*|lowering->*", "crash|*|crash",
                *SHAPE_ERRORS, "wrong_error|*|*->AssertionError", "unexpected_error|*|*->ValueError",
                "wrong_error|*|*->MLIRError", "wrong_error|*|*->ValueError", "shape|*|all_to_all", "value|*|all_to_all",
                "value|grad,grad_remat|*all_to_all*",
                # the garbage size can make XLA hang in the grad modes instead of raising
-               # (reports/corpus/known/neg_split_grad_hang.json)
+               # (harness/data/corpus/known/neg_split_grad_hang.json)
                "timeout|grad,grad_remat|timeout"],
    when=["all_to_all:split_axis<0"],
-   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error), makes a later op's shape check fail in a valid program (untiled over a size-1 axis, split_axis=-1 keeps the operand's shape: a following pswapaxes raises 'all_to_all requires the size of the mapped axis ... 2 and 1', fuzz seed 0, 60 s), or gives wrong values; untiled, all_to_all's own axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: split_axis < concat_axis, expand_dims) compares the raw negative axes, so the primitive gets the wrong split axis and fails an internal assert (AssertionError '(1, 6)'), before an invalid program's own defect is reached (fuzz seed 0). Eagerly the all_to_all runs, and fails verification (MLIRError, or ValueError 'Cannot lower jaxpr with verifier errors'), before a later op's defect is traced (reports/corpus/known/neg_split_eager_invalid.json: a dead all_to_all, then a psum naming a non-manual axis). In the grad modes the size XLA reads is uninitialised memory ('split dimension has size 140728018265312, expected to be a multiple of split_count 6'): the same program raised that MLIRError on replay and hung past the 30 s limit in a run (fuzz seed 0, 60 s; reports/corpus/known/neg_split_grad_hang.json, untiled split_axis=-1 over a size-6 axis). The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.all_to_all with a negative split_axis reaches XLA unnormalised: garbage sizes ('split dimension has size 25769803777'), a segfault under jit, or a wrong abstract shape that hides a later op's shape error (missing_error), makes a later op's shape check fail in a valid program (untiled over a size-1 axis, split_axis=-1 keeps the operand's shape: a following pswapaxes raises 'all_to_all requires the size of the mapped axis ... 2 and 1', fuzz seed 0, 60 s), or gives wrong values; untiled, all_to_all's own axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: split_axis < concat_axis, expand_dims) compares the raw negative axes, so the primitive gets the wrong split axis and fails an internal assert (AssertionError '(1, 6)'), before an invalid program's own defect is reached (fuzz seed 0). Eagerly the all_to_all runs, and fails verification (MLIRError, or ValueError 'Cannot lower jaxpr with verifier errors'), before a later op's defect is traced (harness/data/corpus/known/neg_split_eager_invalid.json: a dead all_to_all, then a psum naming a non-manual axis). In the grad modes the size XLA reads is uninitialised memory ('split dimension has size 140728018265312, expected to be a multiple of split_count 6'): the same program raised that MLIRError on replay and hung past the 30 s limit in a run (fuzz seed 0, 60 s; harness/data/corpus/known/neg_split_grad_hang.json, untiled split_axis=-1 over a size-6 axis). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="negative-all-to-all-concat-axis", case="neg_concat", mode="jit", rewrite="nonnegative_axes", jax_versions=UNTIL_0_10,
    errors_downstream=True,
@@ -157,10 +157,10 @@ entries = [
                "value|grad,grad_remat|*all_to_all*",
                # the backward pass's all_to_all gets the negative axis as its split axis, and
                # XLA can hang on it as on negative-all-to-all-split-axis's
-               # (reports/corpus/known/neg_concat_grad_hang.json)
+               # (harness/data/corpus/known/neg_concat_grad_hang.json)
                "timeout|grad,grad_remat|timeout"],
    when=["all_to_all:concat_axis<0"],
-   reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong, or all_to_all's axis arithmetic (_all_to_all_is_async: concat_axis < split_axis, expand_dims at the raw negative concat_axis) hands the primitive the wrong split axis and its internal assert fails (AssertionError '(1, 6)' for split_axis=0, concat_axis=-2), before an invalid program's own defect is reached (fuzz seed 0, 5e6727b00434); eagerly its verification error (MLIRError, or ValueError 'Cannot lower jaxpr with verifier errors') comes before a later op's defect is traced. In the grad modes the backward pass's all_to_all (the transpose swaps the axes) gets the negative axis as its split axis, and compiling can hang instead of raising: reports/corpus/known/neg_concat_grad_hang.json (from fuzz seed 2, 60 s: a tiled all_to_all with split_axis=1, concat_axis=-1 beside a negation in a fori_loop and one in jax.checkpoint) hung past the 30 s limit in grad in 3 of 3 replays on 0.10.2 (the same program with concat_axis=1 runs in 135 ms; without the fori_loop grad raises the verifier error). The rewrite (the same axis, non-negative) is checked in full.",
+   reason="jax.lax.all_to_all with a negative concat_axis fails StableHLO verification ('concat_dimension ... non-negative'); untiled, the abstract shape is wrong (the new axis lands at the wrong position), so later shapes, errors and values go wrong, or all_to_all's axis arithmetic (_all_to_all_is_async: concat_axis < split_axis, expand_dims at the raw negative concat_axis) hands the primitive the wrong split axis and its internal assert fails (AssertionError '(1, 6)' for split_axis=0, concat_axis=-2), before an invalid program's own defect is reached (fuzz seed 0, 5e6727b00434); eagerly its verification error (MLIRError, or ValueError 'Cannot lower jaxpr with verifier errors') comes before a later op's defect is traced. In the grad modes the backward pass's all_to_all (the transpose swaps the axes) gets the negative axis as its split axis, and compiling can hang instead of raising: harness/data/corpus/known/neg_concat_grad_hang.json (from fuzz seed 2, 60 s: a tiled all_to_all with split_axis=1, concat_axis=-1 beside a negation in a fori_loop and one in jax.checkpoint) hung past the 30 s limit in grad in 3 of 3 replays on 0.10.2 (the same program with concat_axis=1 runs in 135 ms; without the fori_loop grad raises the verifier error). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
  E(id="zero-size-output-blocks", case="zero_jit", mode="eager", jax_versions=SINCE_0_8,
    signatures=["shape|*|device_block", "unexpected_error|*|read_output->ValueError"],
@@ -173,7 +173,7 @@ entries = [
    signatures=["unexpected_error|*|all_gather->ValueError", "unexpected_error|*|transform->ValueError", "unexpected_error|*|lowering->ValueError", "wrong_error|*|*->ValueError",
                "timeout|grad,grad_remat|timeout"],
    when=["all_gather:tiled==True", "all_gather:zero_size==True"],
-   reason="A tiled all_gather of a zero-size operand fails StableHLO verification ('dimension size of operand at all_gather_dim cannot be zero') instead of returning an empty array; untiled it works. In an invalid program whose defect comes later, that error replaces the predicted one. In the grad modes (its transpose, a zero-size psum_scatter, fails verification too) lowering sometimes hangs instead of raising, waiting in MLIR's module verifier as zero-size-psum-scatter's does: reports/corpus/known/zero_ag_tiled_grad_hang.json (from fuzz seed 3, 60 s: a bfloat16[0] tiled all_gather and a psum, each in a nested shard_map) hung in 6 of 7 grad runs on 0.10.2, in workers forked or spawned alike, and raised the verifier error in the other.",
+   reason="A tiled all_gather of a zero-size operand fails StableHLO verification ('dimension size of operand at all_gather_dim cannot be zero') instead of returning an empty array; untiled it works. In an invalid program whose defect comes later, that error replaces the predicted one. In the grad modes (its transpose, a zero-size psum_scatter, fails verification too) lowering sometimes hangs instead of raising, waiting in MLIR's module verifier as zero-size-psum-scatter's does: harness/data/corpus/known/zero_ag_tiled_grad_hang.json (from fuzz seed 3, 60 s: a bfloat16[0] tiled all_gather and a psum, each in a nested shard_map) hung in 6 of 7 grad runs on 0.10.2, in workers forked or spawned alike, and raised the verifier error in the other.",
    link=NONE + "'all_gather zero size dimension', 'all_gather_dim cannot be zero'"),
  E(id="zero-size-shardy-export", case="zero_grad_lowering", mode="grad", jax_versions=SINCE_0_8,
    signatures=["unexpected_error|*|lowering->JaxRuntimeError"],
@@ -187,7 +187,7 @@ entries = [
                # the end (an out_spec), this op raises first (zero_psum_scatter_eager_invalid.json)
                "wrong_error|eager|*->ValueError"],
    when=["psum_scatter:zero_size==True"],
-   reason="psum_scatter of a zero-size block fails StableHLO verification ('result dimension size at scatter_dimension cannot be zero'), and an untiled psum_scatter over a size-0 dimension (which must equal the axis size) passes eval_shape unchecked. In the grad modes, where that psum_scatter sits under jax.checkpoint beside a lax.fori_loop, lowering hangs instead of raising: the process waits in MLIR's module verifier (mlir.py lower_jaxpr_to_module, ctx.module.operation.verify()) using no CPU (reports/corpus/known/zero_psum_scatter_grad_hang.json, from fuzz seed 1; its emitted grad script hangs on 0.10.2; without the checkpoint or without the loop it raises the verifier error).",
+   reason="psum_scatter of a zero-size block fails StableHLO verification ('result dimension size at scatter_dimension cannot be zero'), and an untiled psum_scatter over a size-0 dimension (which must equal the axis size) passes eval_shape unchecked. In the grad modes, where that psum_scatter sits under jax.checkpoint beside a lax.fori_loop, lowering hangs instead of raising: the process waits in MLIR's module verifier (mlir.py lower_jaxpr_to_module, ctx.module.operation.verify()) using no CPU (harness/data/corpus/known/zero_psum_scatter_grad_hang.json, from fuzz seed 1; its emitted grad script hangs on 0.10.2; without the checkpoint or without the loop it raises the verifier error).",
    link=NONE + "'psum_scatter zero size', 'reduce_scatter scatter_dimension cannot be zero'"),
  E(id="unbound-axis-assertion", case="unbound_assert", mode="jit", jax_versions=SINCE_0_9,
    signatures=["wrong_error|*|unbound_axis->AssertionError"],
@@ -422,7 +422,7 @@ E(id="vmap-spmd-wrapped-transform-vma", case="vmap_spmd_wrapped_transform", mode
    link=NONE + "'vmap spmd_axis_name nested shard_map'"),
  E(id="all-to-all-untiled-transpose-shape", case="all_to_all_untiled_transpose", mode="grad", jax_versions=SINCE_0_9,
    # (a derivative transform in the body, jax.grad / jax.vjp of steps holding the all_to_all,
-   # transposes it in every mode: reports/corpus/known/a2a_untiled_transform.json)
+   # transposes it in every mode: harness/data/corpus/known/a2a_untiled_transform.json)
    signatures=["unexpected_error|grad,grad_remat|lowering->ValueError", "unexpected_error|grad,grad_remat|*->ValueError",
                "unexpected_error|*|transform->ValueError"],
    when=["all_to_all:tiled==False"],
@@ -439,7 +439,7 @@ E(id="vmap-spmd-wrapped-transform-vma", case="vmap_spmd_wrapped_transform", mode
    signatures=["unexpected_error|grad,grad_remat|lowering->TypeError", "unexpected_error|grad,grad_remat|*->TypeError",
                "shape|*|transform"],
    when=["all_to_all:tiled==False"],
-   reason="The transpose-rule bug of all-to-all-untiled-transpose-shape before 0.9: the wrongly shaped cotangent reaches the next op's transpose, and jax raises TypeError there ('dot_general requires contracting dimensions to have the same shape, got (6,) and (18,).') instead of the cotangent type check of 0.9+. A derivative transform in the body whose last step is that all_to_all returns the wrongly shaped cotangent itself (0.8.1: jax.grad of a float32[1,3] gives a float32[1,1], reports/corpus/known/a2a_untiled_transform.json).",
+   reason="The transpose-rule bug of all-to-all-untiled-transpose-shape before 0.9: the wrongly shaped cotangent reaches the next op's transpose, and jax raises TypeError there ('dot_general requires contracting dimensions to have the same shape, got (6,) and (18,).') instead of the cotangent type check of 0.9+. A derivative transform in the body whose last step is that all_to_all returns the wrongly shaped cotangent itself (0.8.1: jax.grad of a float32[1,3] gives a float32[1,1], harness/data/corpus/known/a2a_untiled_transform.json).",
    link="jax/_src/lax/parallel.py _all_to_all_transpose_rule; " + NONE + "'all_to_all transpose tiled=False', 'dot_general requires contracting dimensions shard_map'"),
  E(id="ppermute-multi-axis-order", case="ppermute_order", mode="jit", rewrite="mesh_order_axes", jax_versions=UNTIL_0_10,
    # the ppermute is the first op going wrong (a derivative transform's step: the transform)
@@ -471,7 +471,7 @@ E(id="vmap-spmd-wrapped-transform-vma", case="vmap_spmd_wrapped_transform", mode
      if k == "pmax" else "As grouped-pmax-claims-invariance-0-6, for pmin.",
      link=NONE + f"'axis_index_groups vma invariant {k}'") for k in ("pmax", "pmin")],
  # old releases' bugs that later releases fixed: each entry's case is the regression case
- # (reports/corpus/regressions/, with its bisected range), so qualify names the bug there
+ # (harness/data/corpus/regressions/, with its bisected range), so qualify names the bug there
  E(id="vmap-spmd-binop-vma-0-6", case="regressions/vmap_spmd_rank0_mul_vma", mode="vmap_spmd", jax_versions=">=0.6,<0.10",
    signatures=["unexpected_error|vmap_spmd|*->ValueError"],
    when=["spmd_axis", "any:operands>1"],
@@ -576,9 +576,9 @@ def q(s: str) -> str:
 def main() -> None:
     out = [HEADER]
     for e in entries:
-        # an entry's own case: reports/corpus/known/NAME, or a regression case (regressions/NAME)
-        case = f"reports/corpus/{e['case']}.json" if "/" in e["case"] else f"reports/corpus/known/{e['case']}.json"
-        p = from_json((ROOT / case).read_text())
+        # an entry's own case: harness/data/corpus/known/NAME, or a regression case (regressions/NAME)
+        case = f"corpus/{e['case']}.json" if "/" in e["case"] else f"corpus/known/{e['case']}.json"
+        p = from_json((ROOT / "harness" / "data" / case).read_text())
         out.append('[[divergence]]')
         out.append(f'id = {q(e["id"])}')
         out.append('signatures = [' + ', '.join(q(s) for s in e['signatures']) + ']')
@@ -595,8 +595,8 @@ def main() -> None:
         script = reproducer(p, mode=e["mode"], title=f"shardfuzz reproducer: {e['id']}")
         out.append("reproducer = '''\n" + script.replace("'''", '"""') + "'''")
         out.append('')
-    (ROOT / 'reports/known_divergences.toml').write_text('\n'.join(out))
-    print(f"wrote {len(entries)} entries to reports/known_divergences.toml")
+    (ROOT / 'harness/data/known_divergences.toml').write_text('\n'.join(out))
+    print(f"wrote {len(entries)} entries to harness/data/known_divergences.toml")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     python scripts/entry_ranges.py envs/jax-0.6.0/bin/python envs/jax-0.8.1/bin/python ...
 
-For every entry of reports/known_divergences.toml and every interpreter, the entry's case
+For every entry of harness/data/known_divergences.toml and every interpreter, the entry's case
 is checked there (in the modes its signatures name) and the entry, with its version range
 set aside, is asked whether it explains a divergence of it. Prints one line per entry:
 the versions that show the bug and those that do not, to set `jax_versions` from

@@ -133,7 +133,7 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
     for _ in range(rank):
         # Hypothesis draws the bound 0 far more often than 1 in 101: about 5% of
         # programs get a zero-size dimension (a known jax bug family; see
-        # reports/known_divergences.toml), the rest stay free to show other bugs
+        # harness/data/known_divergences.toml), the rest stay free to show other bugs
         if not large and draw(st.integers(0, 100), label="zero_dim") == 0:
             local.append(0)
             event("input: zero-size dimension")

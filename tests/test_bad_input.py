@@ -131,7 +131,7 @@ def test_deliberate_defects_still_load() -> None:
     assert from_json(json.dumps(d)).defect == "in_spec_unknown_axis"
     for names in EXPLAINED_BY.values():
         assert names <= set(DEFECTS)
-    files = sorted((ROOT / "reports/corpus").rglob("*.json"))
+    files = sorted((ROOT / "harness/data/corpus").rglob("*.json"))
     assert len(files) > 50
     for f in files:
         check_fits(from_json(f.read_text()), 8)

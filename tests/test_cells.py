@@ -550,7 +550,7 @@ def test_the_reduced_unreduced_cells_are_unreachable_in_the_modes_the_workers_sa
     from harness.run.pool import Pool
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/curated/all_gather_to_reduced.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/curated/all_gather_to_reduced.json").read_text())
     assert "all_gather|to=reduced" in program_cells(p)
     pool = Pool(1)
     try:
@@ -587,7 +587,7 @@ def test_a_mode_a_known_entry_says_may_hang_runs_with_a_short_limit_and_its_hang
     from oracles.rewrites import REWRITES
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_scatter_scan_grad_hang.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_scatter_scan_grad_hang.json").read_text())
     hangs = hang_entries(load(), "0.10.2")
     assert {e.id for e in hangs} >= {"negative-scatter-dimension"}
     modes = ("abstract", "jit", "grad", "grad_remat")
@@ -618,7 +618,7 @@ def test_the_program_without_a_crashing_bug_runs_a_mode_that_may_hang_with_the_s
     from harness.judge.known import load
     from programs.serialize import from_json
 
-    root = Path(__file__).parent.parent / "reports/corpus/known"
+    root = Path(__file__).parent.parent / "harness/data/corpus/known"
     hang = from_json((root / "zero_ag_tiled_grad_hang.json").read_text())
     n = len(hang.inputs) + len(hang.body)  # (the all_to_all's operand: a new last input)
     a2a = Op.make("all_to_all", (len(hang.inputs),), axes=("model",), split_axis=-1, concat_axis=0, tiled=True)
@@ -1214,7 +1214,7 @@ def test_a_rewrite_runs_in_every_mode_where_the_cells_its_parent_lacks_are_open(
     from oracles.rewrites import REWRITES
     from programs.serialize import from_json
 
-    root = Path(__file__).parent.parent / "reports/corpus/known"
+    root = Path(__file__).parent.parent / "harness/data/corpus/known"
     parent = from_json((root / "ppermute_order.json").read_text())
     floats = (Input(parent.inputs[0].shape, "float32", "iota"),)  # (grad claims it too)
     parent = Program(parent.mesh, floats, parent.in_specs, (*parent.body, Op.make("neg", (0,))), (1, 2),

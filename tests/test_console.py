@@ -172,7 +172,7 @@ def test_progress_in_a_log_is_bounded_and_on_a_terminal_redrawn() -> None:
 def test_replay_prints_one_line_per_known_entry_and_v_each_divergence() -> None:
     """`shardfuzz replay` on a known entry's own case: by default one line per entry
     naming its signatures, no message; with -v each divergence and its message."""
-    case = "reports/corpus/known/groups_vma.json"
+    case = "harness/data/corpus/known/groups_vma.json"
     quiet, loud = (sf("replay", *v, "--modes", "abstract,jit", case) for v in ((), ("-v",)))
     assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
     entry = [ln for ln in quiet.stdout.splitlines() if ln.startswith("known (")]

@@ -2,7 +2,7 @@
 
 Programs run in a worker process (a segfault inside XLA, which jax 0.10.2 has for some
 programs, costs one example and is reported, not a dead test session), in the abstract,
-jit and eager modes. Known JAX divergences are data in reports/known_divergences.toml: a
+jit and eager modes. Known JAX divergences are data in harness/data/known_divergences.toml: a
 divergence passes only if an entry explains it by cause (harness/judge/known.py), and then
 the program without the known bug (its rewrite, or the outputs the bug cannot reach) must
 agree with the oracle in full.

@@ -217,7 +217,7 @@ def test_a_fault_in_an_unrelated_collective_is_new_in_every_known_case(faulty_po
 def test_a_crash_keeps_its_cause_line(pool: Pool) -> None:
     """An XLA abort's `Check failed` line names the bug; the crash observation keeps it,
     not only the last lines of stderr (the stack trace after it)."""
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/gspmd_partial_manual_all_gather.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/gspmd_partial_manual_all_gather.json").read_text())
     res = _check(pool, p, ("gspmd",))
     (obs,) = res.observations
     assert obs.status == "crash", obs
@@ -264,7 +264,7 @@ def test_the_size_1_explicit_axis_feature_reads_the_axis_types_outside_explicit_
     from harness.judge.known_features import PROGRAM_FEATURES
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/mixed_size1_explicit_axes.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/mixed_size1_explicit_axes.json").read_text())
     assert p.wrap == "explicit_axes" and p.mesh.axis_types == ("explicit", "auto", "explicit")
     holds = PROGRAM_FEATURES["out_spec_size_1_explicit_with_auto"]
     assert holds(p)
@@ -286,7 +286,7 @@ def test_the_size_1_explicit_axis_feature_reads_auto_axes_out_sharding() -> None
     from harness.judge.known_features import PROGRAM_FEATURES
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/mixed_size1_auto_axes.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/mixed_size1_auto_axes.json").read_text())
     assert p.wrap == "auto_axes" and p.outer_mesh().axis_types == ("auto", "explicit")
     holds = PROGRAM_FEATURES["out_spec_size_1_explicit_with_auto"]
     assert holds(p)
@@ -327,7 +327,7 @@ def replace_kind(p: Program, kind: str) -> Program:
 def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a_later_defect() -> None:
     """Eagerly, a negative-split all_to_all runs (and fails MLIR verification with a
     garbage split size) before a later op's defect is traced (seed 0's 2000-program value
-    run, reports/corpus/known/neg_split_eager_invalid.json). The entry explains that wrong
+    run, harness/data/corpus/known/neg_split_eager_invalid.json). The entry explains that wrong
     error where jax raised at the all_to_all, and not where it raised at the psum, nor
     for the same program with the axis non-negative."""
     from dataclasses import replace
@@ -335,7 +335,7 @@ def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a
     from programs.model import Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_split_eager_invalid.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_split_eager_invalid.json").read_text())
     assert p.body[0].kind == "all_to_all" and p.body[0].p("split_axis") < 0 and p.defect
     pred = predict(p)
     assert pred.error is not None and pred.error.op_index == 1
@@ -360,7 +360,7 @@ def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a
 def test_a_negative_scatter_psum_scatter_explains_vmaps_carry_type_error_before_a_later_defect() -> None:
     """Under vmap, an untiled psum_scatter with scatter_dimension=-1 in a fori loop
     scatters the wrong dimension, and the loop's carry check raises TypeError before the
-    invalid program's out_specs defect (fuzz --seed 2, 60 s; reports/corpus/known/
+    invalid program's out_specs defect (fuzz --seed 2, 60 s; harness/data/corpus/known/
     neg_scatter_vmap_fori_invalid.json). The entry explains that TypeError in the vmap
     modes only, not for the same program with the dimension non-negative, nor on a jax
     that has the fix."""
@@ -369,7 +369,7 @@ def test_a_negative_scatter_psum_scatter_explains_vmaps_carry_type_error_before_
     from programs.model import Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_scatter_vmap_fori_invalid.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_scatter_vmap_fori_invalid.json").read_text())
     assert p.body[0].kind == "psum_scatter" and p.body[0].p("scatter_dimension") < 0 and p.defect
     pred = predict(p)
     assert pred.error is not None
@@ -389,7 +389,7 @@ def test_a_negative_scatter_psum_scatter_explains_vmaps_carry_type_error_before_
 def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_its_cone() -> None:
     """Untiled over a size-1 axis with split_axis=-1, jax 0.10.2's all_to_all keeps its
     operand's shape, so a following pswapaxes of the oracle's (valid) shape raises
-    ValueError (fuzz seed 0, 60 s: reports/corpus/known/neg_split_downstream_swap.json).
+    ValueError (fuzz seed 0, 60 s: harness/data/corpus/known/neg_split_downstream_swap.json).
     The entry explains that error at the pswapaxes, which depends on the all_to_all, and
     not at a pswapaxes of the argument itself, nor with the axis non-negative, nor on a
     jax that normalises negative axes."""
@@ -398,7 +398,7 @@ def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_it
     from programs.model import Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_split_downstream_swap.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_split_downstream_swap.json").read_text())
     a2a, swap = p.body
     assert a2a.kind == "all_to_all" and a2a.p("split_axis") < 0 and swap.kind == "pswapaxes" and swap.operands == (1,)
     pred = predict(p)
@@ -421,11 +421,11 @@ def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_it
 def test_an_out_of_order_ppermute_inside_a_transform_explains_the_transforms_wrong_value() -> None:
     """The probe sees a derivative transform as one op, so a ppermute out of mesh order
     among its steps makes the transform the first op going wrong (a 60 s default run of
-    seed 0, reports/corpus/known/ppermute_order_transform.json). The entry explains the
+    seed 0, harness/data/corpus/known/ppermute_order_transform.json). The entry explains the
     output that reads that transform, not one that does not."""
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/ppermute_order_transform.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/ppermute_order_transform.json").read_text())
     pred = predict(p)
     reads = div("value", "transform", output=2)  # out[2]: the fori_loop over the vjp of the ppermute
     e = find(ENTRIES, reads, [reads], p, pred, "0.10.2")
@@ -445,7 +445,7 @@ def test_a_bf16_vjp_that_sums_its_cotangent_in_partial_manual_is_the_abort_entry
     from programs.model import Input, Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/bf16_partial_manual_vjp.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/bf16_partial_manual_vjp.json").read_text())
     f = OpFeature.parse("transform:cotangent_sum_dtype==bfloat16")
     t = p.body[0]
 
@@ -466,7 +466,7 @@ def test_a_bf16_vjp_that_sums_its_cotangent_in_partial_manual_is_the_abort_entry
 def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotangent_error_only() -> None:
     """A derivative transform in the body transposes its steps in every mode, so the
     untiled all_to_all's wrong transpose raises at the transform in abstract, jit, eager
-    ... (a 60 s default run of seed 0; reports/corpus/known/a2a_untiled_transform.json).
+    ... (a 60 s default run of seed 0; harness/data/corpus/known/a2a_untiled_transform.json).
     The entry explains that error at a transform holding an untiled all_to_all, not at
     one holding a tiled one, nor one of the 0.8 shape where the cotangent is returned."""
     from dataclasses import replace
@@ -474,7 +474,7 @@ def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotang
     from programs.model import Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/a2a_untiled_transform.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/a2a_untiled_transform.json").read_text())
     (tr,) = p.body
     assert tr.kind == "transform" and [s.kind for s in tr.steps()] == ["all_to_all"]
     pred = predict(p)
@@ -499,11 +499,11 @@ def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotang
 def test_a_zero_size_psum_scatter_explains_eagers_wrong_error_only_when_it_raised_there() -> None:
     """Eager runs each op as it comes, so in a program whose defect jax checks at the end
     (a duplicate out_spec axis) a zero-size psum_scatter raises first (a 60 s default
-    run of seed 0; reports/corpus/known/zero_psum_scatter_eager_invalid.json). The entry
+    run of seed 0; harness/data/corpus/known/zero_psum_scatter_eager_invalid.json). The entry
     explains that wrong error in eager, at the psum_scatter, and not at another op."""
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/zero_psum_scatter_eager_invalid.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/zero_psum_scatter_eager_invalid.json").read_text())
     assert p.defect is not None and p.body[0].kind == "psum_scatter"
     pred = predict(p)
     assert pred.error is not None
@@ -521,13 +521,13 @@ def test_a_zero_size_psum_scatter_explains_eagers_wrong_error_only_when_it_raise
 def test_an_untiled_all_to_all_transposed_in_a_transform_explains_an_invalid_programs_wrong_error_only_there() -> None:
     """In an invalid program whose defect jax finds after tracing the body (an out_specs
     structure), a derivative transform holding an untiled all_to_all raises its cotangent
-    ValueError first (a 60 s default run of seed 0; reports/corpus/known/
+    ValueError first (a 60 s default run of seed 0; harness/data/corpus/known/
     a2a_untiled_transform_invalid.json). The entry explains that wrong error at such a
     transform, not with its all_to_all tiled, and not at a plain untiled all_to_all (no
     transpose there)."""
     from programs.model import Op
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/a2a_untiled_transform_invalid.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/a2a_untiled_transform_invalid.json").read_text())
     (tr,) = p.body
     assert p.defect is not None and tr.kind == "transform" and "all_to_all" in [s.kind for s in tr.steps()]
     pred = predict(p)
@@ -561,14 +561,14 @@ def test_a_negative_axis_all_to_all_explains_a_grad_hang_and_gives_it_the_short_
     (untiled split_axis=-1: 'split dimension has size 140728018265312'; concat_axis=-1,
     tiled: the backward all_to_all gets it as its split axis), which raise or hang: a 60 s
     default run of seed 0 (split) and one of seed 2 (concat, reported new) each lost a
-    worker for 30 s (reports/corpus/known/CASE). The entry explains a grad timeout of
+    worker for 30 s (harness/data/corpus/known/CASE). The entry explains a grad timeout of
     such a program, and the scheduler gives its grad modes KNOWN_HANG_LIMIT_S; with the
     axis non-negative (its rewrite) neither, nor on 0.12."""
     from harness.campaign.cells import value_types
     from harness.judge.known import hang_entries, known_hang_modes
     from oracles.rewrites import REWRITES
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known" / case).read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known" / case).read_text())
     assert any(o.kind == "all_to_all" and o.p(axis) == -1 for o in p.body)
     pred = predict(p)
     assert pred.error is None
@@ -590,7 +590,7 @@ def test_a_negative_scatter_dimension_explains_a_nested_shard_map_raising_after_
     """An untiled psum_scatter with scatter_dimension=-2 scatters the wrong dimension
     under vmap, and a nested shard_map after it raises that its argument does not divide
     (a cold 60 s run of seed 6 reported it NEW;
-    reports/corpus/known/neg_scatter_nested_shard_map.json). Run on this jax: every
+    harness/data/corpus/known/neg_scatter_nested_shard_map.json). Run on this jax: every
     divergence is explained by negative-scatter-dimension on 0.10.2, the vmap one at the
     nested shard_map included, and the rewrite (scatter_dimension 0) runs clean; the
     entry does not cover 0.12.0 (fixed upstream)."""
@@ -599,7 +599,7 @@ def test_a_negative_scatter_dimension_explains_a_nested_shard_map_raising_after_
     from harness.run.compat import jax_version
     from oracles.rewrites import REWRITES
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_scatter_nested_shard_map.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_scatter_nested_shard_map.json").read_text())
     assert [o.kind for o in p.body] == ["psum_scatter", "shard_map"] and p.body[0].p("scatter_dimension") == -2
     res = check_program(p, ("jit", "vmap"))
     if jax_version() != "0.10.2":
@@ -617,7 +617,7 @@ def test_a_negative_scatter_dimension_explains_a_nested_shard_map_raising_after_
 def test_a_zero_size_output_under_explicit_axes_explains_its_lost_sharding_type_only() -> None:
     """Inside jax.sharding.explicit_axes on a mixed mesh, a zero-size output split over
     an Explicit axis loses it from its sharding type in jit, gspmd and eager (a cold 60 s
-    run of seed 12 reported it NEW; reports/corpus/known/explicit_axes_zero_size_type.json).
+    run of seed 12 reported it NEW; harness/data/corpus/known/explicit_axes_zero_size_type.json).
     Run on this jax: explicit-axes-zero-size-output-type explains each of those
     divergences; with a non-zero-size argument the program runs clean."""
     from dataclasses import replace
@@ -626,7 +626,7 @@ def test_a_zero_size_output_under_explicit_axes_explains_its_lost_sharding_type_
     from harness.judge.known import explain_all
     from harness.run.compat import jax_version
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/explicit_axes_zero_size_type.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/explicit_axes_zero_size_type.json").read_text())
     assert p.wrap == "explicit_axes" and 0 in p.inputs[0].shape
     if jax_version() != "0.10.2":
         pytest.skip(f"the divergence is measured on jax 0.10.2 (installed: {jax_version()})")

@@ -192,7 +192,7 @@ def test_a_cell_jax_fails_at_is_listed_with_the_known_divergence_that_blocked_it
     check it (abstract)."""
     corpus, rep = tmp_path / "corpus", tmp_path / "rep"
     corpus.mkdir()
-    program = json.loads((ROOT / "reports" / "corpus" / "known" / "neg_scatter.json").read_text())
+    program = json.loads((ROOT / "harness" / "data" / "corpus" / "known" / "neg_scatter.json").read_text())
     (corpus / "neg_scatter.json").write_text(json.dumps({"program": program, "divergences": []}))
     r = sf("fuzz", "--seed", "0", "--max-examples", "1", "--invalid", "0", "--report", str(rep), "--corpus", str(corpus),
            "--compile-cache", "none", *FAST)

@@ -1,6 +1,6 @@
 """Asserting reproducers (harness/report/reproducer.py) against real jax.
 
-Every known divergence's case (reports/corpus/known) gives a script that exits 1 with
+Every known divergence's case (harness/data/corpus/known) gives a script that exits 1 with
 `BUG:` on this jax, in the mode its divergence was found in; a bug this jax no longer has
 (its entry's jax_versions leaves this jax out, e.g. the 0.8-only batching bugs) and every
 curated case (all pass today) give scripts
@@ -45,8 +45,8 @@ from programs.source import from_source
 from strategies import programs
 
 ROOT = Path(__file__).resolve().parent.parent
-KNOWN = sorted((ROOT / "reports/corpus/known").glob("*.json"))
-CURATED = sorted((ROOT / "reports/corpus/curated").glob("*.json"))
+KNOWN = sorted((ROOT / "harness/data/corpus/known").glob("*.json"))
+CURATED = sorted((ROOT / "harness/data/corpus/curated").glob("*.json"))
 RUNNER = Path(__file__).with_name("repro_runner.py")
 
 def _entries_by_case() -> dict[str, object]:
@@ -76,7 +76,7 @@ def _case_program_id(name: str) -> str:
     from harness.judge.known import case_path
     from programs.serialize import program_id
 
-    # (an entry's case is under reports/corpus/known, or regressions/ for an old release's bug)
+    # (an entry's case is under harness/data/corpus/known, or regressions/ for an old release's bug)
     return program_id(replace(from_json(case_path(ENTRIES[name]).read_text()), notes=()))  # (its reason aside)
 
 
@@ -242,7 +242,7 @@ def test_known_cases_fail_and_curated_pass(tmp_path: Path) -> None:
             expect_xfail[s] = STALE[path.stem]
         jobs.append((s, mode in RISKY or _aborts(path)))
     for name, mode in EXTRA_BUGS:
-        s = _write(tmp_path, name, _load(ROOT / "reports/corpus/known" / f"{name}.json"), mode)
+        s = _write(tmp_path, name, _load(ROOT / "harness/data/corpus/known" / f"{name}.json"), mode)
         known[s] = name
         jobs.append((s, mode in RISKY))
     curated = {}
@@ -254,7 +254,7 @@ def test_known_cases_fail_and_curated_pass(tmp_path: Path) -> None:
     for name, mode, old, new in TAMPER:
         s = tmp_path / f"{name}__{mode}.py"
         if not s.exists():
-            s = _write(tmp_path, name, _load(ROOT / "reports/corpus/curated" / f"{name}.json"), mode)
+            s = _write(tmp_path, name, _load(ROOT / "harness/data/corpus/curated" / f"{name}.json"), mode)
         text = s.read_text()
         assert old in text, f"{name} ({mode}): the literal {old!r} to tamper with is not in the script"
         t = tmp_path / f"tampered_{name}__{mode}.py"
@@ -291,7 +291,7 @@ def test_stale_cases_still_exist() -> None:
     from harness.judge.known import case_path
 
     for name in set(STALE) | FIXED_HERE | {n for n, _ in EXTRA_BUGS}:
-        where = case_path(ENTRIES[name]) if name in ENTRIES else ROOT / "reports/corpus/known" / f"{name}.json"
+        where = case_path(ENTRIES[name]) if name in ENTRIES else ROOT / "harness/data/corpus/known" / f"{name}.json"
         assert where.exists(), name
 
 
@@ -309,7 +309,7 @@ def test_pytest_form_fails_on_a_bug_and_passes_where_jax_is_right(tmp_path: Path
         "test_ok_grad": ("curated/ppermute_partial_zeros", "grad_remat", True),
     }
     for stem, (case, mode, _) in cases.items():
-        p = _load(ROOT / "reports/corpus" / f"{case}.json")
+        p = _load(ROOT / "harness/data/corpus" / f"{case}.json")
         text = pytest_reproducer(p, mode=mode, name=stem)
         ast.parse(text)
         assert f"def {stem}():" in text and ("pytest.raises(" in text or "np.testing.assert_" in text or mode in ("lowering", "abstract"))
@@ -322,7 +322,7 @@ def test_pytest_form_fails_on_a_bug_and_passes_where_jax_is_right(tmp_path: Path
 
 
 def test_modes_that_do_not_apply_are_refused() -> None:
-    p = _load(ROOT / "reports/corpus/known/ppermute_order.json")  # int32 only, names both axes
+    p = _load(ROOT / "harness/data/corpus/known/ppermute_order.json")  # int32 only, names both axes
     for mode in ("grad", "vmap_spmd", "nope"):
         with pytest.raises(NoReproducer):
             reproducer(p, mode=mode)
@@ -336,11 +336,11 @@ def test_case_mode() -> None:
     disagree = {"kind": "mode_disagreement", "mode": "eager,jit"}
     assert case_mode({"divergences": [disagree, {"kind": "value", "mode": "vmap"}]}) == "vmap"
     # modes that raise where jax must raise are right: the reproducer runs a quiet mode
-    dup = _load(ROOT / "reports/corpus/known/dup_same_entry.json")  # jax must raise; eval_shape does not
+    dup = _load(ROOT / "harness/data/corpus/known/dup_same_entry.json")  # jax must raise; eval_shape does not
     assert divergence_mode(dup, "mode_disagreement", "eager,gspmd,jit,lowering,vmap") == "abstract"
     assert minimized_reproducer(dup, "mode_disagreement|eager,gspmd,jit,lowering,vmap|raise:eager", "t").count("(mode: abstract)") == 1
     # modes that raise where jax must run are wrong: the reproducer runs one of them
-    grad = _load(ROOT / "reports/corpus/known/all_to_all_untiled_transpose.json")
+    grad = _load(ROOT / "harness/data/corpus/known/all_to_all_untiled_transpose.json")
     assert divergence_mode(grad, "mode_disagreement", "grad,grad_remat") == "grad"
 
 
@@ -379,7 +379,7 @@ def test_reproducer_runs_on_jax_without_jax_shard_map(tmp_path: Path) -> None:
         pytest.skip("no jax without jax.shard_map here: build one with `python scripts/envs.py 0.6.0 --dir envs/` "
                     "or set SHARDFUZZ_OLD_JAX_PYTHON")
     py, v = old
-    case = Path(__file__).resolve().parent.parent / "reports/corpus/regressions/in_spec_unknown_axis_keyerror.json"
+    case = Path(__file__).resolve().parent.parent / "harness/data/corpus/regressions/in_spec_unknown_axis_keyerror.json"
     script = tmp_path / "repro.py"
     script.write_text(reproducer(from_json(case.read_text()), mode="jit", title=case.name))
     bad = subprocess.run([py, str(script)], capture_output=True, text=True, timeout=300)
@@ -407,7 +407,7 @@ def test_permute_order_runs_on_jax_0_11_with_its_flag_off(tmp_path: Path) -> Non
     known entry's reproducer turns the flag off, so it exits 1 (BUG) on this jax and
     0 (FIXED) there; without that line jax 0.11+ raises instead."""
     new = _new_jax_python()
-    case = Path(__file__).resolve().parent.parent / "reports/corpus/known/ppermute_order.json"
+    case = Path(__file__).resolve().parent.parent / "harness/data/corpus/known/ppermute_order.json"
     p = from_json(case.read_text())
     text = reproducer(p, mode="jit", title="ppermute order")
     assert 'jax.config.update("jax_raise_on_ppermute_sort_diff", False)' in text

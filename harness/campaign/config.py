@@ -36,7 +36,7 @@ class RunConfig:
     budget_s: float | None = None
     report_dir: Path = Path("reports/run")
     modes: tuple[str, ...] = DEFAULT_MODES
-    suppressions: list[KnownDivergence] = field(default_factory=list)  # reports/known_divergences.toml
+    suppressions: list[KnownDivergence] = field(default_factory=list)  # harness/data/known_divergences.toml
     progress: TextIO = sys.stderr
     verbosity: int = 0  # the console's level (harness/report/console.py): 0 news only, 1 (-v) known buckets too, 2 (-vv) everything
     workers: int = field(default_factory=lambda: cores())  # 0: run in this process (no crash safety)

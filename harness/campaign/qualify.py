@@ -11,7 +11,7 @@ version:
 
 - pass: jax agrees with the oracle in every mode;
 - fail: a divergence no known-divergence entry explains (its signatures are listed);
-- known: every divergence is a known one (reports/known_divergences.toml);
+- known: every divergence is a known one (harness/data/known_divergences.toml);
 - unsupported: no mode could run it: the program uses a feature this jax lacks or
   defines differently (`harness.run.compat.unsupported_features`); a mode that cannot run
   a program (or that this jax lacks) is listed in the cell while the others decide.
@@ -656,7 +656,7 @@ def register(sub: Any) -> None:
     q.add_argument("--workers", type=at_least(1), default=cores,
                    help=f"worker processes per version (default: the number of cores, here {cores})")
     q.add_argument("--timeout", type=positive(float, "seconds"), default=60.0, help="per-mode timeout in a worker, seconds")
-    q.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+    q.add_argument("--suppressions", default=None, help="known divergences TOML (default: harness/data/known_divergences.toml)")
     q.add_argument("--modes", default=",".join(MODES),
                    help="comma-separated modes to run on every version (each where that jax supports it)")
     q.add_argument("--bisect", action="store_true",

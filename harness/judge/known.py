@@ -1,4 +1,4 @@
-"""Known jax divergences, as data (`reports/known_divergences.toml`), matched by cause.
+"""Known jax divergences, as data (`harness/data/known_divergences.toml`), matched by cause.
 
 An entry explains a divergence only when all of these hold:
 - one of its signature patterns matches (`kind|mode|where`: the kind is always literal,
@@ -34,6 +34,7 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from harness.data import DATA, KNOWN_DIVERGENCES
 from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known_features import (
     OUTPUT_FEATURES,
@@ -47,7 +48,7 @@ from oracles.rewrites import REWRITES
 from programs.graph import cone, live_ops, slice_outputs
 from programs.model import DTYPES, Op, Program, Spec
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "reports" / "known_divergences.toml"
+DEFAULT_PATH = KNOWN_DIVERGENCES
 _KINDS = {k.value for k in DivergenceKind}
 _ERRORS = {"unexpected_error", "wrong_error", "missing_error"}
 
@@ -82,7 +83,7 @@ class KnownDivergence:
     value_features: tuple[str, ...] = ()
     errors_downstream: bool = False  # its errors may surface at ops depending on the feature op
     rewrite: str | None = None  # a name in oracles.rewrites.REWRITES
-    case: str = ""  # its own minimized case (path from the repository root)
+    case: str = ""  # its own minimized case (path from the data root, harness/data)
     link: str = ""  # the upstream issue or fix, or 'none found: ...'
     reproducer: str = ""
     mode: str = "jit"  # the mode its reproducer runs in
@@ -580,9 +581,9 @@ def entry_modes(e: KnownDivergence, modes: Sequence[str]) -> tuple[str, ...]:
 
 
 def case_path(e: KnownDivergence) -> Path:
-    """An entry's own case, from the repository root (or absolute)."""
+    """An entry's own case, from the data root (harness/data; or absolute)."""
     p = Path(e.case)
-    return p if p.is_absolute() else DEFAULT_PATH.parents[1] / p
+    return p if p.is_absolute() else DATA / p
 
 
 def load(path: Path | None = None) -> list[KnownDivergence]:

@@ -1,4 +1,4 @@
-"""The vocabulary of a known-divergence entry (reports/known_divergences.toml): signature
+"""The vocabulary of a known-divergence entry (harness/data/known_divergences.toml): signature
 patterns (`kind|mode|where`, the kind always literal) and the structured features its
 `when` names: program features, op features (which must hold on one op in the
 divergence's scope) and value features. Never message text."""

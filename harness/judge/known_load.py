@@ -1,4 +1,4 @@
-"""Reading reports/known_divergences.toml: every entry validated (literal kinds, a real
+"""Reading harness/data/known_divergences.toml: every entry validated (literal kinds, a real
 version range, a known rewrite, its own existing case, a link), or a KnownDivergencesError
 naming the file, the entry and the problem."""
 
@@ -68,7 +68,7 @@ def load(path: Path | None = None) -> list[KnownDivergence]:
     for e in out:
         if not case_path(e).exists():
             raise KnownDivergencesError(f"{path}: entry {e.id!r}: its case {e.case!r} does not exist "
-                                        "(each entry needs its own minimized case, reports/corpus/known/*.json)")
+                                        "(each entry needs its own minimized case, harness/data/corpus/known/*.json)")
     for attr in ("id", "case"):
         seen: set[str] = set()
         for e in out:

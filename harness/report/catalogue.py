@@ -1,7 +1,7 @@
 """`shardfuzz errors --out DIR`: the error catalogue, one page per error kind the oracle
 predicts, each example executed while the catalogue is made.
 
-For every `ErrorKind`, the smallest curated case (`reports/corpus/curated/`) the oracle
+For every `ErrorKind`, the smallest curated case (`harness/data/corpus/curated/`) the oracle
 says raises it is run through jax (abstract mode, in a worker; `--python` for another
 jax) to capture the exact message on that version, checked to be the predicted error
 (`harness/judge/compare.py`), and given its verified fixes (`harness/report/fixes.py`:
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.data import CORPUS
 from harness.report.explain import explain_lines
 from harness.report.fixes import FixReport, find_fixes
 from harness.report.markup import esc, write
@@ -30,7 +31,7 @@ from programs.emit import to_python
 from programs.model import Program
 from programs.serialize import from_json
 
-CURATED = Path(__file__).resolve().parents[2] / "reports" / "corpus" / "curated"
+CURATED = CORPUS / "curated"
 CATALOGUE_SCHEMA = 1
 
 # What each error means, in terms of specs and varying axes (jax 0.10.2's

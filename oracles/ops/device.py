@@ -3,6 +3,8 @@ nested shard_map (jax 0.10.2 `jax/_src/lax/parallel.py`, `jax/_src/shard_map.py`
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from oracles.devices import assemble_local, group_index, split_local
@@ -148,13 +150,13 @@ class NestedShardMap(OpDef):
         return OPS[op.kind], ictx, ValueType(local, x.dtype, frozenset(vma) if vma is not None else None)
 
     def check(self, ins: list[ValueType], ctx: Ctx) -> None:
-        axes = tuple(ctx.op.p("inner_axes"))  # type: ignore[arg-type]
+        axes = tuple(cast("tuple[str, ...]", ctx.op.p("inner_axes")))
         for a in axes:
             if a not in ctx.mesh.names or a in ctx.manual:
                 raise ctx.fail(ErrorKind.UNBOUND_AXIS, f"nested shard_map over {a!r}, which is not an automatic axis here", a)
         ent = self._entries(ctx, "in_spec")
-        for d, e in enumerate(ent):
-            if e and (d >= len(ins[0].shape) or ins[0].shape[d] % ctx.mesh.group_size(e)):
+        for dim, e in enumerate(ent):
+            if e and (dim >= len(ins[0].shape) or ins[0].shape[dim] % ctx.mesh.group_size(e)):
                 raise ctx.fail(ErrorKind.IN_SPEC_DIVISIBILITY, f"nested shard_map: in_spec {ent} does not divide {ins[0].shape}")
         d, ictx, t = self._inner(ins, ctx)
         d.check([t], ictx)
