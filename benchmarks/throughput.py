@@ -37,8 +37,8 @@ compat.force_host_devices()
 
 import harness.campaign.fuzz as fuzz_mod  # noqa: E402
 from harness.campaign.fuzz import RunConfig, fuzz, seeded_programs  # noqa: E402
+from harness.campaign.known_queries import known_trouble  # noqa: E402
 from harness.judge.check import evaluate  # noqa: E402
-from harness.judge.known import known_trouble  # noqa: E402
 from harness.judge.known import load as load_suppressions  # noqa: E402
 from harness.run.modes import DEFAULT_MODES, MODES  # noqa: E402
 from harness.run.pool import Pool  # noqa: E402

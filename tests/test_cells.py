@@ -583,7 +583,8 @@ def test_a_mode_a_known_entry_says_may_hang_runs_with_a_short_limit_and_its_hang
 
     from harness.campaign.cells import value_types
     from harness.campaign.fuzz import KNOWN_HANG_LIMIT_S, fuzz
-    from harness.judge.known import hang_entries, known_hang_modes, load
+    from harness.campaign.known_queries import hang_entries, known_hang_modes
+    from harness.judge.known import load
     from oracles.rewrites import REWRITES
     from programs.serialize import from_json
 

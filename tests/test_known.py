@@ -565,7 +565,7 @@ def test_a_negative_axis_all_to_all_explains_a_grad_hang_and_gives_it_the_short_
     such a program, and the scheduler gives its grad modes KNOWN_HANG_LIMIT_S; with the
     axis non-negative (its rewrite) neither, nor on 0.12."""
     from harness.campaign.cells import value_types
-    from harness.judge.known import hang_entries, known_hang_modes
+    from harness.campaign.known_queries import hang_entries, known_hang_modes
     from oracles.rewrites import REWRITES
 
     p = from_json((Path(__file__).parent.parent / "reports/corpus/known" / case).read_text())
@@ -658,7 +658,7 @@ def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error()
     """`known_error_trouble`: the ops of an invalid program at which an entry with a
     missing / wrong error signature says jax goes wrong (its op features), or every op
     (program features only); nothing for an entry about values, or another jax."""
-    from harness.judge.known import known_error_trouble
+    from harness.campaign.known_queries import known_error_trouble
     from oracles.interpreter import trace
 
     dead_perm = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("ppermute", 0, axes=("x",), perm=((0, 1), (0, 1)))],
@@ -685,7 +685,7 @@ def test_a_known_crash_before_an_invalid_programs_error_is_eager_trouble_at_its_
     raised, and the program's other pmean cells by error were counted checked in eager,
     and never were). Trouble in eager only, at the ops before the error; none where the
     error comes first, nor in the modes that trace the whole body before they run it."""
-    from harness.judge.known import error_trouble_modes
+    from harness.campaign.known_queries import error_trouble_modes
     from oracles.interpreter import trace
 
     abort = entry({"id": "abort", "reason": "r", "link": "none found", "case": "c.json",
@@ -794,7 +794,7 @@ def test_the_modes_a_known_entry_says_jax_may_crash_in_run_last() -> None:
     from types import SimpleNamespace
 
     from harness.campaign.fuzz import _Scheduler as Scheduler
-    from harness.judge.known import hang_entries, hang_mode_names
+    from harness.campaign.known_queries import hang_entries, hang_mode_names
 
     crashes = hang_entries(ENTRIES, "0.10.2", "crash")
     assert any(e.id == "gspmd-partial-manual-all-gather-abort" for e in crashes)
@@ -813,7 +813,7 @@ def test_a_value_feature_the_program_lacks_is_no_known_trouble() -> None:
     """`known_trouble` (the scheduler runs such a valid program alone, not in a jit
     batch) asks an entry's value features too: zero-size-output-blocks, whose only
     feature is a zero-size value, held every valid program, and none was batched."""
-    from harness.judge.known import known_trouble
+    from harness.campaign.known_queries import known_trouble
 
     plain = prog(XY, [iota(4)], [P("x")], [op("neg", 0)], [1], [P("x")])
     assert not known_trouble(ENTRIES, plain, predict(plain), "0.10.2", "jit")
@@ -830,8 +830,8 @@ def test_eager_runs_the_outputs_a_known_entry_says_it_raises_on_apart_from_the_o
     outputs' part runs clean in real jax."""
     from harness.campaign.config import RunConfig
     from harness.campaign.fuzz import _Scheduler as Scheduler
+    from harness.campaign.known_queries import known_raise_outputs
     from harness.campaign.state import Run
-    from harness.judge.known import known_raise_outputs
     from harness.run.modes import MODES
     from programs.model import Input
 

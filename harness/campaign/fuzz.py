@@ -45,10 +45,7 @@ from harness.campaign.generation import (
     hypothesis_test,
     seeded_programs,
 )
-from harness.campaign.state import Bucket, Run, case_document, coverage_keys, spec_pattern
-from harness.campaign.sweep import Sweep
-from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
-from harness.judge.known import (
+from harness.campaign.known_queries import (
     error_trouble_modes,
     hang_entries,
     hang_mode_names,
@@ -57,6 +54,9 @@ from harness.judge.known import (
     known_raise_outputs,
     known_trouble,
 )
+from harness.campaign.state import Bucket, Run, case_document, coverage_keys, spec_pattern
+from harness.campaign.sweep import Sweep
+from harness.judge.check import CheckResult, check_program, evaluate, localise_values, probe_mode
 from harness.report.markup import write as atomic_write
 from harness.report.summary import RunSummary
 from harness.run import compat

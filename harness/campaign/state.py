@@ -15,17 +15,10 @@ from typing import Any
 
 from harness.campaign.cells import CellLedger, by_error, checked_cells, ops_cells, program_cells
 from harness.campaign.config import NO_LIMIT, RunConfig
+from harness.campaign.known_queries import error_trouble_modes, raise_entries
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence, DivergenceKind
-from harness.judge.known import (
-    Explained,
-    KnownDivergence,
-    derived_program,
-    error_trouble_modes,
-    explain_all,
-    explains,
-    raise_entries,
-)
+from harness.judge.known import Explained, KnownDivergence, derived_program, explain_all, explains
 from harness.report.markup import write as atomic_write
 from harness.run import compat
 from programs.model import Program

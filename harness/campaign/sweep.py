@@ -36,7 +36,7 @@ from harness.campaign.cells import (
     value_types,
 )
 from harness.campaign.generation import GENERATION, stable_constants
-from harness.judge.known import trouble_kind
+from harness.campaign.known_queries import trouble_kind
 from harness.run.modes import DEFAULT_MODES
 from programs.cells import PAIRED
 from programs.model import Program
