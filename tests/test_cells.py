@@ -93,7 +93,7 @@ def test_a_derived_programs_failure_reopens_its_pairs_without_spending_their_reo
     raised = (Observation("abstract", status="ok"), Observation("jit", status="error", error_type="ValueError"))
     run.record(CheckResult(parent, predict(parent), raised, ()))
     assert not run.cells.reopened  # (drawn: its reopens are spent)
-    run.queue_derived(q, parent, ("jit",))
+    run.derived.queue(q, parent, ("jit",))
     run.record(CheckResult(q, predict(q), raised, ()))
     assert run.cells.reopened == {f"{c}@jit" for c in cells}
 
@@ -837,15 +837,15 @@ def test_a_derived_program_already_queued_runs_again_in_a_mode_it_was_not_queued
                 (1, 2), (Spec((("x",),)), Spec((("x",),))))
     crash = Divergence(DivergenceKind.CRASH, "jit", "worker died (SIGSEGV)", "crash")
     run.record(CheckResult(p, predict(p), (Observation("abstract", status="ok"), Observation("jit", status="crash")), (crash,)))
-    assert len(run.derived_pending) == 1
-    q, modes = run.derived_pending.pop()
+    assert len(run.derived.pending) == 1
+    q, modes = run.derived.pending.pop()
     assert "jit" in modes and "eager" not in modes and q != p  # (the entry's rewrite: a positive split_axis)
     eager = Divergence(DivergenceKind.CRASH, "eager", "worker died (SIGSEGV)", "crash")
     run.record(CheckResult(p, predict(p), (Observation("eager", status="crash"),), (eager,)), parent=program_id(p))
-    assert run.derived_pending == [(q, ("eager",))]
-    run.derived_pending.clear()
+    assert run.derived.pending == [(q, ("eager",))]
+    run.derived.pending.clear()
     run.record(CheckResult(p, predict(p), (Observation("eager", status="crash"),), (eager,)), parent=program_id(p))
-    assert run.derived_pending == []  # (queued in every mode it diverged in: not again)
+    assert run.derived.pending == []  # (queued in every mode it diverged in: not again)
 
 
 def test_a_mode_that_raised_at_one_known_op_blocks_the_cells_of_the_others_jax_raises_at_there(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -1173,7 +1173,7 @@ def test_while_the_sweep_runs_a_derived_program_runs_only_the_modes_it_brings_a_
     other = Program(p.mesh, p.inputs, p.in_specs, p.body[:1], (1,), p.out_specs[:1])
     run.cells.claim(other, psum, ("gspmd", "eager"))  # (another program was sent with psum's pairs)
     run.cells.claim(other, psum | neg, ("vmap",))
-    run.queue_derived(p, p, ("jit", "gspmd", "vmap", "eager"))
+    run.derived.queue(p, p, ("jit", "gspmd", "vmap", "eager"))
     sched.submit_derived()
     assert pool.sent == [(p, ("jit", "gspmd"))]  # (vmap: nothing new)
     assert [(len(q.outputs), modes) for q, modes, _, _ in sched.late] == [(1, ("eager",))]  # neg's output only
@@ -1182,19 +1182,19 @@ def test_while_the_sweep_runs_a_derived_program_runs_only_the_modes_it_brings_a_
     # one that brings nothing is not sent; after the sweep, every mode it was queued in
     q = Program(p.mesh, p.inputs, p.in_specs, p.body, p.outputs, p.out_specs, check_vma=not p.check_vma)
     run.cells.claim(other, psum | neg, ("jit",))
-    run.queue_derived(q, p, ("jit", "vmap"))
+    run.derived.queue(q, p, ("jit", "vmap"))
     pool.sent.clear()
     sched.submit_derived()
     assert pool.sent == []
     # a pair jax left unchecked (reopened) is one it brings, and claims
     run.cells.reopen(neg, "vmap")
-    run.queue_derived(q, p, ("jit", "vmap"))
-    run.derived_modes.pop(program_id(q))
+    run.derived.queue(q, p, ("jit", "vmap"))
+    run.derived.modes.pop(program_id(q))
     sched.submit_derived()
     assert pool.sent == [(q, ("vmap",))] and not run.cells.reopened
     sched.sweeping = False
     pool.sent.clear()
-    run.queue_derived(p, p, ("jit", "vmap"))
+    run.derived.queue(p, p, ("jit", "vmap"))
     sched.submit_derived()
     assert pool.sent == [(p, ("jit", "vmap"))]  # (its cells are its parent's: no other mode)
 
@@ -1228,8 +1228,8 @@ def test_a_rewrite_runs_in_every_mode_where_the_cells_its_parent_lacks_are_open(
     pool = _SentJobs()
     sched = _Scheduler(run, pool)  # type: ignore[arg-type]
     run.cells.claim(parent, checked_cells(parent), DEFAULT_MODES)  # (the parent was sent in every mode)
-    run.queue_derived(q, parent, ("jit",))
-    assert run.derived_new[program_id(q)] == new
+    run.derived.queue(q, parent, ("jit",))
+    assert run.derived.new[program_id(q)] == new
     sched.submit_derived()
     ((sent, modes),) = pool.sent
     assert sent == q and modes[0] == "abstract" and {"jit", "gspmd", "vmap", "grad", "lowering"} <= set(modes), modes
@@ -1242,8 +1242,8 @@ def test_a_rewrite_runs_in_every_mode_where_the_cells_its_parent_lacks_are_open(
             run.cells.checks[(c, m)] = 1
     pool.sent.clear()
     sched.late.clear()
-    run.queue_derived(q, parent, ("vmap",))
+    run.derived.queue(q, parent, ("vmap",))
     lean = Program(parent.mesh, parent.inputs, parent.in_specs, parent.body, (1,), parent.out_specs[:1])
-    run.queue_derived(lean, parent, ("grad",))
+    run.derived.queue(lean, parent, ("grad",))
     sched.submit_derived()
     assert pool.sent == [(q, ("vmap",)), (lean, ("grad",))] and not sched.late

@@ -38,9 +38,9 @@ from harness.campaign.database import run_database
 from harness.campaign.finish import check_entry_cases, minimize_buckets, share_failures, summarise
 from harness.campaign.generation import (
     GENERATION,
-    _handling,
     example_database,
     fuzz_program,
+    handling,
     hypothesis_shrink,
     hypothesis_test,
     seeded_programs,
@@ -71,7 +71,7 @@ from programs.serialize import program_id
 __all__ = [
     "GENERATION", "Bucket", "Run", "RunConfig", "RunSummary", "atomic_write", "case_document", "check_sync",
     "coverage_keys", "example_database", "fuzz", "fuzz_program", "hypothesis_shrink", "hypothesis_test",
-    "load_corpus", "replay_corpus", "seeded_programs", "spec_pattern", "tier_modes", "_handling",
+    "load_corpus", "replay_corpus", "seeded_programs", "spec_pattern", "tier_modes", "handling",
 ]
 
 
@@ -187,7 +187,7 @@ class _Scheduler:
             run.stream_index.setdefault(pid, len(run.generated_ids) - 1)
         if pid in run.elsewhere:
             return  # drawn again, and another shard's
-        if pid in run.checked or pid in run.derived_ids:
+        if pid in run.checked or pid in run.derived.ids:
             # Hypothesis drew the same program again, or one an earlier program's derived
             # program (without its known bug) already is: its result is known
             run.repeats += 1
@@ -219,7 +219,7 @@ class _Scheduler:
         if q is not None and not self.run.is_known(q):
             modes = tuple(m for m in tier_modes(q, self.cfg, self.run.cells, self.sweeping, self.run.jax_version) if m != "abstract")
             if modes:
-                self.run.queue_derived(q, p, modes)
+                self.run.derived.queue(q, p, modes)
 
     def submit(self, p: Program) -> None:
         assert self.pool is not None
@@ -396,8 +396,8 @@ class _Scheduler:
         to the outputs that bring it one: seed 0, 60 s, cold, the derived programs'
         cheap modes took 12.6 s of the workers' time while the sweep ran, against the
         sweep programs' own 24.8 s."""
-        while self.run.derived_pending:
-            q, modes = self.run.derived_pending.pop(0)
+        while self.run.derived.pending:
+            q, modes = self.run.derived.pending.pop(0)
             if self.pool is None:
                 self.run.record(check_program(q, modes))
                 continue
@@ -407,7 +407,7 @@ class _Scheduler:
                 mine = claim(q, self.cfg, self.run.cells, modes, True, self.run.jax_version, derived=True)
                 modes = tuple(m for m in modes if m in mine)
                 cut = {m: self.run.cells.cut.pop((program_id(q), m), None) for m in modes if m in COSTLY_MODES}
-            # a rewrite makes cells its parent lacks (Run.derived_new): in the run's other
+            # a rewrite makes cells its parent lacks (Run.derived.new): in the run's other
             # modes too, where they are a pair no program was sent with. A mode the
             # parent's divergences did not name never ran them (fuzz seed 8, 60 s, cold: a
             # vmap_spmd rewrite put the axes of an int16 ppermute in mesh order, and
@@ -417,11 +417,11 @@ class _Scheduler:
             # program, seed 1's eager parts doubled and its late parts went unsent)
             extra = tuple(m for m in self.cfg.modes if m not in queued)
             checks = self.run.cells.checks  # (a derived program's pairs are never `scheduled`: open until checked)
-            new = frozenset(c for c in self.run.derived_new.get(program_id(q), ()) if any((c, m) not in checks for m in extra))
+            new = frozenset(c for c in self.run.derived.new.get(program_id(q), ()) if any((c, m) not in checks for m in extra))
             if extra and new:
                 more = claim(q, self.cfg, self.run.cells, extra, True, self.run.jax_version, derived=True, only=new)
                 cut.update({m: self.run.cells.cut.pop((program_id(q), m), None) for m in more if m in COSTLY_MODES})
-                self.run.derived_modes.setdefault(program_id(q), set()).update(more)
+                self.run.derived.modes.setdefault(program_id(q), set()).update(more)
                 modes = tuple(m for m in self.cfg.modes if m in modes or m in more)
             if not modes:
                 continue
@@ -542,7 +542,7 @@ class _Scheduler:
             return
         for size_ in list(self.queues):
             self.flush(size_)
-        while self.pool.busy() or self.parts or self.run.derived_pending or self.late:
+        while self.pool.busy() or self.parts or self.run.derived.pending or self.late:
             self.submit_derived()
             if self.late:  # (the last ones, and a derived program's costly mode: a late part of its own)
                 if self.out_of_time:
@@ -565,7 +565,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
         replay_corpus(sched.run, sched.pool)
     db = run_database(cfg.database, cfg.corpus)
     if db is not None:  # (shared: what other runs and shards saved is checked first)
-        with _handling(lambda p: sched.check(p, reused=True)):
+        with handling(lambda p: sched.check(p, reused=True)):
             try:
                 hypothesis_test(cfg, [Phase.reuse], ReadOnlyDatabase(db))()
             except unittest.SkipTest:
@@ -612,7 +612,7 @@ def _generate(sched: _Scheduler, fixed: Iterable[Program] | None, stats: list[di
                 swept()
     else:
         check = sched.check
-    with collector.with_value(stats.append), _handling(check):
+    with collector.with_value(stats.append), handling(check):
         hypothesis_test(cfg, [Phase.generate])()
 
 
