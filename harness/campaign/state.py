@@ -139,7 +139,7 @@ class Run:
         self.entry_matches: Counter[str] = Counter()  # entry id -> divergences it explained
         self.entry_shows: dict[str, bool] = {}  # entry id -> its own case showed the bug here
         self.cells = CellLedger.new()  # configuration cells: scheduled, and checked per mode
-        # a program whose costly modes run in a late part (harness/campaign/fuzz.py) is
+        # a program whose costly modes run in a late part (harness/campaign/plan.py) is
         # recorded once per part: counted once, its case holding every part's divergences
         self.recorded: dict[str, int] = {}  # program id -> its index (self.n) when first recorded
         self.counted: set[tuple[str, str]] = set()  # (what, program id): "divergent", "failing", "known"
@@ -227,7 +227,7 @@ class Run:
     def record(self, res: CheckResult, from_corpus: bool = False, parent: str | None = None) -> None:
         """`parent`: `res` is a late part of the program with that id (the program's
         costly modes, maybe on the program cut to some of its outputs:
-        harness/campaign/fuzz.py), the same program again: counted once."""
+        harness/campaign/plan.py `Part.late`), the same program again: counted once."""
         p = res.program
         pid = parent or program_id(p)
         derived = pid in self.derived.ids
