@@ -73,7 +73,8 @@ SWEEP_LATE_EVERY = 10
 
 
 class PartKind(Enum):
-    """How a part's result is fed back (the executor's one dispatch)."""
+    """How a part's result is fed back (the executor's one dispatch: a new way of feeding
+    a result back is a kind here and one branch there)."""
 
     WHOLE = "whole"  # judged on its own (with `kept`: joined to an earlier job's observations first)
     SPLIT = "split"  # one of a program's parts, joined with the others of its `group` before judging
@@ -87,14 +88,15 @@ class Part:
 
     - `limit_s`: its own per-mode time limit (None: the pool's);
     - `together`: the modes the worker tries in one jit first (harness/run/together.py);
-    - `late`: a costly mode, queued and sent by its worth (`Planner.next_late`), recorded
+    - `late`: a costly mode, queued and sent by its worth (`next_late`), recorded
       as a part of the program with id `parent`, maybe cut to that program's `outputs`
       (None: all), checking `cells`;
     - `group`: the executor's join token of a SPLIT or BATCHED part; `prediction`: the
       oracle's, already made (a WHOLE part is judged with it, a group joined with it);
     - `kept`: observations of an earlier job of the same program, joined with this one's
       (the modes run together re-run alone; the modes a crash kept from running);
-    - `parent`: the program id its result is recorded under (a late part's).
+    - `parent`: the program id its result is recorded under (a late part's);
+    - `probe_of`: the result a PROBE part localises.
     """
 
     program: Program
