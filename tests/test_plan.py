@@ -476,6 +476,12 @@ def test_a_stream_program_has_its_jit_mode_batched_and_a_sweep_program_does_not(
         assert [(x.modes, x.kind, x.together) for x in swept] == [(modes, PartKind.WHOLE, ("jit", "vmap"))]
         # (a derived program is never batched: its result would wait for its batch to fill)
         assert [x.kind for x in pl.split(p, modes, sweeping=False, batch=False)] == [PartKind.WHOLE]
+        # a prediction made already is the one the parts carry, and batches nothing more
+        pred = predict(p)
+        assert [(x.kind, x.prediction is pred) for x in pl.split(p, modes, sweeping=False, prediction=pred)] == [
+            (PartKind.SPLIT, True), (PartKind.BATCHED, True)]
+        assert [(x.kind, x.prediction is pred) for x in pl.split(p, modes, sweeping=True, prediction=pred)] == [
+            (PartKind.WHOLE, True)]
 
 
 def test_a_mode_a_known_entry_says_jax_fails_in_is_not_run_together() -> None:

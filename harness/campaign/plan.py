@@ -213,10 +213,6 @@ class Planner:
     known: KnownQueries
     pooled: bool = True
 
-    @staticmethod
-    def of(cfg: RunConfig, jax_version: str, pooled: bool = True) -> Planner:
-        return Planner(cfg, KnownQueries.of(cfg.suppressions, jax_version), pooled)
-
     @functools.cached_property
     def value_tier(self) -> ValueTier:
         return ValueTier(self.cfg, self.known)
@@ -224,11 +220,12 @@ class Planner:
     # ------------------------------------------------------------ plans
 
     def plan(self, p: Program, ledger: CellLedger, sweeping: bool = False,
-             is_known: Callable[[Program], bool] | None = None) -> Plan:
+             is_known: Callable[[Program], bool] | None = None, prediction: Prediction | None = None) -> Plan:
         """A drawn (or replayed) program: its tier's modes, in parts, and its part
         XLA:CPU can run (`cpu_runnable_part`) as a derived program unless `is_known`
         (checked or derived already), tiered like any other (its value modes only: the
-        whole program had its abstract check)."""
+        whole program had its abstract check). `prediction`: the oracle's for `p`, when
+        made already (else made here where a choice needs it: batching, together)."""
         claim = self.value_tier.tier(p, ledger, sweeping)
         claims, derived = [claim], []
         q = cpu_runnable_part(p)
@@ -238,7 +235,7 @@ class Planner:
             modes = tuple(m for m in more.modes if m != "abstract")
             if modes:
                 derived.append((q, modes))
-        return Plan(p, claim.modes, self.parts(p, claim, sweeping), tuple(claims), tuple(derived))
+        return Plan(p, claim.modes, self.parts(p, claim, sweeping, prediction), tuple(claims), tuple(derived))
 
     def elsewhere(self, p: Program, ledger: CellLedger, sweeping: bool = False) -> Plan:
         """A drawn program another shard checks: nothing runs, but its cells are claimed
@@ -246,7 +243,7 @@ class Planner:
         claim = self.value_tier.tier(p, ledger, sweeping)
         return Plan(p, (), (), (claim,))
 
-    def parts(self, p: Program, claim: Claim, sweeping: bool) -> tuple[Part, ...]:
+    def parts(self, p: Program, claim: Claim, sweeping: bool, prediction: Prediction | None = None) -> tuple[Part, ...]:
         """The parts of `p` in the modes `claim` gives it. The costly modes (eager: as
         much as the others together) go in late parts, recorded on their own: the other
         modes' verdict comes first. A part claimed for its cells runs the program cut to
@@ -263,7 +260,7 @@ class Planner:
                 out.extend(self.late_parts(p, m, cut[m]))
             else:
                 out.append(Part(p, (m,), late=True, parent=program_id(p), cells=checked_cells(p)))
-        return (*self.split(p, tuple(m for m in modes if m not in late), sweeping), *out)
+        return (*self.split(p, tuple(m for m in modes if m not in late), sweeping, prediction=prediction), *out)
 
     def derived(self, q: Program, queued: tuple[str, ...], new: frozenset[str], ledger: CellLedger,
                 sweeping: bool) -> Plan:
@@ -304,7 +301,8 @@ class Planner:
             parts[:0] = self.split(q, rest, sweeping, batch=False)
         return Plan(q, modes, tuple(parts), tuple(claims))
 
-    def split(self, p: Program, modes: tuple[str, ...], sweeping: bool, batch: bool = True) -> tuple[Part, ...]:
+    def split(self, p: Program, modes: tuple[str, ...], sweeping: bool, batch: bool = True,
+              prediction: Prediction | None = None) -> tuple[Part, ...]:
         """`p`'s modes of now (not late) as jobs. The modes a known entry says may crash
         run last (a crash kills the worker, and the modes after it in the job never run);
         those it says may hang go in a part of their own with KNOWN_HANG_LIMIT_S, joined
@@ -316,11 +314,13 @@ class Planner:
         modes = self.crash_last(p, modes)
         hang = self.known.hang_modes(p, modes)
         if hang:
-            made, rest = predict(p), tuple(m for m in modes if m not in hang)
+            made = prediction if prediction is not None else predict(p)
+            rest = tuple(m for m in modes if m not in hang)
             return (*((Part(p, rest, PartKind.SPLIT, prediction=made),) if rest else ()),
                     Part(p, hang, PartKind.SPLIT, limit_s=KNOWN_HANG_LIMIT_S, prediction=made))
-        pred = predict(p) if batch and self.cfg.batch > 1 and "jit" in modes and not sweeping else None
-        if pred is None or pred.error is not None or self.known.trouble(p, pred, "jit"):
+        batched = batch and self.cfg.batch > 1 and "jit" in modes and not sweeping
+        pred = predict(p) if batched and prediction is None else prediction
+        if not batched or pred is None or pred.error is not None or self.known.trouble(p, pred, "jit"):
             together, pred = self.together(p, modes, pred)
             return (Part(p, modes, together=together, prediction=pred),)
         rest = tuple(m for m in modes if m != "jit")

@@ -106,6 +106,10 @@ class Admission(Enum):
 
 
 class Run:
+    """One run's state: its counts, buckets and cases, its cell ledger (`cells`), its
+    derived programs (`derived`), its known entries as the planner asks them (`known`),
+    and the stream of programs drawn. `record` feeds each checked program's result back."""
+
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
         self.buckets: dict[tuple[str, str | None], Bucket] = {}
