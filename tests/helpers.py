@@ -42,6 +42,25 @@ def iota(*shape: int, dtype: str = "int32") -> Input:
     return Input(tuple(shape), dtype, "iota")
 
 
+def psum_program(n: int, dtype: str = "float32") -> Program:
+    """A psum over x of one argument of 2n elements."""
+    return Program(Mesh(("x",), (2,)), (Input((2 * n,), dtype, "iota"),), (Spec((("x",),)),),
+                   (Op.make("psum", (0,), axes=("x",)),), (1,), (Spec((None,)),))
+
+
+def two_outputs() -> Program:
+    """psum (output 0) and neg (output 1) of one argument."""
+    return Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
+                   (Op.make("psum", (0,), axes=("x",)), Op.make("neg", (0,))), (1, 2), (Spec((None,)), Spec((("x",),))))
+
+
+def replication_at_output_1() -> Program:
+    """`two_outputs` with an out_spec dropping x for the neg, which varies along x: the
+    oracle's error is at output 1 (out_spec replication)."""
+    p = two_outputs()
+    return Program(p.mesh, p.inputs, p.in_specs, p.body, p.outputs, (Spec((None,)), Spec((None,))), defect="out_spec_drops_varying_axis")
+
+
 def chromium(what: str) -> str:
     """The headless browser's path; without one, a skip (a failure under CI, which
     installs it) that says how to install it and what the test would `what`."""

@@ -490,7 +490,7 @@ def test_a_binary_ops_dtype_focus_takes_a_partner_of_its_dtype() -> None:
 
 def test_the_sweep_aims_at_a_cell_outside_the_table_that_a_program_held() -> None:
     """A cell outside the table that some program drawn before held (`CellLedger.seen`,
-    harness/campaign/fuzz.py `tier_modes`) becomes a focus of the sweep, which draws a program holding
+    harness/campaign/plan.py `ValueTier.tier`) becomes a focus of the sweep, which draws a program holding
     it (seed 1: cast|dtype=float64|by_error and psum|dtype=uint64|by_error, held by sweep
     programs jax is known to answer with another error at another op, were checked in
     abstract only, and no focus aimed at them)."""

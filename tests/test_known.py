@@ -9,7 +9,6 @@ from helpers import P, iota, op, prog
 
 from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known import (
-    KnownDivergence,
     KnownDivergencesError,
     Pattern,
     derived_program,
@@ -565,7 +564,7 @@ def test_a_negative_axis_all_to_all_explains_a_grad_hang_and_gives_it_the_short_
     such a program, and the scheduler gives its grad modes KNOWN_HANG_LIMIT_S; with the
     axis non-negative (its rewrite) neither, nor on 0.12."""
     from harness.campaign.cells import value_types
-    from harness.judge.known import hang_entries, known_hang_modes
+    from harness.campaign.known_queries import hang_entries, known_hang_modes
     from oracles.rewrites import REWRITES
 
     p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known" / case).read_text())
@@ -658,7 +657,7 @@ def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error()
     """`known_error_trouble`: the ops of an invalid program at which an entry with a
     missing / wrong error signature says jax goes wrong (its op features), or every op
     (program features only); nothing for an entry about values, or another jax."""
-    from harness.judge.known import known_error_trouble
+    from harness.campaign.known_queries import known_error_trouble
     from oracles.interpreter import trace
 
     dead_perm = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("ppermute", 0, axes=("x",), perm=((0, 1), (0, 1)))],
@@ -685,7 +684,7 @@ def test_a_known_crash_before_an_invalid_programs_error_is_eager_trouble_at_its_
     raised, and the program's other pmean cells by error were counted checked in eager,
     and never were). Trouble in eager only, at the ops before the error; none where the
     error comes first, nor in the modes that trace the whole body before they run it."""
-    from harness.judge.known import error_trouble_modes
+    from harness.campaign.known_queries import error_trouble_modes
     from oracles.interpreter import trace
 
     abort = entry({"id": "abort", "reason": "r", "link": "none found", "case": "c.json",
@@ -700,38 +699,6 @@ def test_a_known_crash_before_an_invalid_programs_error_is_eager_trouble_at_its_
                  [3], [P("x")])
     assert predict(after).error is not None
     assert error_trouble_modes([abort], after, trace(after, with_values=False)[0].types, "0.10.2", modes) == {}
-
-
-def test_an_invalid_program_claims_only_the_cells_of_the_kind_jax_is_known_to_answer_wrongly() -> None:
-    """An invalid program whose defect jax is known to answer with no error (here a dead
-    ppermute whose perm repeats a destination: jax checks it only for a live one) checks
-    none of its other ops' cells by error: the value tier does not claim them, so they
-    stay open for a later program (the sweep draws their foci again). Without the entry
-    it claims them all."""
-    from harness.campaign.cells import CellLedger
-    from harness.campaign.config import RunConfig
-    from harness.campaign.fuzz import tier_modes
-
-    dead_perm = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("ppermute", 0, axes=("x",), perm=((0, 1), (0, 1)))],
-                     [1], [P("x")])
-    ranged = entry({"id": "perm", "reason": "r", "link": "none found", "case": "c.json",
-                    "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"]}, "test")
-
-    seen: set[str] = set()
-
-    def claimed(suppressions: tuple[KnownDivergence, ...], version: str | None) -> set[str]:
-        led = CellLedger.new()
-        tier_modes(dead_perm, RunConfig(suppressions=suppressions), led, jax_version=version)
-        seen.clear()
-        seen.update(led.seen)
-        return {pair.split("@")[0] for pair in led.scheduled}
-
-    assert any(c.startswith("neg|") and c.endswith("|by_error") for c in claimed((), "0.10.2"))
-    assert not any(c.startswith("neg|") for c in claimed((ranged,), "0.10.2"))
-    # (still seen: a neg cell outside the table would be a focus of the sweep)
-    assert any(c.startswith("neg|") and c.endswith("|by_error") for c in seen)
-    # (another jax, or no workers' version: the entry says nothing)
-    assert any(c.startswith("neg|") for c in claimed((ranged,), None))
 
 
 def test_each_mode_checks_the_program_without_only_the_known_bugs_of_its_own_divergences(tmp_path: Path) -> None:
@@ -785,35 +752,11 @@ def test_a_wrong_error_jax_raises_after_tracing_the_whole_body_may_come_from_any
     assert x.entry is not None and x.entry.id == "negative-scatter-dimension"
 
 
-def test_the_modes_a_known_entry_says_jax_may_crash_in_run_last() -> None:
-    """A crash kills the worker, and the modes after it in the job never run: the
-    scheduler puts the modes a known entry says jax may crash in on a program last (seed
-    3: a partial-manual all_gather crashed gspmd, and smap never checked that sweep
-    program's seven cells, which the sweep counted as claimed). A program without the
-    entry's features keeps its order."""
-    from types import SimpleNamespace
-
-    from harness.campaign.fuzz import _Scheduler as Scheduler
-    from harness.judge.known import hang_entries, hang_mode_names
-
-    crashes = hang_entries(ENTRIES, "0.10.2", "crash")
-    assert any(e.id == "gspmd-partial-manual-all-gather-abort" for e in crashes)
-    sched = SimpleNamespace(crashes=crashes, crash_names=hang_mode_names(crashes, "crash"))
-    xyz = Mesh(("x", "y", "z"), (2, 2, 2))
-    gather = Program(xyz, (iota(4),), (P("x"),), (op("all_gather", 0, axes=("x",), axis=0, tiled=True),), (1,), (P(),),
-                     axis_names=("x",))
-    modes = ("abstract", "jit", "gspmd", "vmap", "smap", "grad", "lowering")
-    got = Scheduler.crash_last(sched, gather, modes)  # type: ignore[arg-type]
-    assert got[-1] == "gspmd" and sorted(got) == sorted(modes) and got[:2] == ("abstract", "jit"), got
-    plain = Program(xyz, (iota(4),), (P("x"),), (op("neg", 0),), (1,), (P("x"),), axis_names=("x",))
-    assert Scheduler.crash_last(sched, plain, modes) == modes  # type: ignore[arg-type]
-
-
 def test_a_value_feature_the_program_lacks_is_no_known_trouble() -> None:
     """`known_trouble` (the scheduler runs such a valid program alone, not in a jit
     batch) asks an entry's value features too: zero-size-output-blocks, whose only
     feature is a zero-size value, held every valid program, and none was batched."""
-    from harness.judge.known import known_trouble
+    from harness.campaign.known_queries import known_trouble
 
     plain = prog(XY, [iota(4)], [P("x")], [op("neg", 0)], [1], [P("x")])
     assert not known_trouble(ENTRIES, plain, predict(plain), "0.10.2", "jit")
@@ -822,101 +765,3 @@ def test_a_value_feature_the_program_lacks_is_no_known_trouble() -> None:
     assert "zero-size-output-blocks" in [e.id for e in ENTRIES if known_trouble([e], zero, predict(zero), "0.10.2", "jit")]
 
 
-def test_eager_runs_the_outputs_a_known_entry_says_it_raises_on_apart_from_the_others(tmp_path: Path) -> None:
-    """A valid program's outputs that a known entry says jax raises on in eager (a
-    negative-split all_to_all's, a zero-size one's) go in a late part of their own: one
-    such output made eager raise for the whole part, and it checked none of the others
-    (fuzz seed 10, 60 s, cold: 11 of 56 eager parts of valid sweep programs). The other
-    outputs' part runs clean in real jax."""
-    from harness.campaign.config import RunConfig
-    from harness.campaign.fuzz import _Scheduler as Scheduler
-    from harness.campaign.state import Run
-    from harness.judge.known import known_raise_outputs
-    from harness.run.modes import MODES
-    from programs.model import Input
-
-    p = prog(XY, [iota(4), Input((4, 4), "float32", "iota"), iota(4, 0)], [P("x"), P(), P("x")],
-             [op("neg", 0), op("all_to_all", 1, axes=("x",), split_axis=-1, concat_axis=0, tiled=True), op("neg", 2)],
-             [3, 4, 5], [P("x"), P("x"), P("x")])
-    pred = predict(p)
-    assert pred.error is None
-    assert known_raise_outputs(ENTRIES, p, pred.value_types, "0.10.2", "eager") == {1, 2}
-    assert known_raise_outputs(ENTRIES, p, pred.value_types, "0.11.2", "eager") == {2}  # (negative axes: fixed upstream)
-    plain = prog(XY, [iota(4)], [P("x")], [op("neg", 0)], [1], [P("x")])
-    assert known_raise_outputs(ENTRIES, plain, predict(plain).value_types, "0.10.2", "eager") == frozenset()
-
-    sched = Scheduler(Run(RunConfig(workers=0, report_dir=tmp_path, suppressions=ENTRIES)), _Recorder())  # type: ignore[arg-type]
-    sched.run.jax_version = "0.10.2"
-    sched.queue_late(p, "eager", (0, 1))
-    assert [[q.body[i - len(q.inputs)].kind for i in q.outputs] for q, *_ in sched.late] == [["neg"], ["all_to_all"]]
-    assert [cells for *_, cells in sched.late][0] == frozenset(c for c in sched.late[0][3] if c.startswith("neg"))
-    clean = sched.late[0][0]
-    assert MODES["eager"].run(clean).status == "ok"
-    sched.late.clear()
-    sched.queue_late(plain, "eager")
-    assert [q for q, *_ in sched.late] == [plain]
-
-
-class _Recorder:
-    """A worker pool that records what is sent to it and never finishes a job."""
-
-    def __init__(self) -> None:
-        self.alone: list[tuple[str, ...]] = []
-        self.together: list[tuple[str, ...]] = []
-        self.batches = 0
-
-    def free(self) -> int:
-        return 1
-
-    def submit(self, program: Program, modes: tuple[str, ...], tag: object = None, limit_s: float | None = None,
-               together: tuple[str, ...] = ()) -> None:
-        self.alone.append(modes)
-        self.together.append(together)
-
-    def submit_batch(self, programs: list[Program], tags: list[object]) -> None:
-        self.batches += 1
-
-
-def test_a_stream_program_has_its_jit_mode_batched_and_a_sweep_program_does_not(tmp_path: Path) -> None:
-    """A valid program of the stream has its jit mode compiled in a batch with others;
-    one of the sweep runs every mode in its own job, as a batch records its programs only
-    when it is full (seeds 1 and 2, 60 s: batched sweep programs left 36-47 pairs of
-    every cheap mode unchecked)."""
-    from harness.campaign.config import RunConfig
-    from harness.campaign.fuzz import _Scheduler as Scheduler
-    from harness.campaign.state import Run
-
-    progs = [prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("add", 0, k)], [2], [P("x")]) for k in (1, 0)]
-    for sweeping in (False, True):
-        cfg = RunConfig(workers=0, report_dir=tmp_path, suppressions=ENTRIES, batch=2, modes=("abstract", "jit", "vmap"))
-        pool = _Recorder()
-        sched = Scheduler(Run(cfg), pool)  # type: ignore[arg-type]
-        sched.run.jax_version, sched.sweeping = "0.10.2", sweeping
-        for p in progs:
-            sched._submit(p, ("abstract", "jit", "vmap"))
-        if sweeping:
-            assert pool.batches == 0 and pool.alone == [("abstract", "jit", "vmap")] * 2, pool.alone
-            assert pool.together == [("jit", "vmap")] * 2  # (one compile for both: harness/run/together.py)
-        else:
-            assert pool.batches == 1 and pool.alone == [("abstract", "vmap")] * 2, pool.alone
-            assert pool.together == [()] * 2  # (vmap alone: nothing to share a compile with)
-
-
-def test_a_mode_a_known_entry_says_jax_fails_in_is_not_run_together(tmp_path: Path) -> None:
-    """A program's jit-like modes share one jit (harness/run/together.py), but not a mode
-    a known entry says jax raises in on it: its error would make the whole jit fail and
-    send every mode to run alone (vmap-spmd-scan-closure-vma: any op in a lax.scan)."""
-    from harness.campaign.config import RunConfig
-    from harness.campaign.fuzz import _Scheduler as Scheduler
-    from harness.campaign.state import Run
-
-    scan = prog(XY, [Input((4, 8), "float32", "small", 3)], [P("x", "y")], [op("psum", 0, axes=("y",), wrap="scan"), op("neg", 1)],
-                [2], [P("x")])
-    modes = ("abstract", "jit", "vmap", "vmap_spmd")
-    for entries, together in ((ENTRIES, ("jit", "vmap")), ((), ("jit", "vmap", "vmap_spmd"))):
-        cfg = RunConfig(workers=0, report_dir=tmp_path, suppressions=entries, modes=modes)
-        pool = _Recorder()
-        sched = Scheduler(Run(cfg), pool)  # type: ignore[arg-type]
-        sched.run.jax_version, sched.sweeping = "0.10.2", True
-        sched._submit(scan, modes)
-        assert pool.alone == [modes] and pool.together == [together], (entries == (), pool.together)

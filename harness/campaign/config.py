@@ -21,7 +21,8 @@ def cores() -> int:
 
 
 # With the multiprocess mode, this share of programs is large (a >= 4 MiB block per
-# device); each is checked in abstract, jit and multiprocess only (tier_modes).
+# device); each is checked in abstract, jit and multiprocess only (harness/campaign/plan.py
+# `ValueTier.tier`).
 LARGE_SHARE = 0.05
 LARGE_MODES = ("abstract", "jit", "multiprocess")
 

@@ -118,7 +118,9 @@ def _stream_database(database: Any) -> Any:
 
 
 @contextmanager
-def _handling(fn: Callable[[Program], None]) -> Iterator[None]:
+def handling(fn: Callable[[Program], None]) -> Iterator[None]:
+    """Within it, `fuzz_program` hands each program Hypothesis draws to `fn` (the
+    innermost `handling` wins: a replay inside a run hands its programs elsewhere)."""
     _HANDLERS.append(fn)
     try:
         yield
@@ -202,7 +204,7 @@ def hypothesis_shrink(
                 state["best"] = p
             raise _Reproduced  # (one raise site: one failure to Hypothesis)
 
-    with _handling(handle):
+    with handling(handle):
         try:
             hypothesis_test(cfg, [Phase.generate, Phase.shrink], database)()
         except _Reproduced:

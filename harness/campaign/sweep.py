@@ -36,7 +36,7 @@ from harness.campaign.cells import (
     value_types,
 )
 from harness.campaign.generation import GENERATION, stable_constants
-from harness.judge.known import trouble_kind
+from harness.campaign.known_queries import trouble_kind
 from harness.run.modes import DEFAULT_MODES
 from programs.cells import PAIRED
 from programs.model import Program
@@ -313,7 +313,7 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
     value; a group by error draws its defect from `defects` (default: all); `stats` gets
     each kept draw's Hypothesis statistics (its second test case: the program kept).
 
-    `trouble` (harness/campaign/fuzz.py `error_trouble`, for the run's known entries and
+    `trouble` (harness/campaign/plan.py `ValueTier.error_trouble`, for the run's known entries and
     jax version): per mode, the ops of an invalid program at which jax is known to raise
     another error than the oracle predicts, or none. The program holds only the foci of
     the kind of all those ops, and of those only the ones whose cells, in each mode of
@@ -322,7 +322,7 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
     drawn again: it would check their cells by error in none of the modes jax goes
     wrong in.
 
-    `lost` (harness/campaign/fuzz.py `raise_lost`: harness/campaign/cells.py
+    `lost` (harness/campaign/plan.py `ValueTier.raise_lost`: harness/campaign/cells.py
     `lost_cells`): per mode, the cells of a valid program no run of it checks there (each
     op holding one comes after an op a known entry says jax raises at in that mode, and
     the program without that bug drops it too). A focus whose cell is lost in a mode of
