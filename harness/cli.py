@@ -253,7 +253,7 @@ def cmd_merge(a: argparse.Namespace) -> int:
 
 
 RUN_VERBOSITY = ("-v also prints the known buckets (as found, and each with its count at the end), -vv also the "
-                 "known entries nothing matched (default: what is new or still failing, one line for the known ones; "
+                 "known entries this run did not match (default: what is new or still failing, one line for the known ones; "
                  "the reports hold everything)")
 
 

@@ -58,7 +58,7 @@ def check_entry_cases(run: Run, pool: Pool | None) -> None:
         todo.append((e, q, entry_modes(e, run.cfg.modes)))
     if not todo:
         return
-    run.cfg.console.say(f"checking the own cases of {len(todo)} known entries nothing matched")
+    run.cfg.console.say(f"checking the own cases of {len(todo)} known entries this run did not match")
     results = []
     if pool is None:
         results = [(e, check_program(q, modes)) for e, q, modes in todo]
