@@ -11,7 +11,9 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from programs.model import DTYPES, Op, ParamValue
+from programs.ops import PLAIN_COLLECTIVES
 from strategies import reuse
+from strategies.draws import table_draws
 
 if TYPE_CHECKING:
     from strategies.body import _Body
@@ -197,18 +199,5 @@ def _sendrecv(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
     return b.push(Op.make("sendrecv", (idx,), axes=axes, perm=perm)) is not None
 
 
-COLLECTIVE_DRAWS: dict[str, CollectiveDraw] = {
-    **{k: (lambda b, draw, idx, axes, k=k: _reduction(b, draw, idx, axes, k)) for k in ("psum", "pmean", "pmax", "pmin")},  # type: ignore[misc]
-    "all_gather": _all_gather,
-    "psum_scatter": _psum_scatter,
-    "all_to_all": _all_to_all,
-    "pswapaxes": _pswapaxes,
-    "ppermute": _ppermute,
-    "pshuffle": _pshuffle,
-    "axis_index": _axis_index,
-    "pcast": _pcast,
-    "ragged_all_to_all": _ragged_all_to_all,
-    "axis_size": _axis_size,
-    "pbroadcast": _pbroadcast,
-    "sendrecv": _sendrecv,
-}
+# every plain collective of the op table: kind K's draw is `_K` (a reduction's: `_reduction`)
+COLLECTIVE_DRAWS: dict[str, CollectiveDraw] = table_draws(PLAIN_COLLECTIVES, globals(), "strategies/collectives.py")

@@ -11,8 +11,9 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from programs.model import DTYPES, Op
-from programs.ops import BINARY_OPS
+from programs.ops import BINARY_OPS, LOCAL_OPS, OP_KINDS
 from strategies import reuse
+from strategies.draws import table_draws
 
 if TYPE_CHECKING:
     from strategies.body import _Body
@@ -69,11 +70,9 @@ def _transpose(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     return b.push(Op.make("transpose", (idx,), perm=perm)) is not None
 
 
-LOCAL_DRAWS: dict[str, Draw] = {
-    **{k: (lambda b, draw, idx, k=k: _binary(b, draw, idx, k)) for k in BINARY_OPS},  # type: ignore[misc]
-    "const": _const,
-    "neg": lambda b, draw, idx: b.push(Op.make("neg", (idx,))) is not None,
-    "cast": _cast,
-    "reduce_sum": _reduce_sum,
-    "transpose": _transpose,
-}
+def _neg(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+    return b.push(Op.make("neg", (idx,))) is not None
+
+
+# every local op of the op table: kind K's draw is `_K` (a binary op's: `_binary`)
+LOCAL_DRAWS: dict[str, Draw] = table_draws((k for k in OP_KINDS if k in LOCAL_OPS), globals(), "strategies/local_ops.py")

@@ -27,9 +27,10 @@ from hypothesis.errors import InvalidArgument
 
 from programs.cells import PAIRED, axis_class
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
-from programs.ops import BINARY_OPS, COLLECTIVES
+from programs.ops import BINARY_OPS, COLLECTIVES, OP_KINDS
 from strategies import reuse
 from strategies.body import ACROSS, _Body
+from strategies.draws import NOT_DRAWN
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
@@ -38,14 +39,8 @@ from strategies.invalid import ValueView as _V
 
 AXIS_NAMES = ("data", "model", "pipe")  # distinctive, so error messages can be checked for them
 AXIS_SIZES = (1, 2, 3, 4, 6, 8)
-ALL_KINDS = (
-    "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast", "const",
-    "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-    "ppermute", "pshuffle", "pswapaxes", "axis_index", "pcast", "ragged_all_to_all", "shard_map",
-    "axis_size", "pbroadcast", "sendrecv", "transform",
-)  # fmt: skip
-# every op kind the strategy draws, with why for those it never draws (none today)
-NOT_DRAWN: dict[str, str] = {}
+# every op kind the strategy draws: the op table's, in its order, but those NOT_DRAWN
+ALL_KINDS = tuple(k for k in OP_KINDS if k not in NOT_DRAWN)
 # the dtypes of a program that does not name float64 (one that does runs under jax_enable_x64)
 _X32_DTYPES = tuple(d for d in DTYPES if d != X64_DTYPE)
 
