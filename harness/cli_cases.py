@@ -12,10 +12,10 @@ from harness.cli_input import load_case, load_known, parse_modes
 from harness.usage import UsageError
 
 
-def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
-    """Print each mode and divergence; returns (new divergences, known entry ids, unsupported modes)."""
-    from harness.judge.known import explain_all
-
+def _print_verdict(v, entries, indent: str = "") -> list[str]:  # type: ignore[no-untyped-def]
+    """Print each mode, divergence and repaired program of a verdict (harness/judge/repair.py);
+    returns the unsupported modes."""
+    res = v.result
     unsupported = []
     for o in res.observations:
         if o.status == "unsupported":
@@ -27,13 +27,14 @@ def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[st
         print(f"{indent}  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
     pred = res.prediction
     print(f"{indent}  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
-    new, known = 0, []
-    for x in explain_all(entries, res.divergences, res.program, pred, jv):
-        new += x.entry is None
-        if x.entry is not None and x.entry.id not in known:
-            known.append(x.entry.id)
-        print(f"{indent}{'known (' + x.entry.id + ')' if x.entry else 'DIVERGES'}: {x.divergence.signature}\n{indent}  {x.divergence.message}")
-    return new, known, unsupported
+    for x in v.judged:
+        label = "DIVERGES" if x.entry is None else f"{'policy' if x.entry.policy else 'known'} ({x.entry.id})"
+        print(f"{indent}{label}: {x.divergence.signature}\n{indent}  {x.divergence.message}")
+    for job, sub in v.repaired:
+        how = "its rewrite" if job.whole else f"its outputs {list(range(len(job.program.outputs)))} no known bug reaches"
+        print(f"{indent}  repaired without {', '.join(job.entries)} ({how}), in {','.join(job.modes)}:")
+        _print_verdict(sub, entries, indent + "    ")
+    return unsupported
 
 
 def _python(a: argparse.Namespace) -> str | None:
@@ -47,7 +48,7 @@ def _python(a: argparse.Namespace) -> str | None:
 
 def cmd_replay(a: argparse.Namespace) -> int:
     from harness.judge.check import check_in_pool
-    from harness.judge.known import derived_program
+    from harness.judge.repair import judge
     from harness.run.compat import jax_version
     from harness.run.pool import Pool
 
@@ -57,26 +58,23 @@ def cmd_replay(a: argparse.Namespace) -> int:
     pool = Pool(1, python=_python(a), timeout_s=a.timeout)  # a case may crash jax: never in this process
     jv = str(pool.info.get("jax_version") or jax_version())
     try:
-        res = check_in_pool(pool, p, modes)
-        new, known, unsupported = _print_result(res, entries, jv)
-        if known:
-            # a known bug explains only what it causes: the program without it is checked in full
-            used = [e for e in entries if e.id in known]
-            q = derived_program(used, p, res.prediction)
-            if q is not None:
-                kept = "its rewrite" if q.outputs == p.outputs and len(q.body) == len(p.body) else f"its outputs {list(range(len(q.outputs)))} no known bug reaches"
-                print(f"  checking the program without the known bug ({kept}):")
-                n2, k2, _ = _print_result(check_in_pool(pool, q, modes), entries, jv, indent="    ")
-                new += n2
-                known += [k for k in k2 if k not in known]
+        # a known bug explains what its repair removes: each explaining entry's repaired
+        # program is checked too, and whatever it still shows is new
+        v = judge(entries, check_in_pool(pool, p, modes), lambda q, ms: check_in_pool(pool, q, ms), jv)
+        unsupported = _print_verdict(v, entries)
     finally:
         pool.close()
-    ran = len(res.observations) - len(unsupported)
+    new, known = v.new(), v.known()
+    by_id = {e.id: e for e in entries}
+    bugs = [k for k in known if not by_id[k].policy]
+    policy = [k for k in known if by_id[k].policy]
+    ran = len(v.result.observations) - len(unsupported)
     extra = f", {len(unsupported)} unsupported: {','.join(unsupported)}" if unsupported else ""
     if new:
-        print(f"{a.case}: DIVERGES ({new} divergences no known entry explains; jax {jv}, {ran} modes run{extra})")
+        print(f"{a.case}: DIVERGES ({len(new)} divergences no known entry's repair removes; jax {jv}, {ran} modes run{extra})")
     elif known:
-        print(f"{a.case}: KNOWN ({', '.join(known)}; jax {jv}, {ran} modes run{extra})")
+        said = "; ".join(x for x in (f"{', '.join(bugs)}" if bugs else "", f"policy: {', '.join(policy)}" if policy else "") if x)
+        print(f"{a.case}: KNOWN ({said}; jax {jv}, {ran} modes run{extra})")
     else:
         print(f"{a.case}: PASS (oracle and jax {jv} agree in {ran} modes{extra})")
     return 1 if new else 0

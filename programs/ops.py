@@ -150,7 +150,11 @@ _TABLE = (
     OpDesc("pshuffle", 1, (_AXES, Param("perm", "ints")), Call("jax.lax", "pshuffle", _x(_AX, Arg("perm", "perm", "list")))),
     OpDesc("pswapaxes", 1, (_AXES, Param("axis", "int")), Call("jax.lax", "pswapaxes", _x(_AX, Arg("axis")))),
     OpDesc("axis_index", 0, (_AXES,), Call("jax.lax", "axis_index", (_AX,))),
-    OpDesc("pcast", 1, (_AXES, Param("to", "vary")), Call("jax.lax", "pcast", _x(_AX, Arg("to", "to")))),
+    # `repair`: a pcast(to='varying') a known entry's repair puts after an op jax types
+    # invariant where it varies (oracles/rewrites.py vary_after); never drawn, and the
+    # oracle treats it as the identity. The call is the same.
+    OpDesc("pcast", 1, (_AXES, Param("to", "vary"), Param("repair", "bool", optional=True)),
+           Call("jax.lax", "pcast", _x(_AX, Arg("to", "to")))),
     OpDesc("axis_size", 0, (_AXES,), Call("jax.lax", "axis_size", (_AX,))),
     # jax 0.10.2 registers pbroadcast's lowering for GPU only. Its axis name is always
     # passed as a tuple: given one name as a string, jax 0.10.2 checks each of its

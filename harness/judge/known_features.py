@@ -85,33 +85,39 @@ PROGRAM_FEATURES = {
     # a mixed mesh: the mesh itself, or the one outside auto_axes / explicit_axes (whose
     # axes the wrapper retypes)
     "mixed_mesh_or_outside": lambda p: {"auto", "explicit"} in (set(p.mesh.axis_types), set(p.outer_mesh().axis_types)),
-    # an out_spec naming an Explicit axis of size 1 and an Auto axis of size > 1: jit lays
-    # the output out along the Auto one and its type loses the size-1 axis (the types of
-    # the mesh the output leaves to: outside explicit_axes its axes are Auto)
-    "out_spec_size_1_explicit_with_auto": lambda p: _size_1_explicit_with_auto(p),
     # the call inside jax.sharding.auto_axes (strategies/explicit.py wrap_call)
     "auto_axes_call": lambda p: p.wrap == "auto_axes",
     "explicit_axes_call": lambda p: p.wrap == "explicit_axes",
 }
 
 
-def _size_1_explicit_with_auto(p: Program) -> bool:
-    m = p.outer_mesh() if p.wrap == "explicit_axes" else p.mesh
-    if any(
-        any(m.axis_type(a) == "explicit" and m.axis_size(a) == 1 for a in s.axes())
-        and any(m.axis_type(a) == "auto" and m.axis_size(a) > 1 for a in s.axes())
-        for s in p.out_specs if s.kind == "P"):
-        return True
-    if p.wrap != "auto_axes":
+def _size_1_explicit_with_auto(p: Program, k: int) -> bool:
+    """Output `k`'s out_spec names an Explicit axis of size 1 and an Auto axis of size > 1
+    (the types of the mesh the output leaves to: outside explicit_axes its axes are Auto),
+    or around auto_axes its out_sharding (`wrap_specs`) names the size-1 axis it makes
+    Explicit outside and the shard_map's out_spec an Auto axis of size > 1."""
+    s = p.out_specs[k]
+    if s.kind != "P":
         return False
-    # auto_axes around the call: its out_sharding (`wrap_specs`, one per output) names
-    # the size-1 axis it makes Explicit outside, and the shard_map's out_spec an Auto
-    # axis of size > 1 it lays the output out along
-    outer = p.outer_mesh()
-    return any(
-        any(outer.axis_type(a) == "explicit" and outer.axis_size(a) == 1 for a in w.axes())
-        and any(outer.axis_type(a) == "auto" and outer.axis_size(a) > 1 for a in s.axes())
-        for s, w in zip(p.out_specs, p.wrap_specs) if s.kind == "P")
+    m = p.outer_mesh() if p.wrap == "explicit_axes" else p.mesh
+    if (any(m.axis_type(a) == "explicit" and m.axis_size(a) == 1 for a in s.axes())
+            and any(m.axis_type(a) == "auto" and m.axis_size(a) > 1 for a in s.axes())):
+        return True
+    if p.wrap != "auto_axes" or k >= len(p.wrap_specs):
+        return False
+    outer, w = p.outer_mesh(), p.wrap_specs[k]
+    return (any(outer.axis_type(a) == "explicit" and outer.axis_size(a) == 1 for a in w.axes())
+            and any(outer.axis_type(a) == "auto" and outer.axis_size(a) > 1 for a in s.axes()))
+
+
+def _has_bfloat16(p: Program) -> bool:
+    """A bfloat16 argument, or an op naming bfloat16 (a cast, a constant)."""
+    return any(i.dtype == "bfloat16" for i in p.inputs) or any(op.p("dtype") == "bfloat16" for op in p.all_ops())
+
+
+PROGRAM_FEATURES["bfloat16"] = _has_bfloat16
+
+
 # Program features that hold because of particular outputs' out_specs: the outputs each
 # depends on (derived_program checks the program without them)
 OUTPUT_FEATURES = {
@@ -120,6 +126,9 @@ OUTPUT_FEATURES = {
     "out_spec_size_1_explicit": lambda p, k: _size_1_explicit(p, p.out_specs[k]),
     # unreduced over an axis of size 1
     "unreduced_size_1_out_spec": lambda p, k: any(p.mesh.axis_size(a) == 1 for a in p.out_specs[k].unreduced),
+    # an out_spec naming an Explicit axis of size 1 and an Auto axis of size > 1: jit lays
+    # the output out along the Auto one and its type loses the size-1 axis
+    "out_spec_size_1_explicit_with_auto": _size_1_explicit_with_auto,
 }
 # each output feature is also a program feature: it holds when it holds for some output
 PROGRAM_FEATURES.update({f: (lambda p, f=f: any(OUTPUT_FEATURES[f](p, k) for k in range(len(p.out_specs)))) for f in OUTPUT_FEATURES})
