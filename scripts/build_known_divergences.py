@@ -319,26 +319,29 @@ entries = [
    link="jax/_src/lax/parallel.py precv, _precv_abstract_eval; " + NONE + "'precv vma', 'psend precv shard_map'"),
  # one abort, one entry: GSPMD's partitioner stops at the same check whichever collective
  # was drawn (pswapaxes, all_gather, all_to_all, a psum_scatter in a derivative transform)
- E(id="gspmd-partial-manual-manual-subgroup-abort", repair="without_mode", case="gspmd_partial_manual_all_gather", mode="gspmd",
+ E(id="gspmd-partial-manual-manual-subgroup-abort", repair="without_op", case="gspmd_partial_manual_all_gather", mode="gspmd",
    jax_versions=ALL_MEASURED, abort="hlo_sharding_util.cc:*] Check failed: sharding.IsManualSubgroup()",
    signatures=["crash|gspmd|crash"],
-   when=["partial_manual"],
+   # (the collectives seen reaching it: what its repair leaves out, and the programs whose
+   # gspmd mode runs last; the abort, not the op, is what matches)
+   when=["partial_manual", "pswapaxes | all_gather | all_to_all | psum_scatter"],
    reason="With jax_use_shardy_partitioner=False (GSPMD), a partial-manual shard_map (axis_names a strict subset of the mesh) whose body holds a collective GSPMD partitions over a manual subgroup aborts the process at hlo_sharding_util.cc 'Check failed: sharding.IsManualSubgroup()' (line 2714 on 0.10.2); Shardy runs the same programs. Seen with pswapaxes (reports/corpus/known/gspmd_partial_manual_all_to_all.json), all_gather (gspmd_partial_manual_all_gather.json), all_to_all (gspmd_partial_manual_a2a.json), and at scale with a psum_scatter inside jax.grad / jax.vjp under auto_axes / explicit_axes (gspmd_manual_subgroup_psum_scatter_grad.json, _vjp.json): one check, one root cause, whatever the collective. The program's other modes check it.",
    link=NONE + "'IsManualSubgroup', 'GSPMD partial manual all_to_all', 'IsManualSubgroup all_gather'"),
  # jax 0.5 and 0.6 partition with GSPMD by default (jax_use_shardy_partitioner=False), so
  # plain jit aborts on the same programs as the gspmd mode; measured on 0.5.3, 0.6.0; 0.8.1 runs them under jit (Shardy)
- E(id="gspmd-partial-manual-manual-subgroup-abort-jit-0-6", repair="without_mode", case="regressions/gspmd_partial_manual_all_to_all_jit_0_6",
+ E(id="gspmd-partial-manual-manual-subgroup-abort-jit-0-6", repair="without_op", case="regressions/gspmd_partial_manual_all_to_all_jit_0_6",
    mode="jit", jax_versions=UNTIL_0_6, abort="IsManualSubgroup()",
    signatures=["crash|jit|crash"],
-   when=["partial_manual"],
+   when=["partial_manual", "pswapaxes | all_gather | all_to_all"],
    reason="gspmd-partial-manual-manual-subgroup-abort under plain jit, where GSPMD is the default partitioner (jax 0.5, 0.6): the process aborts at 'Check failed: sharding.IsManualSubgroup()' (pswapaxes, all_gather) or 'Check failed: target.IsManualSubgroup()' (all_to_all; found by qualify seed 3 on 0.6.0, which also saw hlo_verifier's 'In kFlattenedID mode, replica groups should contain 4 flattened IDs, but found 3': another check, not this entry).",
    link=NONE + "'IsManualSubgroup', 'GSPMD partial manual all_to_all'"),
  # one abort, one entry: XLA:CPU stops at the same check for every bfloat16 all-reduce or
  # reduce-scatter it compiles in a partial-manual region, whichever op or transpose made it
- E(id="bf16-partial-manual-allreduce-abort", repair="without_mode", case="bf16_partial_manual_allreduce", mode="jit",
+ E(id="bf16-partial-manual-allreduce-abort", repair="without_op", case="bf16_partial_manual_allreduce", mode="jit",
    jax_versions=ALL_MEASURED, abort="hlo_instruction.cc:*] Invalid binary instruction opcode copy",
    signatures=[f"crash|{RUN}|crash"],
-   when=["bfloat16"],
+   # (the ops its repair leaves out: those that make such an all-reduce, forward or backward)
+   when=["bfloat16", "any:allreduce_dtype==bfloat16 | all_gather:dtype==bfloat16 | transform:cotangent_sum_dtype==bfloat16"],
    reason="XLA:CPU aborts compiling a bfloat16 all-reduce or reduce-scatter inside a partial-manual shard_map region (axis_names a strict subset of the mesh's axes) at hlo_instruction.cc 'Invalid binary instruction opcode copy' (line 1615 on 0.10.2), in every mode that compiles it, with Shardy and GSPMD, check_vma either way; float16 and float32 run, a full-manual shard_map runs bfloat16 too, and so do all_gather, all_to_all and ppermute of bfloat16 there. The same abort, whatever makes the all-reduce: psum, pmean, pmax, pmin, psum_scatter of bfloat16 (reports/corpus/known/bf16_partial_manual_allreduce.json); jax.vjp of a step that makes its bfloat16 operand vary along a manual axis, whose transpose sums the cotangent over it (bf16_partial_manual_vjp.json, a default 60 s run of seed 1); the transpose of a bfloat16 all_gather, a reduce-scatter (bf16_partial_manual_all_gather_grad.json); the cotangent of a bfloat16 argument whose in_spec leaves out a manual axis, summed over it (bf16_partial_manual_grad_replicated.json, seed 0); and jax.smap, a shard_map over one axis with every other mesh axis automatic, of a bfloat16 all-reduce on a mesh with another axis (bf16_smap_allreduce.json, qualify --fuzz-seed 3 s3-0601, s3-1802; 0.7.1 .. 0.12.0, jax.smap is absent from 0.6.2). The program's other modes check it.",
    link=NONE + "'Invalid binary instruction opcode copy', 'bfloat16 psum partial manual', 'bf16 all-reduce CPU abort', 'smap bfloat16 psum'"),
  E(id="psum-batching-rule-0-8", repair="without_op", case="regressions/psum_batching_0_8", mode="vmap", jax_versions="==0.8.*",
@@ -444,7 +447,10 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="without_op", case="vmap_spmd_wra
    # the transform, or anywhere in the grad modes, which differentiate every op)
    signatures=["unexpected_error|grad,grad_remat|lowering->ValueError", "unexpected_error|grad,grad_remat|*->ValueError",
                "unexpected_error|*|transform->ValueError", f"wrong_error|{EVERY}|*->ValueError"],
-   when=["all_to_all:tiled==False"],
+   # an untiled all_to_all that jax transposes: inside jax.vjp / jax.grad in the body, or
+   # anywhere in the grad modes (they differentiate the whole body)
+   when=["all_to_all:tiled==False",
+         "transform:transform==vjp | transform:transform==grad | all_to_all@grad,grad_remat"],
    reason="all_to_all's transpose rule (_all_to_all_transpose_rule) calls all_to_all with split_axis and concat_axis swapped and the same tiled=False, but untiled all_to_all removes the split axis and inserts a new one at concat_axis, which is not its own inverse with the axes swapped: the cotangent has the wrong shape whenever split_axis != concat_axis ('Expected cotangent type float32[1,1,3,6] but got float32[1,3,1,6]'). Forward, jvp and vmap are right. In an invalid program, a derivative transform in the body (jax.grad / jax.vjp), or the grad modes, transpose the untiled all_to_all while jax traces, and its wrongly shaped cotangent raises ValueError 'Expected cotangent type float32[1,1,3,1]{V:data} but got float32[1,1,1,3]{V:data}' before jax checks the program's own defect (fuzz seed 0, 60 s: an out_specs structure defect; reports/corpus/known/a2a_untiled_transform_invalid.json; at scale, a grad run of a program with a repeated ppermute source). Measured on 0.9.2, 0.10.2 and 0.12.0.",
    link="jax/_src/lax/parallel.py _all_to_all_transpose_rule; " + NONE + "'all_to_all transpose tiled=False cotangent'"),
  E(id="all-to-all-untiled-transpose-dot-general", repair="without_op", case="regressions/all_to_all_untiled_transpose_0_8", mode="grad", jax_versions=UNTIL_0_8,

@@ -51,6 +51,7 @@ from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known_features import (
     OUTPUT_FEATURES,
     PROGRAM_FEATURES,
+    AnyOf,
     OpFeature,
     Pattern,
     _zero_size,
@@ -98,7 +99,7 @@ class KnownDivergence:
     patterns: tuple[Pattern, ...]
     jax_versions: str  # a PEP 440 specifier set ('' or '*': every version)
     program_features: tuple[str, ...] = ()
-    op_features: tuple[OpFeature, ...] = ()  # all must hold on one op in scope
+    op_features: tuple[OpFeature | AnyOf, ...] = ()  # all must hold on one op in scope
     value_features: tuple[str, ...] = ()
     repair: str = "without_mode"  # how the program without the bug is made: one of REPAIRS
     case: str = ""  # its own minimized case (path from the repository root)
@@ -127,11 +128,15 @@ class KnownDivergence:
     def policy(self) -> bool:
         return self.klass == "policy"
 
-    def feature_ops(self, p: Program, types: Sequence[ValueType]) -> frozenset[int]:
-        """The body ops (indices) on which every op feature holds."""
+    def feature_ops(self, p: Program, types: Sequence[ValueType], mode: str | None = None) -> frozenset[int]:
+        """The body ops (indices) on which every op feature holds (for a divergence in
+        `mode`: a feature limited to other modes, `F@modes`, does not count; None: any)."""
         if not self.op_features:
             return frozenset()
-        return frozenset(i for i in range(len(p.body)) if all(_holds_on(f, p, i, types) for f in self.op_features))
+        fs = [f.in_mode(mode) for f in self.op_features]
+        if any(f is None for f in fs):
+            return frozenset()
+        return frozenset(i for i in range(len(p.body)) if all(_holds_on(f, p, i, types) for f in fs if f is not None))
 
     def repaired_ops(self, p: Program, types: Sequence[ValueType]) -> frozenset[int]:
         """Of `feature_ops`, those a `vary_after` repair already follows (in a repaired
@@ -149,7 +154,7 @@ def _op_types(p: Program, i: int, types: Sequence[ValueType]) -> list[ValueType]
     return [types[j] for j in idx if j < len(types)]
 
 
-def _holds_on(f: OpFeature, p: Program, i: int, types: Sequence[ValueType]) -> bool:
+def _holds_on(f: OpFeature | AnyOf, p: Program, i: int, types: Sequence[ValueType]) -> bool:
     op = p.body[i]
     ts = _op_types(p, i, types)
     if f.holds(p, op, ts):
@@ -247,8 +252,8 @@ def explains(e: KnownDivergence, d: Divergence, p: Program, pred: Prediction, ja
         return False
     if e.abort and d.kind.value in ("crash", "unexpected_error", "wrong_error"):
         # a crash (or internal check) is identified by where it aborts, not by the op jax
-        # was at: the program holds an op of the entry's features, wherever
-        return not e.op_features or bool(e.feature_ops(p, pred.value_types))
+        # was at (its op features say what its repair leaves out)
+        return True
     # an output feature (an out_spec's) holds on the divergent output itself
     if d.output is not None and d.output < len(p.outputs):
         if not all(OUTPUT_FEATURES[f](p, d.output) for f in e.program_features if f in OUTPUT_FEATURES):
@@ -258,13 +263,15 @@ def explains(e: KnownDivergence, d: Divergence, p: Program, pred: Prediction, ja
         return False
     if not e.op_features:
         return True
-    at_fault = e.feature_ops(p, pred.value_types)
+    at_fault = e.feature_ops(p, pred.value_types, d.mode)
     repaired = e.repaired_ops(p, pred.value_types)
     if repaired:
         # a repaired op's own type is still jax's; what follows it is checked
         if d.kind == DivergenceKind.VMA and d.op_index in repaired:
             return True
         at_fault -= repaired
+    if e.repair == "vary_after" and d.kind == DivergenceKind.VALUE and d.op_index in at_fault:
+        return False  # (a typing bug makes the ops after the op go wrong, never the op's own values)
     if d.kind.value in _ERRORS and s.localised and not e.errors_downstream:
         return s.at_op is not None and s.at_op in at_fault
     if d.kind.value not in _STOPS and d.op_index is not None and not e.errors_downstream:

@@ -164,9 +164,12 @@ class OpFeature:
     param: str | None
     op: str | None
     value: str | None
+    modes: tuple[str, ...] | None = None  # 'FEATURE@m1,m2': counts only for divergences in these modes
 
     @staticmethod
     def parse(text: str) -> OpFeature:
+        text, _, at = text.partition("@")
+        modes = tuple(at.split(",")) if at else None
         m = _OP.match(text)
         if m is None:
             raise ValueError(
@@ -174,7 +177,12 @@ class OpFeature:
                 f"a value feature ({', '.join(sorted(VALUE_FEATURES))}), or an op feature "
                 "'KIND', 'KIND:PARAM', 'KIND:PARAM<N' / '>N' / '==V'"
             )
-        return OpFeature(m["kind"], m["param"], m["op"], m["value"])
+        return OpFeature(m["kind"], m["param"], m["op"], m["value"], modes)
+
+    def in_mode(self, mode: str | None) -> OpFeature | None:
+        """This feature for a divergence in `mode` (None: any mode), or None when it is
+        limited to other modes."""
+        return self if mode is None or self.modes is None or all(m in self.modes for m in mode.split(",")) else None
 
     def holds(self, p: Program, op: Op, types: list[ValueType]) -> bool:
         if self.kind not in ("any", op.kind):
@@ -207,3 +215,23 @@ class OpFeature:
             return False
         n = int(self.value)  # type: ignore[arg-type]
         return v < n if self.op == "<" else v > n
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """'F1 | F2 | ...': an op on which one of several op features holds (one root cause
+    that several kinds of op reach, e.g. the ops whose all-reduce one abort stops at)."""
+
+    alternatives: tuple[OpFeature, ...]
+
+    @staticmethod
+    def parse(text: str) -> OpFeature | AnyOf:
+        parts = [t.strip() for t in text.split("|")]
+        return OpFeature.parse(parts[0]) if len(parts) == 1 else AnyOf(tuple(OpFeature.parse(t) for t in parts))
+
+    def in_mode(self, mode: str | None) -> OpFeature | AnyOf | None:
+        alts = tuple(a for f in self.alternatives if (a := f.in_mode(mode)) is not None)
+        return AnyOf(alts) if alts else None
+
+    def holds(self, p: Program, op: Op, types: list[ValueType]) -> bool:
+        return any(f.holds(p, op, types) for f in self.alternatives)

@@ -11,7 +11,7 @@ import tomllib
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from harness.judge.known import CLASSES, DEFAULT_PATH, REPAIRS, KnownDivergence, KnownDivergencesError, case_path
-from harness.judge.known_features import OUTPUT_FEATURES, PROGRAM_FEATURES, VALUE_FEATURES, OpFeature, Pattern
+from harness.judge.known_features import OUTPUT_FEATURES, PROGRAM_FEATURES, VALUE_FEATURES, AnyOf, Pattern
 from oracles.rewrites import REWRITES
 
 _KEYS = {"id", "reason", "signatures", "when", "jax_versions", "repair", "case", "link", "reproducer", "mode", "class",
@@ -25,9 +25,10 @@ def _check_patterns(patterns: tuple[Pattern, ...], rewrite: bool) -> None:
     for pat in patterns:
         if pat.modes is None and any(c in pat.where for c in "*?["):
             raise ValueError(f"signature {pat}: a wildcard in both the mode and `where`; name the modes or the op")
-        if not rewrite and pat.where.endswith("->*"):
+        if not rewrite and pat.kind in ("unexpected_error", "wrong_error") and (
+                "->" not in pat.where or any(c in pat.where.split("->", 1)[1] for c in "*?[")):
             raise ValueError(f"signature {pat}: any exception type, but the entry's repair does not check the whole "
-                             "program again (no rewrite): name the exception type")
+                             "program again (no rewrite): name the exception type ('...->ValueError')")
 
 
 def _entry(d: dict[str, object], where: str) -> KnownDivergence:
@@ -58,7 +59,7 @@ def _entry(d: dict[str, object], where: str) -> KnownDivergence:
             raise ValueError(f"class {klass!r} is not one of {list(CLASSES)}")
         if klass == "policy" and not d.get("decision"):
             raise ValueError("a policy entry needs 'decision': why it is jax's choice, not a bug (the docs checked)")
-        ops = tuple(OpFeature.parse(w) for w in when if w not in PROGRAM_FEATURES and w not in VALUE_FEATURES)
+        ops = tuple(AnyOf.parse(w) for w in when if w not in PROGRAM_FEATURES and w not in VALUE_FEATURES)
         outs = [w for w in when if w in OUTPUT_FEATURES]
         if repair == "without_op" and not (ops or outs):
             raise ValueError("repair 'without_op' needs an op feature (or an out_spec's) in 'when': the op to leave out")
