@@ -268,6 +268,11 @@ def print_summary(s: RunSummary, report: Path) -> None:
         print(f"  FIXED {', '.join(fx.signatures)}  {fx.case}")
     for b in s.known:
         print(f"  known {b.signature}  x{b.count}  ({b.suppressed_by})")
+    if s.policy:
+        # jax's limitations, feature requests and message wording: not bugs, never failing a run
+        print("  policy (jax's choice, not a bug; not to be reported upstream):")
+        for b in s.policy:
+            print(f"    policy {b.signature}  x{b.count}  ({b.suppressed_by})")
     if s.accidentally_invalid:
         print(f"  note: {s.accidentally_invalid} drawn programs were invalid by accident (strategy bug)")
     if s.unseen_suppressions:

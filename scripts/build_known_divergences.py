@@ -24,10 +24,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from programs import from_json  # noqa: E402 - after the sys.path line
 
-try:
-    from harness.report.reproducer import reproducer
-except ImportError:  # (before the asserting reproducers existed)
-    from programs.emit import to_python as reproducer  # type: ignore[assignment,no-redef]
+from harness.judge.known_features import Pattern  # noqa: E402
+from harness.report.reproducer import Own, reproducer  # noqa: E402
+
+
+def own_signature(e: dict, mode: str) -> Own:  # type: ignore[type-arg]
+    """The entry's signatures that name `mode`, as the (kind, where) pairs its reproducer
+    counts as its bug, and its abort."""
+    return Own.of([Pattern.parse(x) for x in e["signatures"]], e.get("abort", ""), mode)
+
 
 # Ranges are measured: python scripts/entry_ranges.py over jax 0.5.3, 0.6.0, 0.8.1, 0.9.2,
 # 0.10.2, 0.11.2 and 0.12.0 (scripts/envs.py builds them; 0.11+ on Python 3.13), each
@@ -65,12 +70,12 @@ entries = [
    when=["out_spec_size_1_explicit_with_auto"],
    reason="On a mixed mesh (here 'data' Auto of size 3, 'model' Explicit of size 1) under jax.set_mesh, a jit output whose out_spec names the size-1 Explicit axis and an Auto axis comes back laid out along the Auto axis alone (P('data')), and jax.typeof(out) then loses the Explicit axis: float32[3,1] where tracing (and eager) type it float32[3@model,1], as the out_spec's Explicit axes say (_unshard_shaped_array). A size-1 Explicit axis alone in the out_spec keeps its type on 0.10.2. The same under jax.sharding.explicit_axes around the call, whose axes are Auto outside it, eagerly too (_explicit_axes reshards the result to modify_spec_for_auto_manual of its type, e.g. P('pipe', None), traced float32[4@pipe,1], and the compiled reshard returns P('data'): float32[4,1]; reports/corpus/known/mixed_size1_explicit_axes.json, fuzz seed 0, 3a615b1ac57f; 0.9.2, 0.10.2, 0.12.0). And under jax.sharding.auto_axes(axes='model', out_sharding=P('model')) around the call on a mesh with 'data' Auto of size 2 and 'model' Explicit of size 1 outside: a shard_map out_spec naming 'data' lays the output out along it, and eager and jit type the result float32[2,1] where tracing says float32[2@model,1] (with out_spec P() it keeps the type; without the shard_map too; reports/corpus/known/mixed_size1_auto_axes.json, found by tests/test_differential.py, 0.10.2). Only the sharding type is excused; values and blocks are checked.",
    link=NONE + "'size 1 explicit axis typeof jit', 'mixed mesh auto explicit out sharding type'"),
- E(id="mixed-mesh-zero-size-output-type", repair="without_mode", case="mixed_zero_size_type", mode="jit", jax_versions=SINCE_0_9,
+ E(id="mixed-mesh-zero-size-output-type", repair="without_op", case="mixed_zero_size_type", mode="jit", jax_versions=SINCE_0_9,
    signatures=["sharding|jit,gspmd,smap|*"],
    when=["mixed_mesh", "value:zero_size"],
    reason="On a mixed mesh under jax.set_mesh, a zero-size jit output split over an Explicit axis ('data' of size 2, out_spec P('data')) comes back with sharding P() and jax.typeof(out) float32[4,0] instead of float32[4@data,0] (what tracing and eager give, and what an all-Explicit mesh keeps). Only the zero-size output's sharding type is excused.",
    link=NONE + "'zero size explicit sharding type jit', 'empty array mixed mesh sharding'"),
- E(id="explicit-axes-zero-size-output-type", repair="without_mode", case="explicit_axes_zero_size_type", mode="jit", jax_versions=">=0.10.2,<0.13",
+ E(id="explicit-axes-zero-size-output-type", repair="without_op", case="explicit_axes_zero_size_type", mode="jit", jax_versions=">=0.10.2,<0.13",
    signatures=["sharding|jit,gspmd,eager|*"],
    when=["explicit_axes_call", "mixed_mesh_or_outside", "value:zero_size"],
    reason="Under jax.set_mesh of a mixed mesh ('data' Auto of size 3, 'model' Explicit of size 2), a shard_map inside jax.sharding.explicit_axes(axes='data') whose zero-size output (bool[4,0,12]) is split over ('model', 'data') comes back with sharding P(None, None, None) and loses 'model' from its type, in jit, under GSPMD and eagerly; eval_shape types it P(None, None, 'model'), as the oracle does, and the same program with a non-zero-size argument ((12, 2, 2) or (12, 4, 2) for (12, 0, 2)) gives P(None, None, 'model') in every mode. The explicit_axes form of mixed-mesh-zero-size-output-type, where eager loses it too (fuzz seed 12, 60 s, cold; 0.10.2 and 0.12.0 measured). Only the zero-size output's sharding type is excused.",
@@ -100,7 +105,7 @@ entries = [
    when=["auto_axes_call"],
    reason="With jax_use_shardy_partitioner=False (GSPMD), a jit of jax.sharding.auto_axes(f, axes='data', out_sharding=P()) around the shard_map gives a result typed by the shard_map's own out_spec (P('data', None)) instead of the out_sharding it asked for (P(None, None), as tracing, eager, jit with Shardy and the lowering say). Only the sharding type is excused; values and blocks are checked. (0.9.2, 0.10.2 and 0.12.0; older jax has no auto_axes.)",
    link=NONE + "'auto_axes out_sharding gspmd', 'auto_axes typeof shardy partitioner False'"),
- E(id="gspmd-zero-size-output-manual-sharding", repair="without_mode", case="gspmd_zero_size_manual", mode="gspmd", jax_versions=SINCE_0_9,
+ E(id="gspmd-zero-size-output-manual-sharding", repair="without_op", case="gspmd_zero_size_manual", mode="gspmd", jax_versions=SINCE_0_9,
    signatures=["unexpected_error|gspmd|read_output->AssertionError", "unexpected_error|gspmd|read_output->JaxRuntimeError"],
    when=["value:zero_size"],
    reason="With GSPMD, a jitted shard_map with a zero-size output beside another output returns the zero-size one with GSPMDSharding({manual}): the manual sharding leaks out of the region, and reading it fails (0.9.2, 0.10.2: AssertionError in get_num_ways_dim_sharded 'assert not hlo_sharding.is_manual()'; 0.12.0: 'INVALID_ARGUMENT: Manual sharding does not support UniqueIndexDomains'). With one output, or with Shardy, it reads back empty; 0.5.3 and 0.6.0 run it. Only the zero-size output is excused.",
@@ -179,7 +184,7 @@ entries = [
    when=["all_to_all:concat_axis<0", "all_to_all:tiled==False"],
    reason="Untiled jax.lax.all_to_all with a negative concat_axis: its axis arithmetic (jax/_src/lax/parallel.py _all_to_all_is_async: `split_axis < concat_axis`, expand_dims at the raw negative concat_axis) puts the new axis at the wrong position, so the abstract shape is wrong and later shapes, errors and values go wrong (all_to_all(x, 'data', 2, -3, tiled=False) of an int8[1,1,2] block is typed (1,2,1) where the oracle, and jax for the rewrite with concat_axis=0, give (2,1,1); a dead `sub` of it and an int8[2,4,1] constant then raises 'sub got incompatible shapes for broadcasting' in every mode but eager, found at scale on 2 cores: reports/corpus/known/neg_concat_downstream_sub.json), or hands the primitive the wrong split axis and its internal assert fails (AssertionError '(1, 6)' for split_axis=0, concat_axis=-2), before an invalid program's own defect is reached (fuzz seed 0, 5e6727b00434). The rewrite (the same axis, non-negative) is checked in full.",
    link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998: 0.11.2 and 0.12.0 accept negative axes)"),
- E(id="zero-size-output-blocks", repair="without_mode", case="zero_jit", mode="eager", jax_versions=SINCE_0_8,
+ E(id="zero-size-output-blocks", repair="without_op", case="zero_jit", mode="eager", jax_versions=SINCE_0_8,
    signatures=["shape|*|device_block", "unexpected_error|*|read_output->ValueError"],
    when=["value:zero_size"],
    reason="A shard_map output with a zero-size dimension does not honour its out_spec: under jit the result comes back with sharding P() and every device holds the whole (empty) global array; eagerly the sharding says P('x') but each device still holds the whole array, so np.asarray(out) raises 'could not broadcast input array from shape (4,0) into shape (2,0)' (or, partial-manual, the blocks come back whole); under jax.set_mesh jit and vmap with spmd_axis_name fail that way too (qualify --fuzz-seed 3: fuzz/s3-1406, s3-1433). Only the zero-size output is excused.",
@@ -206,14 +211,14 @@ entries = [
    when=["psum_scatter:zero_size==True"],
    reason="psum_scatter of a zero-size block fails StableHLO verification ('result dimension size at scatter_dimension cannot be zero'), and an untiled psum_scatter over a size-0 dimension (which must equal the axis size) passes eval_shape unchecked. In the grad modes, where that psum_scatter sits under jax.checkpoint beside a lax.fori_loop, lowering hangs instead of raising: the process waits in MLIR's module verifier (mlir.py lower_jaxpr_to_module, ctx.module.operation.verify()) using no CPU (reports/corpus/known/zero_psum_scatter_grad_hang.json, from fuzz seed 1; its emitted grad script hangs on 0.10.2; without the checkpoint or without the loop it raises the verifier error).",
    link=NONE + "'psum_scatter zero size', 'reduce_scatter scatter_dimension cannot be zero'"),
- E(id="unbound-axis-assertion", repair="without_mode", case="unbound_assert", mode="jit", jax_versions=SINCE_0_9,
+ E(id="unbound-axis-assertion", repair="without_op", case="unbound_assert", mode="jit", jax_versions=SINCE_0_9,
    signatures=["wrong_error|*|unbound_axis->AssertionError"],
-   when=["collective_axis_not_in_mesh"],
+   when=["collective_axis_not_in_mesh", "any:unknown_axis"],
    reason="psum, pmean, pmax, pmin, psum_scatter, all_to_all and ppermute over an axis name that is not in the mesh raise a bare AssertionError with no message inside shard_map; the documented behaviour (and jax outside shard_map, and all_gather / axis_index inside it) is NameError 'unbound axis name'.",
    link=NONE + "'shard_map unbound axis AssertionError', 'psum unknown axis name AssertionError'"),
- E(id="unbound-axis-keyerror", repair="without_mode", case="unbound_keyerror_0_8", mode="jit", jax_versions=SINCE_0_6_UNTIL_0_8,
+ E(id="unbound-axis-keyerror", repair="without_op", case="unbound_keyerror_0_8", mode="jit", jax_versions=SINCE_0_6_UNTIL_0_8,
    signatures=["wrong_error|*|unbound_axis->KeyError"],
-   when=["collective_axis_not_in_mesh"],
+   when=["collective_axis_not_in_mesh", "any:unknown_axis"],
    reason="Before unbound-axis-assertion: on jax 0.6.0 and 0.8.1 a collective over an axis name that is not in the mesh raises a bare KeyError naming the axis ('absent') instead of NameError 'unbound axis name' (which 0.5.3 raised). Found by shardfuzz qualify on 0.6.0.",
    link=NONE + "'shard_map unbound axis KeyError', 'psum unknown axis name KeyError'"),
  E(id="vmap-spmd-static-argument", repair="without_mode", case="vmap_spmd_static_arg", mode="vmap_spmd", jax_versions=SINCE_0_8,
@@ -252,7 +257,8 @@ entries = [
    reason="As axis-index-groups-not-checked-pmax, for pmin (the same validation).",
    link="jax/_src/lax/parallel.py _validate_reduce_axis_index_groups; " + NONE + "'axis_index_groups axis size not checked'"),
  E(id="duplicate-in-spec-axis-unchecked-abstract", repair="without_mode", case="dup_same_entry", mode="abstract", jax_versions=ALL_MEASURED,
-   signatures=["missing_error|*|spec_duplicate_axis"],
+   # (eager raises DuplicateSpecError, the right error: the mode left out is the repair)
+   signatures=[f"missing_error|{TRACE}|spec_duplicate_axis"],
    when=["in_spec_duplicate_axis"],
    reason="An in_spec naming a mesh axis twice (P('x', 'x'), P(('x', 'x'))) is accepted by jax.eval_shape of the shard_map and by jit's lowering, and by jit, vmap and grad when that argument is unused; running it eagerly (or jit with the argument used) raises DuplicateSpecError.",
    link=NONE + "'DuplicateSpecError eval_shape shard_map'"),
@@ -612,7 +618,9 @@ def main() -> None:
             out.append(f'decision = {q(e["decision"])}')
         out.append(f'link = {q(e["link"])}')
         out.append(f'mode = {q(e["mode"])}')
-        script = reproducer(p, mode=e["mode"], title=f"shardfuzz reproducer: {e['id']}")
+        what = ("jax's policy (a limitation, feature request or message wording; not a bug to report upstream)"
+                if e.get("klass") == "policy" else "reproducer")
+        script = reproducer(p, mode=e["mode"], title=f"shardfuzz {what}: {e['id']}", own=own_signature(e, e["mode"]))
         out.append("reproducer = '''\n" + script.replace("'''", '"""') + "'''")
         out.append('')
     (ROOT / 'reports/known_divergences.toml').write_text('\n'.join(out))

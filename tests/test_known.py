@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import P, iota, op, prog
+from helpers import P, iota, op, prog, with_unrelated_psum
 
 from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known import (
@@ -176,26 +176,6 @@ def test_every_entry_shows_its_bug_on_its_own_case(pool: Pool, e) -> None:  # ty
     assert entry_case_shows(e, p, res.divergences, res.prediction, jv), (
         f"{e.id}: its case {e.case} does not show the bug on jax {jv}: "
         + "; ".join(d.signature for d in res.divergences) or "no divergence")
-
-
-def with_unrelated_psum(p: Program) -> Program:
-    """`p` plus an argument that only an added psum reads (over every manual axis, its own
-    output with out_specs P()): nothing of the known bug reaches it."""
-    manual = tuple(a for a in p.mesh.names if a in p.manual_axes)
-    n = p.mesh.group_size(manual)
-    k = len(p.inputs)
-    shift = 1  # values are renumbered: arguments first
-    body = tuple(replace(o, operands=tuple(v + shift if v >= k else v for v in o.operands)) for o in p.body)
-    outputs = tuple(v + shift if v >= k else v for v in p.outputs)
-    base = len(p.inputs) + 1 + len(body)
-    extra = (op("const", shape=(1,), dtype="int32", value=1), op("add", k, base), op("psum", base + 1, axes=manual))
-    # (around jax.sharding.auto_axes, the added output is replicated outside too: out_sharding P())
-    # (explicit_axes: its in_sharding for the added argument, the in_spec's Explicit axes inside)
-    wrap_specs = {"auto_axes": p.wrap_specs + (P(),),
-                  "explicit_axes": p.wrap_specs + (P(tuple(a for a in manual if p.mesh.axis_type(a) == "explicit") or None),)}.get(
-                      str(p.wrap), p.wrap_specs)
-    return replace(p, inputs=p.inputs + (Input((n,), "int32", "iota"),), in_specs=p.in_specs + (P(manual),),
-                   body=body + extra, outputs=outputs + (base + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)
 
 
 RUNNING = [e for e in ENTRIES if predict(from_json(case_path(e).read_text()), values=False).error is None]

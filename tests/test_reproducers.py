@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.campaign.minimize import minimized_reproducer
+from helpers import with_unrelated_psum
 from harness.report.reproducer import (
     NoReproducer,
     case_mode,
@@ -146,15 +147,15 @@ def _cpu_modes(p: Program) -> tuple[str, ...]:
     return ("abstract",) if any(op.kind in NO_CPU_LOWERING for op in p.body) else ("abstract", "lowering")
 
 
-def _env() -> dict[str, str]:
+def _env(limit: str = HANG_LIMIT_S) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "SHARDFUZZ_REPRO_CHILD"}
-    env["SHARDFUZZ_REPRO_TIMEOUT"] = HANG_LIMIT_S
+    env["SHARDFUZZ_REPRO_TIMEOUT"] = limit
     env["PYTHONPATH"] = ""  # the scripts need jax and numpy only
     return env
 
 
-def _standalone(script: Path) -> tuple[int, str]:
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=_env())
+def _standalone(script: Path, limit: str = HANG_LIMIT_S) -> tuple[int, str]:
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300 + float(limit), env=_env(limit))
     return r.returncode, r.stdout
 
 
@@ -166,7 +167,7 @@ def _batch(scripts: list[Path]) -> dict[Path, tuple[int, str]]:
     return {Path(k): (int(c), out) for k, (c, out) in got.items()}
 
 
-def run_scripts(jobs: Iterable[tuple[Path, bool]]) -> dict[Path, tuple[int, str]]:
+def run_scripts(jobs: Iterable[tuple[Path, bool]], limit: str = HANG_LIMIT_S) -> dict[Path, tuple[int, str]]:
     """Every script's exit code and output, for (path, standalone) pairs: standalone ones
     as `python SCRIPT` (those that may crash or hang), the rest in two batches."""
     jobs = list(jobs)
@@ -175,7 +176,7 @@ def run_scripts(jobs: Iterable[tuple[Path, bool]]) -> dict[Path, tuple[int, str]
     halves = [rest[0::2], rest[1::2]]
     out: dict[Path, tuple[int, str]] = {}
     with ThreadPoolExecutor(3) as pool:  # (a hanging script waits without using a core)
-        singles = {s: pool.submit(_standalone, s) for s in alone}
+        singles = {s: pool.submit(_standalone, s, limit) for s in alone}
         batches = [pool.submit(_batch, h) for h in halves if h]
         for b in batches:
             out.update(b.result())
@@ -430,3 +431,76 @@ def test_permute_order_runs_on_jax_0_11_with_its_flag_off(tmp_path: Path) -> Non
     script.write_text(text.replace('jax.config.update("jax_raise_on_ppermute_sort_diff", False)', "pass"))
     refused = subprocess.run([py, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert refused.returncode == 1 and "RuntimeError" in refused.stdout, (v, refused.stdout, refused.stderr[-2000:])
+
+
+# ------------------------------------------------------------ each entry's own reproducer
+
+def _entry_list() -> list[object]:
+    from harness.judge.known import load
+
+    return [e for e in load() if e.covers(_installed_jax())]  # type: ignore[attr-defined]
+
+
+# one entry of each repair and class (every one with SHARDFUZZ_ALL_ENTRY_REPRODUCERS=1:
+# about two scripts an entry, a few minutes on two cores)
+ENTRY_SAMPLE = ("ppermute-multi-axis-order", "negative-scatter-dimension", "grouped-pmax-claims-invariance",
+                "pmax-no-differentiation-rule", "eager-partial-manual-check-vma-false",
+                "gspmd-partial-manual-manual-subgroup-abort", "zero-size-output-blocks", "ppermute-perm-out-of-range-indexerror")
+
+
+def repaired_case(e: object, p: Program) -> tuple[Program, str]:
+    """The entry's case without its bug, and the mode to run it in: its repair (a rewrite,
+    or the program without its ops) in the entry's mode (where every output of the case
+    holds the bug, or what is left cannot run in that mode: of the case with an unrelated
+    output more), or where the repair is the mode left out, the same program in a mode
+    the entry's signatures do not name."""
+    from harness.judge.repair import repair
+    from oracles import predict
+
+    def runs(q: Program, mode: str) -> bool:
+        try:
+            reproducer(q, mode=mode)
+        except NoReproducer:
+            return False
+        return True
+
+    for base in (p, with_unrelated_psum(p)):
+        q = repair(e, base, predict(base))  # type: ignore[arg-type]
+        if q is not None and runs(q, str(e.mode)):  # type: ignore[attr-defined]
+            return q, str(e.mode)  # type: ignore[attr-defined]
+    named = {m for pat in e.patterns for m in (pat.modes or REPRO_MODES)}  # type: ignore[attr-defined]
+    for mode in ("jit", "abstract", "eager", "vmap", "lowering", "gspmd"):
+        if mode not in named and runs(p, mode):
+            return p, mode
+    raise AssertionError(f"{e.id}: no repaired program and no mode its signatures leave out")  # type: ignore[attr-defined]
+
+
+def test_every_entrys_reproducer_exits_1_on_its_own_bug_and_0_when_repaired(tmp_path: Path) -> None:
+    """An entry's reproducer counts only its own signature (kind, op, exception type, in
+    its mode; a crash by the check it aborts at): it says BUG: (exit 1) on the entry's own
+    case, and FIXED: (exit 0) on the case with the bug repaired, even where jax diverges
+    otherwise there."""
+    from harness.report.reproducer import Own
+
+    entries = _entry_list()
+    if os.environ.get("SHARDFUZZ_ALL_ENTRY_REPRODUCERS") != "1":
+        entries = [e for e in entries if e.id in ENTRY_SAMPLE]  # type: ignore[attr-defined]
+        assert len(entries) == len(ENTRY_SAMPLE), "an entry of the sample is gone: pick another of its repair"
+    from harness.judge.known import case_path
+
+    jobs, want = [], {}
+    for e in entries:
+        p = from_json(case_path(e).read_text())  # type: ignore[arg-type]
+        own = Own.of(e.patterns, e.abort, e.mode)  # type: ignore[attr-defined]
+        q, qmode = repaired_case(e, p)
+        for tag, prog, mode, code in (("bug", p, e.mode, 1), ("repaired", q, qmode, 0)):  # type: ignore[attr-defined]
+            s = tmp_path / f"{e.id}__{tag}.py"  # type: ignore[attr-defined]
+            s.write_text(reproducer(prog, mode=mode, title=f"{e.id} ({tag})", own=own))  # type: ignore[attr-defined]
+            risky = mode in RISKY or any(pat.kind in ("crash", "timeout") for pat in e.patterns)  # type: ignore[attr-defined]
+            jobs.append((s, risky))
+            want[s] = (code, "BUG:" if code else "FIXED:")
+    # (no entry's own case hangs: a long limit, so that a loaded machine's slow start is no hang)
+    results = run_scripts(jobs, limit="240")
+    wrong = [f"{s.name}: exit {results[s][0]}, want {w[0]} and {w[1]!r}: {results[s][1][-500:]!r}"
+             for s, w in want.items() if results[s][0] != w[0] or not results[s][1].startswith(w[1])]
+    assert not wrong, "\n".join(wrong)

@@ -20,6 +20,7 @@ from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known import (
     Explained,
     KnownDivergence,
+    checked_in_full,
     derived_program,
     error_trouble_modes,
     explain_all,
@@ -143,7 +144,7 @@ class Run:
         self.derived_modes: dict[str, set[str]] = {}
         self.derived_checked = 0
         self.with_known = 0  # programs (drawn or derived) with a divergence a known entry explains
-        self.in_full_by_rewrite = 0  # ... whose derived program keeps every output (a rewrite)
+        self.in_full_by_rewrite = 0  # ... checked in full all the same (harness/judge/known.py checked_in_full)
         self.entry_matches: Counter[str] = Counter()  # entry id -> divergences it explained
         self.entry_shows: dict[str, bool] = {}  # entry id -> its own case showed the bug here
         self.cells = CellLedger.new()  # configuration cells: scheduled, and checked per mode
@@ -306,7 +307,7 @@ class Run:
             q = derived_program(used, p, res.prediction)
             if not derived and self._first("known", pid):
                 self.with_known += 1
-                self.in_full_by_rewrite += q is not None and q.outputs == p.outputs and len(q.body) == len(p.body)
+                self.in_full_by_rewrite += checked_in_full(explained, p, q)
             self._queue_derived_per_mode(res, explained, unrun)
         for x in explained:
             d, sup = x.divergence, x.entry

@@ -315,6 +315,31 @@ def whole(q: Program | None, p: Program) -> bool:
     return q is not None and len(q.outputs) == len(p.outputs) and len(q.body) >= len(p.body) and q.inputs == p.inputs
 
 
+def checked_in_full(explained: Sequence[Explained], p: Program, q: Program | None) -> bool:
+    """Whether program `p`, whose divergences `explained` are all known or policy and whose
+    program without the known bugs is `q` (`derived_program`), counts as checked in full
+    (`RunSummary.checked_in_full`): every divergence is one of
+    - explained by an entry with a rewrite repair, `q` being `p` rewritten (every op and
+      output kept: it is checked again in every mode the program ran in);
+    - explained by a policy entry (jax refuses the mode by design, as a mode reports a
+      program unsupported: nothing there to check);
+    - of one output or value (a value, shape, dtype, varying axes, sharding, lowering
+      fact): the mode ran and compared the program's other outputs.
+    A known error, crash or hang of an entry without a rewrite stopped its mode: the
+    program counts only where it was repaired whole."""
+    rewritten_whole = whole(q, p)
+    for x in explained:
+        e, d = x.entry, x.divergence
+        if e is None:
+            return False
+        if e.policy or d.kind == DivergenceKind.MODE_DISAGREEMENT or d.kind.value not in _STOPS:
+            continue
+        if e.rewrite is not None and rewritten_whole:
+            continue
+        return False
+    return True
+
+
 def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Prediction) -> Program | None:
     """The program without the known bugs `used` explained: the repair of each. Where an
     entry has a rewrite that applies (`rewritten`): every such rewrite, and nothing sliced
@@ -333,9 +358,12 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
     bad: frozenset[int] = frozenset()
     for e in used:
         bad |= e.feature_ops(p, pred.value_types)
-    # outputs whose own out_spec gives an entry its program feature (an unreduced out_spec)
+    # outputs whose own out_spec gives an entry its program feature (an unreduced out_spec),
+    # or whose value has its value feature (a zero-size output)
     spec_bad = {k for e in used for f in e.program_features if f in OUTPUT_FEATURES
                 for k in range(len(p.outputs)) if OUTPUT_FEATURES[f](p, k)}
+    spec_bad |= {k for e in used if "value:zero_size" in e.value_features
+                 for k, o in enumerate(pred.outputs) if _zero_size(o.global_shape)}
     if bad or spec_bad:
         keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad) and k not in spec_bad)
         # an invalid program keeps the op its error is at, dead or not, where no bug op

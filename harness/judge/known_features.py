@@ -156,6 +156,7 @@ class OpFeature:
     'operands' (how many operands it reads: 'any:operands>1' is every binary op),
     'n_groups' (how many axis_index_groups: 'pmax:n_groups>1' is a grouped pmax whose
     groups hold different values; one group is the whole reduction),
+    'unknown_axis' (it names an axis that is not in the mesh),
     'cotangent_sum_dtype' (a reverse-mode transform, vjp or grad, whose steps make its
     operand vary along a manual axis it was invariant along: the operand's dtype, which
     the transpose's all-reduce of the cotangent over that axis has)."""
@@ -205,6 +206,8 @@ class OpFeature:
             v = types[0].dtype if op.kind in _ALLREDUCE and op.operands and types else None
         elif self.param == "cotangent_sum_dtype":
             v = _cotangent_sum_dtype(p, op, types)
+        elif self.param == "unknown_axis":
+            v = True if any(a not in p.mesh.names for a in (op.p("axes") or ())) else None  # type: ignore[union-attr]
         if v is None:
             return False
         if self.op is None:

@@ -60,12 +60,13 @@ def _entry(d: dict[str, object], where: str) -> KnownDivergence:
         if klass == "policy" and not d.get("decision"):
             raise ValueError("a policy entry needs 'decision': why it is jax's choice, not a bug (the docs checked)")
         ops = tuple(AnyOf.parse(w) for w in when if w not in PROGRAM_FEATURES and w not in VALUE_FEATURES)
-        outs = [w for w in when if w in OUTPUT_FEATURES]
+        outs = [w for w in when if w in OUTPUT_FEATURES or w in VALUE_FEATURES]
         if repair == "without_op" and not (ops or outs):
-            raise ValueError("repair 'without_op' needs an op feature (or an out_spec's) in 'when': the op to leave out")
+            raise ValueError("repair 'without_op' needs an op feature (or an out_spec's, or a value's) in 'when': "
+                             "what to leave out")
         if repair == "without_mode" and (ops or outs):
-            raise ValueError("repair 'without_mode' but 'when' names an op or an out_spec: use without_op (the program "
-                             "without it is checked in the entry's modes too)")
+            raise ValueError("repair 'without_mode' but 'when' names an op, an out_spec or a value: use without_op "
+                             "(the program without it is checked in the entry's modes too)")
         _check_patterns(patterns, repair in REWRITES)
     except (ValueError, InvalidSpecifier) as e:
         raise KnownDivergencesError(f"{where}: {e}") from None
