@@ -204,6 +204,64 @@ def test_a_fault_in_an_unrelated_collective_is_new_in_every_known_case(faulty_po
     assert any(d.kind == DivergenceKind.VALUE for d in new), f"{e.id}: the broken psum was not reported as new: {[d.signature for d in new]}"
 
 
+def with_downstream_psum(p: Program, e: KnownDivergence) -> Program | None:
+    """`p` with, as an output more, a psum of 1 plus the value its known bug is at (the
+    first op the entry's op features hold on; without op features, the first output's
+    value), over the manual axes it varies along (all of them where it varies along none,
+    or without check_vma): invariant after the psum, out_spec P(). None where there is no
+    such value a psum can read (an argument, a zero-size, bool, unreduced or reduced value,
+    no manual axis)."""
+    from programs.graph import cone
+
+    types = predict(p, values=False).value_types
+    n_in = len(p.inputs)
+    ops = sorted(e.feature_ops(p, types))
+    start = n_in + ops[0] if ops else p.outputs[0]
+    manual = tuple(a for a in p.mesh.names if a in p.manual_axes)
+    # the buggy value, or the first value after it that depends on it and a psum can read
+    after = [start] + [n_in + i for i in range(len(p.body)) if n_in + i > start and start - n_in in cone(p, n_in + i)]
+    readable = [v for v in after if n_in <= v < len(types) and 0 not in types[v].shape and not types[v].unreduced
+                and not types[v].reduced and types[v].dtype != "bool"]
+    if not readable or not manual:
+        return None
+    v = readable[0]
+    t = types[v]
+    axes = tuple(a for a in manual if t.vma and a in t.vma) or manual
+    new = n_in + len(p.body)
+    body = (op("const", shape=(), dtype=t.dtype, value=1), op("add", v, new), op("psum", new + 1, axes=axes))
+    wrap_specs = p.wrap_specs + (P(),) if p.wrap == "auto_axes" else p.wrap_specs
+    return replace(p, body=p.body + body, outputs=p.outputs + (new + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)
+
+
+@pytest.mark.parametrize("e", RUNNING, ids=[e.id for e in RUNNING])
+def test_a_fault_downstream_of_the_buggy_op_is_new_in_every_known_case(faulty_pool: Pool, e) -> None:  # type: ignore[no-untyped-def]
+    """Differential root-causing: a known bug explains only what its repair removes. Each
+    known case that jax runs gets a psum of the buggy op's value (downstream of the bug,
+    in its cone), whose values an injected fault breaks; judged by repair
+    (harness/judge/repair.py: the repaired programs checked too), the broken psum must
+    come out new, however broad the entry's signatures."""
+    from harness.judge.check import check_in_pool
+    from harness.judge.repair import judge
+
+    jv = faulty_pool.info.get("jax_version", "")
+    p = with_downstream_psum(from_json(case_path(e).read_text()), e)
+    if p is None:
+        pytest.skip(f"{e.id}: its bug is at a value no psum can read (zero-size, unreduced, an argument, no manual axis)")
+    assert predict(p).error is None
+    modes = tuple(dict.fromkeys(("jit", *entry_modes(e, ("jit", "eager", "vmap", "vmap_spmd", "gspmd", "grad")))))
+    res = check_in_pool(faulty_pool, p, modes)
+    v = judge(ENTRIES, res, lambda q, ms: check_in_pool(faulty_pool, q, ms), jv)
+    ran = [o for x in (v, *(sub for _, sub in v.repaired)) for o in x.result.observations
+           if o.status == "ok" and len(o.outputs) == len(x.result.program.outputs) and p.outputs[-1] in x.result.program.outputs]
+    if not ran:
+        pytest.skip(f"{e.id}: neither its case nor its repair runs the psum after the bug here: "
+                    f"{[(o.mode, o.status) for o in res.observations]}")
+    new = v.new()
+    assert any(d.kind == DivergenceKind.VALUE for d in new), (
+        f"{e.id}: the broken psum after the buggy op was not reported as new: new {[d.signature for d in new]}, "
+        f"known {v.known()}")
+
+
 def test_a_crash_keeps_its_cause_line(pool: Pool) -> None:
     """An XLA abort's `Check failed` line names the bug; the crash observation keeps it,
     not only the last lines of stderr (the stack trace after it)."""
