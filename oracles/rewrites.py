@@ -96,6 +96,21 @@ def mesh_order_axes(p: Program, sites: frozenset[int] | None = None) -> Program 
     return replace(p, body=tuple(body)) if changed else None
 
 
+def unwrap(p: Program, sites: frozenset[int] | None = None) -> Program | None:
+    """Each op of `sites` (by default every op) that runs inside a wrapper of the same
+    meaning (`wrap`: scan, cond, switch, while, fori, map, vmap, checkpoint; programs/ops.py
+    WRAP_SOURCE) run as itself: the oracle gives the wrapper no meaning, so the program
+    means the same; jax's batching rules of the wrappers under vmap with spmd_axis_name
+    are what the known entries say goes wrong."""
+    body, changed = list(p.body), False
+    for i, op in enumerate(p.body):
+        if op.p("wrap") is None or (sites is not None and i not in sites):
+            continue
+        body[i] = Op.make(op.kind, op.operands, **{k: v for k, v in op.param_dict.items() if k != "wrap"})
+        changed = True
+    return replace(p, body=tuple(body)) if changed else None
+
+
 # The varying axes jax 0.10.2 gives the results it types wrongly, from the oracle's types
 # of the operands (`vmas`) and the op: the typing bugs of the known entries
 # (reports/known_divergences.toml). A grouped pmax / pmin is typed as the reduction over
@@ -161,4 +176,5 @@ REWRITES: dict[str, Callable[[Program, frozenset[int] | None], Program | None]] 
     "nonnegative_axes": nonnegative_axes,
     "mesh_order_axes": mesh_order_axes,
     "vary_after": vary_after,
+    "unwrap": unwrap,
 }
