@@ -22,10 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from programs import from_json  # noqa: E402 - after the sys.path line
-
 from harness.judge.known_features import Pattern  # noqa: E402
 from harness.report.reproducer import Own, reproducer  # noqa: E402
+from programs import from_json  # noqa: E402 - after the sys.path line
 
 
 def own_signature(e: dict, mode: str) -> Own:  # type: ignore[type-arg]
@@ -211,7 +210,7 @@ entries = [
    when=["psum_scatter:zero_size==True"],
    reason="psum_scatter of a zero-size block fails StableHLO verification ('result dimension size at scatter_dimension cannot be zero'), and an untiled psum_scatter over a size-0 dimension (which must equal the axis size) passes eval_shape unchecked. In the grad modes, where that psum_scatter sits under jax.checkpoint beside a lax.fori_loop, lowering hangs instead of raising: the process waits in MLIR's module verifier (mlir.py lower_jaxpr_to_module, ctx.module.operation.verify()) using no CPU (reports/corpus/known/zero_psum_scatter_grad_hang.json, from fuzz seed 1; its emitted grad script hangs on 0.10.2; without the checkpoint or without the loop it raises the verifier error).",
    link=NONE + "'psum_scatter zero size', 'reduce_scatter scatter_dimension cannot be zero'"),
- E(id="unbound-axis-assertion", repair="without_op", case="unbound_assert", mode="jit", jax_versions=SINCE_0_9,
+ E(id="unbound-axis-assertion", decision="bug, not message quality: a bare AssertionError is an internal assert firing, not a user error; jax's documented NameError 'unbound axis name' is what all_gather and axis_index raise for the same mistake.", repair="without_op", case="unbound_assert", mode="jit", jax_versions=SINCE_0_9,
    signatures=["wrong_error|*|unbound_axis->AssertionError"],
    when=["collective_axis_not_in_mesh", "any:unknown_axis"],
    reason="psum, pmean, pmax, pmin, psum_scatter, all_to_all and ppermute over an axis name that is not in the mesh raise a bare AssertionError with no message inside shard_map; the documented behaviour (and jax outside shard_map, and all_gather / axis_index inside it) is NameError 'unbound axis name'.",
@@ -297,7 +296,7 @@ entries = [
    reason="Under jax.vmap, shard_map's out_specs rank and replication errors come out as an internal pytree ValueError instead of the documented message naming the output and the spec.",
    decision="policy (message quality): the error is raised, at the right time and as the right type (ValueError); only its wording (a pytree prefix error) does not name the output and spec as shard_map's own message does. The shard_map docs promise no wording.",
    link=NONE + "'vmap shard_map out_specs error message'"),
- E(id="eager-partial-manual-check-vma-false", repair="without_mode", case="eager_partial_manual", mode="eager", jax_versions=SINCE_0_8_UNTIL_0_11,
+ E(id="eager-partial-manual-check-vma-false", decision="bug: eager's per-primitive shard_map fails its own out_specs check (an internal spec built from every mesh axis), at whatever op comes first; no doc limits eager shard_map to full manual or check_vma=True, and jit runs the program.", repair="without_mode", case="eager_partial_manual", mode="eager", jax_versions=SINCE_0_8_UNTIL_0_11,
    # (its identity is the check it fails, whatever op eager was at: even returning an argument)
    abort="out_specs argument must refer to an axis marked as manual",
    signatures=["unexpected_error|eager|*->ValueError", "wrong_error|eager|*->ValueError"],
@@ -549,7 +548,7 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="unwrap", case="vmap_spmd_wrapped
    link=NONE + "'psum_scatter scatter_dimension out of bounds message'"),
  # Reduced / unreduced body values under eager shard_map (measured with each case's eager mode
  # on 0.9.2, 0.10.0, 0.10.1, 0.10.2, 0.11.2, 0.12.0: every one raises; jit runs them all)
- E(id="eager-unreduced-intermediate", repair="without_op", case="eager_unreduced_auto", mode="eager", jax_versions=SINCE_0_9,
+ E(id="eager-unreduced-intermediate", decision="bug, re-checked as a policy candidate (eager unreduced with partial manual): on 0.10.2 the partial-manual path raises NotImplementedError 'unreduced/reduced can only be passed to out_specs when shard_map is in full manual mode ... Please file a bug at https://github.com/jax-ml/jax/issues' (shard_map.py _check_unreduced_specs, applied to eager's per-primitive intermediates), so jax itself calls it a bug; only the nested-shard_map path's 'Eager shard_map + unreduced/reduced + partial manual is not implemented. Please wrap your shard_map in jax.jit' (and 0.9.2's, which the eager mode reports unsupported) is a refusal on purpose, and this entry does not match it.", repair="without_op", case="eager_unreduced_auto", mode="eager", jax_versions=SINCE_0_9,
    signatures=["unexpected_error|eager|pcast->ValueError", "unexpected_error|eager|pcast->NotImplementedError",
                "unexpected_error|eager|psum->ValueError", "unexpected_error|eager|psum->NotImplementedError"],
    when=["pcast:to==unreduced", "explicit_full_manual==False"],
@@ -597,6 +596,23 @@ HEADER = """# Known divergences between jax and the documented shard_map semanti
 """
 
 
+def bug_decision(e: dict) -> str:  # type: ignore[type-arg]
+    """Why a bug entry is a bug (re-checked against jax's docs; a policy entry says its own)."""
+    kinds = {sig.split("|")[0] for sig in e["signatures"]}
+    if e.get("abort") and "crash" in kinds:
+        return ("bug: a process abort inside XLA is never documented behaviour, and the same program runs elsewhere "
+                "(the reason says where)")
+    if kinds & {"value", "vma", "shape", "sharding"}:
+        return ("bug: the result contradicts the documented semantics (the op's docstring and the shard_map docs' "
+                "types and layouts), not only its wording")
+    if kinds <= {"missing_error"}:
+        return "bug: a mistake the docs say is an error is accepted (jax checks it elsewhere, or in another mode)"
+    if "crash" in kinds or "timeout" in kinds:
+        return "bug: a crash or hang is never documented behaviour"
+    return ("bug: jax fails with an internal error (an assertion, a verifier failure, a batching or lowering rule, "
+            "or a wrong exception from inside jax) on a program its docs allow, or that another mode runs")
+
+
 def q(s: str) -> str:
     return '"' + s.replace('\\', '\\\\').replace('"', '\\"') + '"'
 
@@ -618,8 +634,7 @@ def main() -> None:
             out.append(f'abort = {q(e["abort"])}')
         out.append(f'case = {q(case)}')
         out.append(f'reason = {q(e["reason"])}')
-        if e.get("decision"):
-            out.append(f'decision = {q(e["decision"])}')
+        out.append(f'decision = {q(e.get("decision") or bug_decision(e))}')
         out.append(f'link = {q(e["link"])}')
         out.append(f'mode = {q(e["mode"])}')
         what = ("jax's policy (a limitation, feature request or message wording; not a bug to report upstream)"

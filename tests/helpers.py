@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 
 import pytest
-
-from dataclasses import replace
 
 from programs.model import Input, Mesh, Op, Program, Spec
 

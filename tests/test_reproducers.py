@@ -26,11 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import with_unrelated_psum
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.campaign.minimize import minimized_reproducer
-from helpers import with_unrelated_psum
 from harness.report.reproducer import (
     NoReproducer,
     case_mode,

@@ -10,8 +10,21 @@ from pathlib import Path
 import tomllib
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from harness.judge.known import CLASSES, DEFAULT_PATH, REPAIRS, KnownDivergence, KnownDivergencesError, case_path
-from harness.judge.known_features import OUTPUT_FEATURES, PROGRAM_FEATURES, VALUE_FEATURES, AnyOf, Pattern
+from harness.judge.known import (
+    CLASSES,
+    DEFAULT_PATH,
+    REPAIRS,
+    KnownDivergence,
+    KnownDivergencesError,
+    case_path,
+)
+from harness.judge.known_features import (
+    OUTPUT_FEATURES,
+    PROGRAM_FEATURES,
+    VALUE_FEATURES,
+    AnyOf,
+    Pattern,
+)
 from oracles.rewrites import REWRITES
 
 _KEYS = {"id", "reason", "signatures", "when", "jax_versions", "repair", "case", "link", "reproducer", "mode", "class",

@@ -5,6 +5,10 @@ supervisor and `main` (script_text.py) into one standalone file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from harness.report.reproducer.literals import doc_text, expectations, summary
 from harness.report.reproducer.mode_choice import VALUE_MODES, prepare
 from harness.report.reproducer.run_snippets import ragged_guard, run_lines, setup_lines
@@ -22,10 +26,6 @@ from harness.report.reproducer.script_text import (
     RECORD,
     SUPERVISOR,
 )
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
 from oracles.prediction import Prediction
 from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, value_names, x64_lines
 from programs.graph import cone
