@@ -13,12 +13,11 @@ from harness.report.console import divergence_lines
 from harness.usage import UsageError
 
 
-def _print_result(res, entries, jv: str, indent: str = "", verbosity: int = 0) -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
-    """Print each mode and each divergence no known entry explains (with its message),
-    and the known ones: one line per entry, or (-v) each with its message; returns (new
-    divergences, known entry ids, unsupported modes)."""
-    from harness.judge.known import explain_all
-
+def _print_verdict(v, entries, indent: str = "", verbosity: int = 0) -> list[str]:  # type: ignore[no-untyped-def]
+    """Print each mode, divergence and repaired program of a verdict (harness/judge/repair.py):
+    each divergence no entry's repair removes with its message, the known ones one line per
+    entry, or (-v) each with its message; returns the unsupported modes."""
+    res = v.result
     unsupported = []
     for o in res.observations:
         if o.status == "unsupported":
@@ -30,12 +29,13 @@ def _print_result(res, entries, jv: str, indent: str = "", verbosity: int = 0) -
         print(f"{indent}  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
     pred = res.prediction
     print(f"{indent}  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
-    explained = explain_all(entries, res.divergences, res.program, pred, jv)
-    new = sum(1 for x in explained if x.entry is None)
-    known = list(dict.fromkeys(x.entry.id for x in explained if x.entry is not None))
-    for line in divergence_lines(explained, verbosity):
+    for line in divergence_lines(v.judged, verbosity):
         print(f"{indent}{line}")
-    return new, known, unsupported
+    for job, sub in v.repaired:
+        how = "its rewrite" if job.whole else f"its outputs {list(range(len(job.program.outputs)))} no known bug reaches"
+        print(f"{indent}  repaired without {', '.join(job.entries)} ({how}), in {','.join(job.modes)}:")
+        _print_verdict(sub, entries, indent + "    ", verbosity)
+    return unsupported
 
 
 def _python(a: argparse.Namespace) -> str | None:
@@ -49,7 +49,7 @@ def _python(a: argparse.Namespace) -> str | None:
 
 def cmd_replay(a: argparse.Namespace) -> int:
     from harness.judge.check import check_in_pool
-    from harness.judge.known import derived_program
+    from harness.judge.repair import judge
     from harness.run.compat import jax_version
     from harness.run.pool import Pool
 
@@ -59,26 +59,23 @@ def cmd_replay(a: argparse.Namespace) -> int:
     pool = Pool(1, python=_python(a), timeout_s=a.timeout)  # a case may crash jax: never in this process
     jv = str(pool.info.get("jax_version") or jax_version())
     try:
-        res = check_in_pool(pool, p, modes)
-        new, known, unsupported = _print_result(res, entries, jv, verbosity=a.verbose)
-        if known:
-            # a known bug explains only what it causes: the program without it is checked in full
-            used = [e for e in entries if e.id in known]
-            q = derived_program(used, p, res.prediction)
-            if q is not None:
-                kept = "its rewrite" if q.outputs == p.outputs and len(q.body) == len(p.body) else f"its outputs {list(range(len(q.outputs)))} no known bug reaches"
-                print(f"  checking the program without the known bug ({kept}):")
-                n2, k2, _ = _print_result(check_in_pool(pool, q, modes), entries, jv, indent="    ", verbosity=a.verbose)
-                new += n2
-                known += [k for k in k2 if k not in known]
+        # a known bug explains what its repair removes: each explaining entry's repaired
+        # program is checked too, and whatever it still shows is new
+        v = judge(entries, check_in_pool(pool, p, modes), lambda q, ms: check_in_pool(pool, q, ms), jv)
+        unsupported = _print_verdict(v, entries, verbosity=a.verbose)
     finally:
         pool.close()
-    ran = len(res.observations) - len(unsupported)
+    new, known = v.new(), v.known()
+    by_id = {e.id: e for e in entries}
+    bugs = [k for k in known if not by_id[k].policy]
+    policy = [k for k in known if by_id[k].policy]
+    ran = len(v.result.observations) - len(unsupported)
     extra = f", {len(unsupported)} unsupported: {','.join(unsupported)}" if unsupported else ""
     if new:
-        print(f"{a.case}: DIVERGES ({new} divergences no known entry explains; jax {jv}, {ran} modes run{extra})")
+        print(f"{a.case}: DIVERGES ({len(new)} divergences no known entry's repair removes; jax {jv}, {ran} modes run{extra})")
     elif known:
-        print(f"{a.case}: KNOWN ({', '.join(known)}; jax {jv}, {ran} modes run{extra})")
+        said = "; ".join(x for x in (f"{', '.join(bugs)}" if bugs else "", f"policy: {', '.join(policy)}" if policy else "") if x)
+        print(f"{a.case}: KNOWN ({said}; jax {jv}, {ran} modes run{extra})")
     else:
         print(f"{a.case}: PASS (oracle and jax {jv} agree in {ran} modes{extra})")
     return 1 if new else 0

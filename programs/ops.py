@@ -159,7 +159,11 @@ _TABLE = (
     OpDesc("pshuffle", 1, (_AXES, Param("perm", "ints")), Call("jax.lax", "pshuffle", _x(_AX, Arg("perm", "perm", "list")))),
     OpDesc("pswapaxes", 1, (_AXES, Param("axis", "int")), Call("jax.lax", "pswapaxes", _x(_AX, Arg("axis")))),
     OpDesc("axis_index", 0, (_AXES,), Call("jax.lax", "axis_index", (_AX,))),
-    OpDesc("pcast", 1, (_AXES, Param("to", "vary")), Call("jax.lax", "pcast", _x(_AX, Arg("to", "to")))),
+    # `repair`: a pcast(to='varying') a known entry's repair puts after an op jax types
+    # invariant where it varies (oracles/rewrites.py vary_after); never drawn, and the
+    # oracle treats it as the identity. The call is the same.
+    OpDesc("pcast", 1, (_AXES, Param("to", "vary"), Param("repair", "bool", optional=True)),
+           Call("jax.lax", "pcast", _x(_AX, Arg("to", "to")))),
     # operand, output, input_offsets, send_sizes, output_offsets, recv_sizes
     OpDesc("ragged_all_to_all", 6, (_AXES,), Call("jax.lax", "ragged_all_to_all", (Arg("xs"), Arg("axes", "axis_name", "axes"))),
            cpu_values=False),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -71,3 +72,23 @@ def chromium(what: str) -> str:
             pytest.fail(why)
         pytest.skip(why)
     return exe
+
+
+def with_unrelated_psum(p: Program) -> Program:
+    """`p` plus an argument that only an added psum reads (over every manual axis, its own
+    output with out_specs P()): nothing of the known bug reaches it."""
+    manual = tuple(a for a in p.mesh.names if a in p.manual_axes)
+    n = p.mesh.group_size(manual)
+    k = len(p.inputs)
+    shift = 1  # values are renumbered: arguments first
+    body = tuple(replace(o, operands=tuple(v + shift if v >= k else v for v in o.operands)) for o in p.body)
+    outputs = tuple(v + shift if v >= k else v for v in p.outputs)
+    base = len(p.inputs) + 1 + len(body)
+    extra = (op("const", shape=(1,), dtype="int32", value=1), op("add", k, base), op("psum", base + 1, axes=manual))
+    # (around jax.sharding.auto_axes, the added output is replicated outside too: out_sharding P())
+    # (explicit_axes: its in_sharding for the added argument, the in_spec's Explicit axes inside)
+    wrap_specs = {"auto_axes": p.wrap_specs + (P(),),
+                  "explicit_axes": p.wrap_specs + (P(tuple(a for a in manual if p.mesh.axis_type(a) == "explicit") or None),)}.get(
+                      str(p.wrap), p.wrap_specs)
+    return replace(p, inputs=p.inputs + (Input((n,), "int32", "iota"),), in_specs=p.in_specs + (P(manual),),
+                   body=body + extra, outputs=outputs + (base + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)

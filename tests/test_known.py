@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import P, iota, op, prog
+from helpers import P, iota, op, prog, with_unrelated_psum
 
 from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known import (
+    KnownDivergence,
     KnownDivergencesError,
     Pattern,
     derived_program,
@@ -27,8 +28,8 @@ PROGRAM = prog(XY, [iota(4), iota(2)], [P(("x", "y")), P()],
                [op("ppermute", 0, axes=("y", "x"), perm=SHIFT), op("psum", 1, axes=("x", "y"))],
                [2, 3], [P(("x", "y")), P()])
 PPERMUTE = entry({"id": "ppermute-order", "reason": "r", "link": "none found", "case": "c.json",
-                  "signatures": ["value|*|*"], "when": ["ppermute:axes_order==unordered"],
-                  "rewrite": "mesh_order_axes"}, "test")
+                  "signatures": ["value|jit,eager|*"], "when": ["ppermute:axes_order==unordered"],
+                  "repair": "mesh_order_axes"}, "test")
 
 
 def div(kind: str, where: str, mode: str = "jit", output: int | None = None, op_index: int | None = None) -> Divergence:
@@ -51,8 +52,8 @@ def test_kinds_are_literal() -> None:
 
 
 def test_errors_are_explained_only_at_the_op_that_raises() -> None:
-    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["unexpected_error|eager|*"],
-               "when": ["ppermute"]}, "test")
+    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["unexpected_error|eager|*->ValueError"],
+               "when": ["ppermute"], "repair": "without_op"}, "test")
     pred = predict(PROGRAM)
     assert explains(e, div("unexpected_error", "ppermute->ValueError", "eager", op_index=0), PROGRAM, pred, "0.10.2")
     assert not explains(e, div("unexpected_error", "psum->ValueError", "eager", op_index=1), PROGRAM, pred, "0.10.2")
@@ -62,8 +63,8 @@ def test_errors_are_explained_only_at_the_op_that_raises() -> None:
 
 
 def test_versions_are_a_range() -> None:
-    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|*"],
-               "when": ["ppermute"], "jax_versions": ">=0.8,<0.9"}, "test")
+    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|jit|*"],
+               "when": ["ppermute"], "jax_versions": ">=0.8,<0.9", "repair": "without_op"}, "test")
     pred = predict(PROGRAM)
     d = div("value", "ppermute", output=0)
     assert explains(e, d, PROGRAM, pred, "0.8.1") and not explains(e, d, PROGRAM, pred, "0.10.2")
@@ -84,7 +85,8 @@ def test_derived_program_is_the_rewrite() -> None:
 
 
 def test_derived_program_slices_away_what_the_bug_reaches() -> None:
-    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|*"], "when": ["ppermute"]}, "t")
+    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|jit|*"], "when": ["ppermute"],
+               "repair": "without_op"}, "t")
     q = derived_program([e], PROGRAM, predict(PROGRAM))
     assert q is not None and [o.kind for o in q.body] == ["psum"] and len(q.outputs) == 1
 
@@ -95,7 +97,8 @@ def test_a_rewrite_is_checked_whole_even_when_another_entry_without_one_reaches_
     p = prog(XY, [iota(4)], [P(("x", "y"))],
              [op("ppermute", 0, axes=("y", "x"), perm=SHIFT), op("psum", 0, axes=("x", "y")), op("add", 1, 2)],
              [3], [P(("x", "y"))])
-    other = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|psum"], "when": ["psum"]}, "t")
+    other = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|psum"], "when": ["psum"],
+                   "repair": "without_op"}, "t")
     assert derived_program([other], p, predict(p)) is None  # (its own: every output reaches the psum)
     q = derived_program([PPERMUTE, other], p, predict(p))
     assert q is not None and q.body[0].p("axes") == ("x", "y") and q.outputs == p.outputs and len(q.body) == 3
@@ -104,13 +107,21 @@ def test_a_rewrite_is_checked_whole_even_when_another_entry_without_one_reaches_
 @pytest.mark.parametrize("bad, phrase", [
     ({"signatures": ["*|*|*"]}, "no wildcards"),
     ({"link": ""}, "'link'"),
-    ({"rewrite": "magic"}, "rewrite 'magic'"),
+    ({"repair": "magic"}, "repair 'magic'"),
+    ({"signatures": ["value|*|*"]}, "both the mode and"),
+    ({"signatures": ["unexpected_error|jit|*->*"]}, "any exception type"),
+    ({"signatures": ["unexpected_error|jit|*"]}, "any exception type"),
+    ({"class": "policy"}, "decision"),
+    ({"class": "feature"}, "class 'feature'"),
+    ({"repair": "without_mode"}, "use without_op"),
+    ({"when": ["partial_manual"]}, "needs an op feature"),
     ({"jax_versions": "0.10"}, "Invalid specifier"),
     ({"when": ["ppermute:axes_order=unordered"]}, "not a program feature"),
     ({"colour": "red"}, "unknown keys"),
 ])
 def test_malformed_entries_are_named(bad, phrase) -> None:  # type: ignore[no-untyped-def]
-    d = {"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|*"], "when": ["ppermute"], **bad}
+    d = {"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|jit|*"], "when": ["ppermute"],
+         "repair": "without_op", **bad}
     with pytest.raises(KnownDivergencesError, match=phrase):
         entry(d, "test")
 
@@ -119,7 +130,7 @@ def test_each_entry_has_its_own_case(tmp_path: Path) -> None:
     f = tmp_path / "k.toml"
     case = tmp_path / "same.json"
     case.write_text("{}")
-    one = '[[divergence]]\nid = "{}"\nreason = "r"\nlink = "l"\ncase = "CASE"\nsignatures = ["value|*|*"]\n'.replace("CASE", str(case))
+    one = '[[divergence]]\nid = "{}"\nreason = "r"\nlink = "l"\ncase = "CASE"\nsignatures = ["value|jit|*"]\nrepair = "without_mode"\n'.replace("CASE", str(case))
     f.write_text(one.format("a") + one.format("b"))
     with pytest.raises(KnownDivergencesError, match="share case"):
         load(f)
@@ -167,26 +178,6 @@ def test_every_entry_shows_its_bug_on_its_own_case(pool: Pool, e) -> None:  # ty
         + "; ".join(d.signature for d in res.divergences) or "no divergence")
 
 
-def with_unrelated_psum(p: Program) -> Program:
-    """`p` plus an argument that only an added psum reads (over every manual axis, its own
-    output with out_specs P()): nothing of the known bug reaches it."""
-    manual = tuple(a for a in p.mesh.names if a in p.manual_axes)
-    n = p.mesh.group_size(manual)
-    k = len(p.inputs)
-    shift = 1  # values are renumbered: arguments first
-    body = tuple(replace(o, operands=tuple(v + shift if v >= k else v for v in o.operands)) for o in p.body)
-    outputs = tuple(v + shift if v >= k else v for v in p.outputs)
-    base = len(p.inputs) + 1 + len(body)
-    extra = (op("const", shape=(1,), dtype="int32", value=1), op("add", k, base), op("psum", base + 1, axes=manual))
-    # (around jax.sharding.auto_axes, the added output is replicated outside too: out_sharding P())
-    # (explicit_axes: its in_sharding for the added argument, the in_spec's Explicit axes inside)
-    wrap_specs = {"auto_axes": p.wrap_specs + (P(),),
-                  "explicit_axes": p.wrap_specs + (P(tuple(a for a in manual if p.mesh.axis_type(a) == "explicit") or None),)}.get(
-                      str(p.wrap), p.wrap_specs)
-    return replace(p, inputs=p.inputs + (Input((n,), "int32", "iota"),), in_specs=p.in_specs + (P(manual),),
-                   body=body + extra, outputs=outputs + (base + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)
-
-
 RUNNING = [e for e in ENTRIES if predict(from_json(case_path(e).read_text()), values=False).error is None]
 
 
@@ -211,6 +202,64 @@ def test_a_fault_in_an_unrelated_collective_is_new_in_every_known_case(faulty_po
         qres = _check(faulty_pool, q, modes)
         new = [x.divergence for x in explain_all(ENTRIES, qres.divergences, q, qres.prediction, jv) if x.entry is None]
     assert any(d.kind == DivergenceKind.VALUE for d in new), f"{e.id}: the broken psum was not reported as new: {[d.signature for d in new]}"
+
+
+def with_downstream_psum(p: Program, e: KnownDivergence) -> Program | None:
+    """`p` with, as an output more, a psum of 1 plus the value its known bug is at (the
+    first op the entry's op features hold on; without op features, the first output's
+    value), over the manual axes it varies along (all of them where it varies along none,
+    or without check_vma): invariant after the psum, out_spec P(). None where there is no
+    such value a psum can read (an argument, a zero-size, bool, unreduced or reduced value,
+    no manual axis)."""
+    from programs.graph import cone
+
+    types = predict(p, values=False).value_types
+    n_in = len(p.inputs)
+    ops = sorted(e.feature_ops(p, types))
+    start = n_in + ops[0] if ops else p.outputs[0]
+    manual = tuple(a for a in p.mesh.names if a in p.manual_axes)
+    # the buggy value, or the first value after it that depends on it and a psum can read
+    after = [start] + [n_in + i for i in range(len(p.body)) if n_in + i > start and start - n_in in cone(p, n_in + i)]
+    readable = [v for v in after if n_in <= v < len(types) and 0 not in types[v].shape and not types[v].unreduced
+                and not types[v].reduced and types[v].dtype != "bool"]
+    if not readable or not manual:
+        return None
+    v = readable[0]
+    t = types[v]
+    axes = tuple(a for a in manual if t.vma and a in t.vma) or manual
+    new = n_in + len(p.body)
+    body = (op("const", shape=(), dtype=t.dtype, value=1), op("add", v, new), op("psum", new + 1, axes=axes))
+    wrap_specs = p.wrap_specs + (P(),) if p.wrap == "auto_axes" else p.wrap_specs
+    return replace(p, body=p.body + body, outputs=p.outputs + (new + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)
+
+
+@pytest.mark.parametrize("e", RUNNING, ids=[e.id for e in RUNNING])
+def test_a_fault_downstream_of_the_buggy_op_is_new_in_every_known_case(faulty_pool: Pool, e) -> None:  # type: ignore[no-untyped-def]
+    """Differential root-causing: a known bug explains only what its repair removes. Each
+    known case that jax runs gets a psum of the buggy op's value (downstream of the bug,
+    in its cone), whose values an injected fault breaks; judged by repair
+    (harness/judge/repair.py: the repaired programs checked too), the broken psum must
+    come out new, however broad the entry's signatures."""
+    from harness.judge.check import check_in_pool
+    from harness.judge.repair import judge
+
+    jv = faulty_pool.info.get("jax_version", "")
+    p = with_downstream_psum(from_json(case_path(e).read_text()), e)
+    if p is None:
+        pytest.skip(f"{e.id}: its bug is at a value no psum can read (zero-size, unreduced, an argument, no manual axis)")
+    assert predict(p).error is None
+    modes = tuple(dict.fromkeys(("jit", *entry_modes(e, ("jit", "eager", "vmap", "vmap_spmd", "gspmd", "grad")))))
+    res = check_in_pool(faulty_pool, p, modes)
+    v = judge(ENTRIES, res, lambda q, ms: check_in_pool(faulty_pool, q, ms), jv)
+    ran = [o for x in (v, *(sub for _, sub in v.repaired)) for o in x.result.observations
+           if o.status == "ok" and len(o.outputs) == len(x.result.program.outputs) and p.outputs[-1] in x.result.program.outputs]
+    if not ran:
+        pytest.skip(f"{e.id}: neither its case nor its repair runs the psum after the bug here: "
+                    f"{[(o.mode, o.status) for o in res.observations]}")
+    new = v.new()
+    assert any(d.kind == DivergenceKind.VALUE for d in new), (
+        f"{e.id}: the broken psum after the buggy op was not reported as new: new {[d.signature for d in new]}, "
+        f"known {v.known()}")
 
 
 def test_a_crash_keeps_its_cause_line(pool: Pool) -> None:
@@ -408,7 +457,7 @@ def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_it
                           op_index=at, raised_at=at)
 
     e = find(ENTRIES, raised(p, 1), [raised(p, 1)], p, pred, "0.10.2")
-    assert e is not None and e.id == "negative-all-to-all-split-axis"
+    assert e is not None and e.id == "negative-all-to-all-split-axis-untiled-shape"
     assert find(ENTRIES, raised(p, 1), [raised(p, 1)], p, pred, "0.11.2") is None  # fixed upstream
     nonneg = replace(p, body=(Op.make("all_to_all", a2a.operands, **{**dict(a2a.params), "split_axis": 1}), swap))
     assert find(ENTRIES, raised(nonneg, 1), [raised(nonneg, 1)], nonneg, predict(nonneg), "0.10.2") is None
@@ -457,9 +506,14 @@ def test_a_bf16_vjp_that_sums_its_cotangent_in_partial_manual_is_the_abort_entry
     assert not holds(f32)
     jvp = replace(p, body=(Op.make("transform", t.operands, **{**dict(t.params), "transform": "jvp"}),))
     assert not holds(jvp)
-    crash = Divergence(DivergenceKind.CRASH, "eager", "", "crash")
+    crash = Divergence(DivergenceKind.CRASH, "eager", "(mode=eager) crash: worker died (exit code -6, SIGABRT); cause: F1207 "
+                       "16:42:42.961419 3199 hlo_instruction.cc:1615] Invalid binary instruction opcode copy", "crash")
     e = find(ENTRIES, crash, [crash], p, predict(p), "0.10.2")
-    assert e is not None and e.id == "bf16-partial-manual-transform-cotangent-abort"
+    assert e is not None and e.id == "bf16-partial-manual-allreduce-abort"
+    # one abort, one entry: identified by where it aborts, not by the op; another abort is not it
+    other = replace(crash, message="(mode=eager) crash: worker died (exit code -6, SIGABRT); cause: F1207 hlo_sharding_util.cc:2714] "
+                    "Check failed: sharding.IsManualSubgroup()")
+    assert find(ENTRIES, other, [other], p, predict(p), "0.10.2") is None
 
 
 def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotangent_error_only() -> None:
@@ -537,7 +591,7 @@ def test_an_untiled_all_to_all_transposed_in_a_transform_explains_an_invalid_pro
                           op_index=0, raised_at=0)
 
     e = find(ENTRIES, wrong(), [wrong()], p, pred, "0.10.2")
-    assert e is not None and e.id == "all-to-all-untiled-transpose-invalid-program"
+    assert e is not None and e.id == "all-to-all-untiled-transpose-shape"
     assert find(ENTRIES, wrong("TypeError"), [wrong("TypeError")], p, pred, "0.10.2") is None
     steps = tuple((k, ops, tuple((n, True if n == "tiled" else v) for n, v in params)) for k, ops, params in tr.p("steps"))
     tiled = replace(p, body=(Op.make("transform", tr.operands, **{**dict(tr.params), "steps": steps}),))
@@ -664,14 +718,15 @@ def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error()
                      [1], [P("x")])
     types = trace(dead_perm, with_values=False)[0].types
     ranged = entry({"id": "perm", "reason": "r", "link": "none found", "case": "c.json",
-                    "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"]}, "test")
+                    "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"], "repair": "without_op"}, "test")
     assert known_error_trouble([ranged], dead_perm, types, "0.10.2") == frozenset({1})  # the dead ppermute
     assert known_error_trouble([PPERMUTE], dead_perm, types, "0.10.2") == frozenset()  # a value entry
     old = entry({"id": "perm-old", "reason": "r", "link": "none found", "case": "c.json", "jax_versions": "<0.6",
-                 "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"]}, "test")
+                 "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"], "repair": "without_op"}, "test")
     assert known_error_trouble([old], dead_perm, types, "0.10.2") == frozenset()
     unbound = entry({"id": "unbound", "reason": "r", "link": "none found", "case": "c.json",
-                     "signatures": ["wrong_error|*|unbound_axis->AssertionError"], "when": ["collective_axis_not_in_mesh"]}, "test")
+                     "signatures": ["wrong_error|*|unbound_axis->AssertionError"], "when": ["collective_axis_not_in_mesh"],
+                     "repair": "without_mode"}, "test")
     bad_axis = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("psum", 0, axes=("nope",))], [1], [P("x")])
     assert known_error_trouble([unbound], bad_axis, trace(bad_axis, with_values=False)[0].types, "0.10.2") == frozenset({0, 1})
     assert known_error_trouble([unbound], dead_perm, types, "0.10.2") == frozenset()
@@ -688,7 +743,8 @@ def test_a_known_crash_before_an_invalid_programs_error_is_eager_trouble_at_its_
     from oracles.interpreter import trace
 
     abort = entry({"id": "abort", "reason": "r", "link": "none found", "case": "c.json",
-                   "signatures": ["crash|jit,eager|crash"], "when": ["pmean"]}, "test")
+                   "signatures": ["crash|jit,eager|crash"], "when": ["pmean"],
+                   "repair": "without_op"}, "test")
     modes = ("abstract", "jit", "eager")
     first = prog(XY, [iota(4), iota(4)], [P("x"), P("x")], [op("pmean", 0, axes=("x",)), op("psum", 1, axes=("nope",))],
                  [2], [P("x")])

@@ -164,14 +164,18 @@ def test_console_json_junit_and_html_give_the_same_counts(tmp_path: Path) -> Non
     assert c.new_buckets > 0 and c.divergences > 0 and c.known_buckets > 0 and c.suppressed > 0, c
     assert c.failing_programs <= c.programs_with_divergences <= c.programs_run
     assert c.divergences == sum(b.count for b in s.failing) and c.suppressed == sum(b.count for b in s.known)
+    assert c.policy == sum(b.count for b in s.policy) and c.policy_buckets == len(s.policy)
+    assert all(b.suppressed_by and not b.known for b in s.policy)  # (policy is apart from the known bugs)
     assert c.line() in r.stdout, r.stdout[-2000:]
     suite = ET.parse(rep / "junit.xml").getroot().find("testsuite")
     assert suite is not None
     assert suite.get("failures") == str(c.new_buckets + c.still_failing_buckets)
-    assert suite.get("skipped") == str(c.known_buckets) and suite.get("tests") == str(len(s.buckets) + 1)
+    assert suite.get("skipped") == str(c.known_buckets + c.policy_buckets) and suite.get("tests") == str(len(s.buckets) + 1)
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
-    assert (props["programs_run"], props["failing_programs"], props["divergences"], props["suppressed"]) == tuple(
-        str(x) for x in (c.programs_run, c.failing_programs, c.divergences, c.suppressed))
+    assert (props["programs_run"], props["failing_programs"], props["divergences"], props["suppressed"], props["policy"]) == tuple(
+        str(x) for x in (c.programs_run, c.failing_programs, c.divergences, c.suppressed, c.policy))
+    skipped = [t.find("skipped").get("message") for t in suite.iter("testcase") if t.find("skipped") is not None]  # type: ignore[union-attr]
+    assert sum(1 for m in skipped if m.startswith("policy: ")) == c.policy_buckets
     names = [t.get("name") for t in suite.iter("testcase")]
     assert len(names) == len(set(names))
     run = next(t for t in suite.iter("testcase") if t.get("name") == "run")
@@ -182,6 +186,8 @@ def test_console_json_junit_and_html_give_the_same_counts(tmp_path: Path) -> Non
     assert tiles["new buckets"] == c.new_buckets and tiles["known buckets"] == c.known_buckets
     assert tiles["programs run"] == c.programs_run and tiles["failing programs"] == c.failing_programs
     assert tiles["divergences (unexplained)"] == c.divergences and tiles["known divergences"] == c.suppressed
+    assert tiles["policy divergences"] == c.policy
+    assert ("policy (jax's choice, not a bug" in r.stdout) == bool(c.policy_buckets)
     assert all(not b.new for b in s.known)  # a known bucket is never 'new'
 
 

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import with_unrelated_psum
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,7 +96,14 @@ PLAIN_MODES = {
     "neg_split_eager_invalid": "eager", "neg_split_downstream_swap": "abstract",
     "a2a_untiled_transform": "abstract", "zero_psum_scatter_eager_invalid": "eager",
     "neg_scatter_vmap_fori_invalid": "vmap",
+    # cases of an entry whose root cause they share (one abort, one entry): the mode they abort in
+    "bf16_partial_manual_grad_replicated": "grad", "bf16_partial_manual_vjp": "eager", "bf16_smap_allreduce": "smap",
+    "bf16_partial_manual_all_gather_grad": "grad", "gspmd_partial_manual_a2a": "gspmd",
+    "gspmd_partial_manual_all_to_all": "gspmd",
 }
+# those of them that abort the process (the runner must not run them)
+ABORTING = {"bf16_partial_manual_grad_replicated", "bf16_partial_manual_vjp", "bf16_smap_allreduce",
+            "bf16_partial_manual_all_gather_grad", "gspmd_partial_manual_a2a", "gspmd_partial_manual_all_to_all"}
 # Known cases whose recorded first divergence jax 0.10.2 no longer shows (reported, not hidden)
 STALE: dict[str, str] = {}
 # Curated (case, mode) pairs that do not pass today (shardfuzz replay agrees): left out
@@ -133,7 +141,7 @@ def _aborts(path: Path) -> bool:
     """An entry whose bug kills the process (a crash signature) in any mode, so its
     script must run on its own (bf16-partial-manual-allreduce-abort: in jit)."""
     e = ENTRIES.get(path.stem)
-    return e is not None and any(pat.kind == "crash" for pat in e.patterns)  # type: ignore[attr-defined]
+    return path.stem in ABORTING or (e is not None and any(pat.kind == "crash" for pat in e.patterns))  # type: ignore[attr-defined]
 
 
 def _ragged(p: Program) -> bool:
@@ -146,15 +154,15 @@ def _cpu_modes(p: Program) -> tuple[str, ...]:
     return ("abstract",) if any(op.kind in NO_CPU_LOWERING for op in p.body) else ("abstract", "lowering")
 
 
-def _env() -> dict[str, str]:
+def _env(limit: str = HANG_LIMIT_S) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "SHARDFUZZ_REPRO_CHILD"}
-    env["SHARDFUZZ_REPRO_TIMEOUT"] = HANG_LIMIT_S
+    env["SHARDFUZZ_REPRO_TIMEOUT"] = limit
     env["PYTHONPATH"] = ""  # the scripts need jax and numpy only
     return env
 
 
-def _standalone(script: Path) -> tuple[int, str]:
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=_env())
+def _standalone(script: Path, limit: str = HANG_LIMIT_S) -> tuple[int, str]:
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300 + float(limit), env=_env(limit))
     return r.returncode, r.stdout
 
 
@@ -166,7 +174,7 @@ def _batch(scripts: list[Path]) -> dict[Path, tuple[int, str]]:
     return {Path(k): (int(c), out) for k, (c, out) in got.items()}
 
 
-def run_scripts(jobs: Iterable[tuple[Path, bool]]) -> dict[Path, tuple[int, str]]:
+def run_scripts(jobs: Iterable[tuple[Path, bool]], limit: str = HANG_LIMIT_S) -> dict[Path, tuple[int, str]]:
     """Every script's exit code and output, for (path, standalone) pairs: standalone ones
     as `python SCRIPT` (those that may crash or hang), the rest in two batches."""
     jobs = list(jobs)
@@ -175,7 +183,7 @@ def run_scripts(jobs: Iterable[tuple[Path, bool]]) -> dict[Path, tuple[int, str]
     halves = [rest[0::2], rest[1::2]]
     out: dict[Path, tuple[int, str]] = {}
     with ThreadPoolExecutor(3) as pool:  # (a hanging script waits without using a core)
-        singles = {s: pool.submit(_standalone, s) for s in alone}
+        singles = {s: pool.submit(_standalone, s, limit) for s in alone}
         batches = [pool.submit(_batch, h) for h in halves if h]
         for b in batches:
             out.update(b.result())
@@ -430,3 +438,76 @@ def test_permute_order_runs_on_jax_0_11_with_its_flag_off(tmp_path: Path) -> Non
     script.write_text(text.replace('jax.config.update("jax_raise_on_ppermute_sort_diff", False)', "pass"))
     refused = subprocess.run([py, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert refused.returncode == 1 and "RuntimeError" in refused.stdout, (v, refused.stdout, refused.stderr[-2000:])
+
+
+# ------------------------------------------------------------ each entry's own reproducer
+
+def _entry_list() -> list[object]:
+    from harness.judge.known import load
+
+    return [e for e in load() if e.covers(_installed_jax())]  # type: ignore[attr-defined]
+
+
+# one entry of each repair and class (every one with SHARDFUZZ_ALL_ENTRY_REPRODUCERS=1:
+# about two scripts an entry, a few minutes on two cores)
+ENTRY_SAMPLE = ("ppermute-multi-axis-order", "negative-scatter-dimension", "grouped-pmax-claims-invariance",
+                "pmax-no-differentiation-rule", "eager-partial-manual-check-vma-false",
+                "gspmd-partial-manual-manual-subgroup-abort", "zero-size-output-blocks", "ppermute-perm-out-of-range-indexerror")
+
+
+def repaired_case(e: object, p: Program) -> tuple[Program, str]:
+    """The entry's case without its bug, and the mode to run it in: its repair (a rewrite,
+    or the program without its ops) in the entry's mode (where every output of the case
+    holds the bug, or what is left cannot run in that mode: of the case with an unrelated
+    output more), or where the repair is the mode left out, the same program in a mode
+    the entry's signatures do not name."""
+    from harness.judge.repair import repair
+    from oracles import predict
+
+    def runs(q: Program, mode: str) -> bool:
+        try:
+            reproducer(q, mode=mode)
+        except NoReproducer:
+            return False
+        return True
+
+    for base in (p, with_unrelated_psum(p)):
+        q = repair(e, base, predict(base))  # type: ignore[arg-type]
+        if q is not None and runs(q, str(e.mode)):  # type: ignore[attr-defined]
+            return q, str(e.mode)  # type: ignore[attr-defined]
+    named = {m for pat in e.patterns for m in (pat.modes or REPRO_MODES)}  # type: ignore[attr-defined]
+    for mode in ("jit", "abstract", "eager", "vmap", "lowering", "gspmd"):
+        if mode not in named and runs(p, mode):
+            return p, mode
+    raise AssertionError(f"{e.id}: no repaired program and no mode its signatures leave out")  # type: ignore[attr-defined]
+
+
+def test_every_entrys_reproducer_exits_1_on_its_own_bug_and_0_when_repaired(tmp_path: Path) -> None:
+    """An entry's reproducer counts only its own signature (kind, op, exception type, in
+    its mode; a crash by the check it aborts at): it says BUG: (exit 1) on the entry's own
+    case, and FIXED: (exit 0) on the case with the bug repaired, even where jax diverges
+    otherwise there."""
+    from harness.report.reproducer import Own
+
+    entries = _entry_list()
+    if os.environ.get("SHARDFUZZ_ALL_ENTRY_REPRODUCERS") != "1":
+        entries = [e for e in entries if e.id in ENTRY_SAMPLE]  # type: ignore[attr-defined]
+        assert len(entries) == len(ENTRY_SAMPLE), "an entry of the sample is gone: pick another of its repair"
+    from harness.judge.known import case_path
+
+    jobs, want = [], {}
+    for e in entries:
+        p = from_json(case_path(e).read_text())  # type: ignore[arg-type]
+        own = Own.of(e.patterns, e.abort, e.mode)  # type: ignore[attr-defined]
+        q, qmode = repaired_case(e, p)
+        for tag, prog, mode, code in (("bug", p, e.mode, 1), ("repaired", q, qmode, 0)):  # type: ignore[attr-defined]
+            s = tmp_path / f"{e.id}__{tag}.py"  # type: ignore[attr-defined]
+            s.write_text(reproducer(prog, mode=mode, title=f"{e.id} ({tag})", own=own))  # type: ignore[attr-defined]
+            risky = mode in RISKY or any(pat.kind in ("crash", "timeout") for pat in e.patterns)  # type: ignore[attr-defined]
+            jobs.append((s, risky))
+            want[s] = (code, "BUG:" if code else "FIXED:")
+    # (no entry's own case hangs: a long limit, so that a loaded machine's slow start is no hang)
+    results = run_scripts(jobs, limit="240")
+    wrong = [f"{s.name}: exit {results[s][0]}, want {w[0]} and {w[1]!r}: {results[s][1][-500:]!r}"
+             for s, w in want.items() if results[s][0] != w[0] or not results[s][1].startswith(w[1])]
+    assert not wrong, "\n".join(wrong)

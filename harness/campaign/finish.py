@@ -230,10 +230,11 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
     rendered as junit.xml and index.html from the same value."""
     cfg = run.cfg
     ordered = sorted(run.buckets.values(), key=lambda b: (b.suppressed_by is not None, -b.count))
+    policy = {e.id for e in cfg.suppressions if e.policy}
     buckets = tuple(
         BucketSummary(b.signature, b.kind, b.mode, b.count, b.case, b.message, b.suppressed_by, b.new,
                       b.first_seen_at, b.minimized_case, tuple(b.minimized_size) if b.minimized_size else None,
-                      b.first_seen_s, b.first_seen_index)
+                      b.first_seen_s, b.first_seen_index, policy=b.suppressed_by in policy)
         for b in ordered
     )
     fixed = tuple(FixedCase(str(f["case"]), tuple(f["signatures"])) for f in run.fixed)
@@ -258,7 +259,8 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         programs_with_known=run.with_known,
         derived_checked=run.derived_checked,
         # a program is checked in full when no known entry explained any of its
-        # divergences, or one did and its rewrite (every output kept) was checked
+        # divergences, or their repairs left nothing unchecked (harness/judge/known.py
+        # checked_in_full)
         checked_in_full=run.n - run.with_known + run.in_full_by_rewrite,
         statistics=_events(stats),
         coverage=tuple(CoverageCell(c, r, dt, m, sp, n) for (c, r, dt, m, sp), n in sorted(run.coverage.items())),

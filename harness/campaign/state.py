@@ -23,7 +23,7 @@ from harness.campaign.derived import DerivedQueue
 from harness.campaign.known_queries import KnownQueries
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence
-from harness.judge.known import derived_program, explain_all
+from harness.judge.known import checked_in_full, derived_program, explain_all
 from harness.report.console import Progress
 from harness.report.markup import write as atomic_write
 from harness.report.summary import BucketSummary
@@ -141,7 +141,7 @@ class Run:
         self.derived = DerivedQueue(self.stream_index)  # programs without their known bugs, and CPU-runnable parts
         self.derived_checked = 0
         self.with_known = 0  # programs (drawn or derived) with a divergence a known entry explains
-        self.in_full_by_rewrite = 0  # ... whose derived program keeps every output (a rewrite)
+        self.in_full_by_rewrite = 0  # ... checked in full all the same (harness/judge/known.py checked_in_full)
         self.entry_matches: Counter[str] = Counter()  # entry id -> divergences it explained
         self.entry_shows: dict[str, bool] = {}  # entry id -> its own case showed the bug here
         self.cells = CellLedger.new()  # configuration cells: scheduled, and checked per mode
@@ -277,7 +277,7 @@ class Run:
             q = derived_program(used, p, res.prediction)
             if not derived and self._first("known", pid):
                 self.with_known += 1
-                self.in_full_by_rewrite += q is not None and q.outputs == p.outputs and len(q.body) == len(p.body)
+                self.in_full_by_rewrite += checked_in_full(explained, p, q)
             self.derived.per_mode(res, explained, unrun, self.checked, self.cfg.modes)
         for x in explained:
             d, sup = x.divergence, x.entry

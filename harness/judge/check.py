@@ -189,12 +189,12 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     if not wrong:
         return done
 
-    def culprit(d: Divergence) -> str | None:
+    def culprit(d: Divergence) -> int | None:
         if d.output is None or d.output >= len(p.outputs):
-            return p.body[wrong[0] - len(p.inputs)].kind  # (no one output: the first wrong op)
+            return wrong[0] - len(p.inputs)  # (no one output: the first wrong op)
         mine = cone(p, p.outputs[d.output])
         first = next((v for v in wrong if v - len(p.inputs) in mine), None)
-        return None if first is None else p.body[first - len(p.inputs)].kind
+        return None if first is None else first - len(p.inputs)
 
     # the op that goes wrong first is a property of the program, not of the mode: value
     # divergences of the other modes (which only see the outputs, or for grad only
@@ -202,12 +202,13 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     def relabel(d: Divergence) -> Divergence:
         if d.kind != DivergenceKind.VALUE or (res.probed and run.member not in _members(d)):
             return d
-        c = culprit(d)
-        if c is None:
+        i = culprit(d)
+        if i is None:
             return d
+        c = p.body[i].kind
         if d.mode in ("grad", "grad_remat"):
-            return replace(d, where=f"{d.where.split(':')[0]}:{c}")
-        return replace(d, where=c)
+            return replace(d, where=f"{d.where.split(':')[0]}:{c}", op_index=i)
+        return replace(d, where=c, op_index=i)
 
     return replace(done, divergences=tuple(relabel(d) for d in res.divergences))
 

@@ -1,30 +1,44 @@
 """Known jax divergences, as data (`harness/data/known_divergences.toml`), matched by cause.
 
-An entry explains a divergence only when all of these hold:
+An entry explains a divergence when removing its bug removes the divergence
+(differential root-causing). Every entry carries a repair (`REPAIRS`): a
+semantics-preserving rewrite that makes jax do the right thing (`oracles/rewrites.py`:
+non-negative axes, mesh-order axes, a pcast(to='varying') after an op jax types
+invariant), which keeps every op so the whole program is checked again; or, for a crash
+or a bug of one op or one mode, the program without that op (`without_op`: the outputs
+it cannot reach), or the mode left out (`without_mode`: the program's other modes check
+it). A divergence is known when the repaired program no longer shows it in that mode;
+whatever the repaired program still shows is new (`harness/judge/repair.py`).
+
+Which entries are candidates for a divergence (`explains`), all of these holding:
 - one of its signature patterns matches (`kind|mode|where`: the kind is always literal,
-  so a bug that gives a wrong error never excuses a wrong value; the mode is literal, a
-  comma list, or `*` for a bug the reason says every mode shows);
+  so a bug that gives a wrong error never excuses a wrong value; the mode is literal or a
+  comma list, or `*` only with a literal `where`);
 - the installed jax is in its `jax_versions` range (a PEP 440 specifier set);
-- its program features hold (mesh, specs, flags: `partial_manual`, ...);
-- its op features hold on one op *in the divergence's scope*: for a wrong value, shape,
-  dtype or vma, an op the divergent value depends on (its dependency cone); for an
-  error, the op jax raised at (or the one that should have raised), and its cone only
-  when the entry says the bug's errors surface downstream (`errors_downstream`); only
-  when jax names no op (a compile error, a crash, a hang) any op (dead ones too: eager
-  and the grad modes trace them); never a body op for an error about the specs;
+- its program features hold (mesh, specs, flags: `partial_manual`, ...), and an output
+  feature (an out_spec's) on the divergent output itself;
+- an abort (`abort`: the check's text and source line a crash or an internal error
+  stops at) is in the divergence's message: a crash is identified by where it aborts,
+  never by the op that happened to be drawn;
+- its op features hold on one op *in the divergence's scope*. With a rewrite repair (the
+  whole program checked again) that is any op the divergent value depends on (its
+  dependency cone), or for an error the op jax raised at and its cone. Without one, the
+  exact op: the op a value divergence is put on (the first that goes wrong), else the
+  divergent output's cone; the op jax raised at. Only when jax names no op (a compile
+  error, a crash, a hang) any op (dead ones too: eager and the grad modes trace them);
+  never a body op for an error about the specs;
 - its value features hold on the divergent value (or, unlocalised, on some live value).
 
 A mode disagreement is explained when every mode's own divergences are.
 
-An entry may name a rewrite (`oracles/rewrites.py`): the same program without the buggy
-form. Whenever an entry explains a divergence, the program that does not hold the bug
-(the whole rewrite, or else the program sliced to the outputs no feature op reaches:
-`derived_program`) is checked like any other, in fuzz, replay and qualify, so the rest
-of the program is never excused.
+An entry of class `policy` is a jax limitation, a feature request or a message-quality
+choice, not a bug: counted and checked like any other, reported under its own heading,
+never offered as an upstream bug report.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -38,6 +52,7 @@ from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known_features import (
     OUTPUT_FEATURES,
     PROGRAM_FEATURES,
+    AnyOf,
     OpFeature,
     Pattern,
     _zero_size,
@@ -50,6 +65,13 @@ from programs.model import DTYPES, Op, Program, Spec
 DEFAULT_PATH = KNOWN_DIVERGENCES
 _KINDS = {k.value for k in DivergenceKind}
 _ERRORS = {"unexpected_error", "wrong_error", "missing_error"}
+# the repairs: a rewrite (every op kept: the whole program checked again), the program
+# without the entry's ops (and the outputs whose out_spec holds its output feature), or
+# the mode left out (an entry of program features only: the other modes check the program)
+REPAIRS = (*REWRITES, "without_op", "without_mode")
+CLASSES = ("bug", "policy")
+# divergences that stop a mode (nothing else of the program is checked there)
+_STOPS = {"unexpected_error", "wrong_error", "missing_error", "crash", "timeout"}
 
 
 class KnownDivergencesError(ValueError):
@@ -78,23 +100,53 @@ class KnownDivergence:
     patterns: tuple[Pattern, ...]
     jax_versions: str  # a PEP 440 specifier set ('' or '*': every version)
     program_features: tuple[str, ...] = ()
-    op_features: tuple[OpFeature, ...] = ()  # all must hold on one op in scope
+    op_features: tuple[OpFeature | AnyOf, ...] = ()  # all must hold on one op in scope
     value_features: tuple[str, ...] = ()
-    errors_downstream: bool = False  # its errors may surface at ops depending on the feature op
-    rewrite: str | None = None  # a name in oracles.rewrites.REWRITES
+    repair: str = "without_mode"  # how the program without the bug is made: one of REPAIRS
     case: str = ""  # its own minimized case (path from the data root, harness/data)
     link: str = ""  # the upstream issue or fix, or 'none found: ...'
     reproducer: str = ""
     mode: str = "jit"  # the mode its reproducer runs in
+    klass: str = "bug"  # one of CLASSES: a jax bug, or jax's policy (limitation, feature request, wording)
+    abort: str = ""  # a shell pattern on the check a crash or internal error stops at ('' none)
+    decision: str = ""  # why it is a bug or policy, checked against jax's docs
 
     def covers(self, jax_version: str) -> bool:
         return _covers(self.jax_versions, jax_version)
 
-    def feature_ops(self, p: Program, types: Sequence[ValueType]) -> frozenset[int]:
-        """The body ops (indices) on which every op feature holds."""
+    @property
+    def rewrite(self) -> str | None:
+        """The rewrite of oracles/rewrites.py its repair is (the whole program kept), or None."""
+        return self.repair if self.repair in REWRITES else None
+
+    @property
+    def errors_downstream(self) -> bool:
+        """Whether its errors may be put on ops depending on its buggy op: only when its
+        repair keeps every op, so whatever those ops do is checked again."""
+        return self.rewrite is not None
+
+    @property
+    def policy(self) -> bool:
+        return self.klass == "policy"
+
+    def feature_ops(self, p: Program, types: Sequence[ValueType], mode: str | None = None) -> frozenset[int]:
+        """The body ops (indices) on which every op feature holds (for a divergence in
+        `mode`: a feature limited to other modes, `F@modes`, does not count; None: any)."""
         if not self.op_features:
             return frozenset()
-        return frozenset(i for i in range(len(p.body)) if all(_holds_on(f, p, i, types) for f in self.op_features))
+        fs = [f.in_mode(mode) for f in self.op_features]
+        if any(f is None for f in fs):
+            return frozenset()
+        return frozenset(i for i in range(len(p.body)) if all(_holds_on(f, p, i, types) for f in fs if f is not None))
+
+    def repaired_ops(self, p: Program, types: Sequence[ValueType]) -> frozenset[int]:
+        """Of `feature_ops`, those a `vary_after` repair already follows (in a repaired
+        program): jax still types the op's own result wrongly, and nothing after it."""
+        if self.repair != "vary_after":
+            return frozenset()
+        n_in = len(p.inputs)
+        return frozenset(i for i in self.feature_ops(p, types)
+                         if any(o.kind == "pcast" and o.p("repair") and o.operands == (n_in + i,) for o in p.body))
 
 
 def _op_types(p: Program, i: int, types: Sequence[ValueType]) -> list[ValueType]:
@@ -103,7 +155,7 @@ def _op_types(p: Program, i: int, types: Sequence[ValueType]) -> list[ValueType]
     return [types[j] for j in idx if j < len(types)]
 
 
-def _holds_on(f: OpFeature, p: Program, i: int, types: Sequence[ValueType]) -> bool:
+def _holds_on(f: OpFeature | AnyOf, p: Program, i: int, types: Sequence[ValueType]) -> bool:
     op = p.body[i]
     ts = _op_types(p, i, types)
     if f.holds(p, op, ts):
@@ -183,20 +235,50 @@ def value_features_hold(e: KnownDivergence, s: Scope, p: Program, pred: Predicti
     return all(any(_zero_size(sh) for sh in shapes) for f in e.value_features if f == "value:zero_size")
 
 
+def _aborts_at(e: KnownDivergence, d: Divergence) -> bool:
+    """Whether `d` stops where `e` says its bug aborts (no `abort`: any)."""
+    if not e.abort or d.kind.value not in ("crash", "unexpected_error", "wrong_error"):
+        return True
+    return fnmatch.fnmatchcase(d.message, f"*{e.abort}*")
+
+
 def explains(e: KnownDivergence, d: Divergence, p: Program, pred: Prediction, jax_version: str) -> bool:
-    """Whether entry `e` explains divergence `d` of program `p` (see the module doc)."""
+    """Whether entry `e` is a candidate cause of divergence `d` of program `p` (see the
+    module doc); its repair decides (harness/judge/repair.py)."""
     if not any(pat.matches(d) for pat in e.patterns) or not e.covers(jax_version):
         return False
     if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
         return False
+    if not _aborts_at(e, d):
+        return False
+    if e.abort and d.kind.value in ("crash", "unexpected_error", "wrong_error"):
+        # a crash (or internal check) is identified by where it aborts, not by the op jax
+        # was at (its op features say what its repair leaves out)
+        return True
+    # an output feature (an out_spec's) holds on the divergent output itself
+    if d.output is not None and d.output < len(p.outputs):
+        if not all(OUTPUT_FEATURES[f](p, d.output) for f in e.program_features if f in OUTPUT_FEATURES):
+            return False
     s = scope_of(d, p, pred)
     if not value_features_hold(e, s, p, pred):
         return False
     if not e.op_features:
         return True
-    at_fault = e.feature_ops(p, pred.value_types)
+    at_fault = e.feature_ops(p, pred.value_types, d.mode)
+    repaired = e.repaired_ops(p, pred.value_types)
+    if repaired:
+        # a repaired op's own type is still jax's; what follows it is checked
+        if d.kind == DivergenceKind.VMA and d.op_index in repaired:
+            return True
+        at_fault -= repaired
+    if e.repair == "vary_after" and d.kind == DivergenceKind.VALUE and d.op_index in at_fault:
+        return False  # (a typing bug makes the ops after the op go wrong, never the op's own values)
     if d.kind.value in _ERRORS and s.localised and not e.errors_downstream:
         return s.at_op is not None and s.at_op in at_fault
+    if d.kind.value not in _STOPS and d.op_index is not None and not e.errors_downstream:
+        # a value or type put on the op that first goes wrong: that op is the entry's (no
+        # rewrite checks the ops after it again)
+        return d.op_index in at_fault
     return bool(at_fault & s.ops)
 
 
@@ -213,26 +295,76 @@ def find(entries: Sequence[KnownDivergence], d: Divergence, divs: Sequence[Diver
     return found[0] if found and all(f is not None for f in found) else None
 
 
-def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Prediction) -> Program | None:
-    """The program without the known bugs `used` explained. Where an entry has a rewrite
-    that applies: every such rewrite, and nothing sliced away, so the whole rewritten
-    program is checked again (the bugs of entries without a rewrite show there once more,
-    each explained only by its own entry, and that check's own derived program slices
-    them off). Else only the outputs that no feature op of these entries reaches, and the
-    values those ops read where no bug op feeds them (`_sliced_with_feeders`). None when
-    that is `p` itself or has no output left."""
+def rewritten(used: Sequence[KnownDivergence], p: Program, pred: Prediction) -> Program | None:
+    """`p` with the rewrite of each entry of `used` that has one applied at the ops its
+    features hold on (every op kept: `vary_after` last, as it inserts ops), or None when
+    none applies."""
     q = p
+    vary: frozenset[int] = frozenset()
     for e in used:
-        if e.rewrite is not None:
-            q = REWRITES[e.rewrite](q) or q
-    if q != p:
+        if e.rewrite == "vary_after":
+            vary |= e.feature_ops(p, pred.value_types)
+        elif e.rewrite is not None:
+            q = REWRITES[e.rewrite](q, e.feature_ops(p, pred.value_types) if e.op_features else None) or q
+    if vary:
+        q = REWRITES["vary_after"](q, vary) or q
+    return None if q == p else q
+
+
+def whole(q: Program | None, p: Program) -> bool:
+    """Whether `q`, a program derived from `p`, is `p` rewritten: every op and output kept."""
+    return q is not None and len(q.outputs) == len(p.outputs) and len(q.body) >= len(p.body) and q.inputs == p.inputs
+
+
+def checked_in_full(explained: Sequence[Explained], p: Program, q: Program | None) -> bool:
+    """Whether program `p`, whose divergences `explained` are all known or policy and whose
+    program without the known bugs is `q` (`derived_program`), counts as checked in full
+    (`RunSummary.checked_in_full`): every divergence is one of
+    - explained by an entry with a rewrite repair, `q` being `p` rewritten (every op and
+      output kept: it is checked again in every mode the program ran in);
+    - explained by a policy entry (jax refuses the mode by design, as a mode reports a
+      program unsupported: nothing there to check);
+    - of one output or value (a value, shape, dtype, varying axes, sharding, lowering
+      fact): the mode ran and compared the program's other outputs.
+    A known error, crash or hang of an entry without a rewrite stopped its mode: the
+    program counts only where it was repaired whole."""
+    rewritten_whole = whole(q, p)
+    for x in explained:
+        e, d = x.entry, x.divergence
+        if e is None:
+            return False
+        if e.policy or d.kind == DivergenceKind.MODE_DISAGREEMENT or d.kind.value not in _STOPS:
+            continue
+        if e.rewrite is not None and rewritten_whole:
+            continue
+        return False
+    return True
+
+
+def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Prediction) -> Program | None:
+    """The program without the known bugs `used` explained: the repair of each. Where an
+    entry has a rewrite that applies (`rewritten`): every such rewrite, and nothing sliced
+    away, so the whole rewritten program is checked again (the bugs of entries without a
+    rewrite show there once more, each explained only by its own entry, and that check's
+    own derived program slices them off). Else only the outputs that no feature op of
+    these entries reaches (`without_op`), and the values those ops read where no bug op
+    feeds them (`_sliced_with_feeders`); an entry whose repair is `without_mode` adds
+    nothing (the program's other modes check it). None when that is `p` itself or has no
+    output left."""
+    q = rewritten(used, p, pred)
+    if q is not None:
         return q
+    q = p
+    used = [e for e in used if e.repair != "without_mode"]
     bad: frozenset[int] = frozenset()
     for e in used:
         bad |= e.feature_ops(p, pred.value_types)
-    # outputs whose own out_spec gives an entry its program feature (an unreduced out_spec)
+    # outputs whose own out_spec gives an entry its program feature (an unreduced out_spec),
+    # or whose value has its value feature (a zero-size output)
     spec_bad = {k for e in used for f in e.program_features if f in OUTPUT_FEATURES
                 for k in range(len(p.outputs)) if OUTPUT_FEATURES[f](p, k)}
+    spec_bad |= {k for e in used if "value:zero_size" in e.value_features
+                 for k, o in enumerate(pred.outputs) if _zero_size(o.global_shape)}
     if bad or spec_bad:
         keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad) and k not in spec_bad)
         # an invalid program keeps the op its error is at, dead or not, where no bug op

@@ -145,6 +145,20 @@ def known_line(s: RunSummary, verbosity: int = QUIET) -> str:
     return out
 
 
+def policy_line(s: RunSummary, verbosity: int = QUIET) -> str:
+    """The divergences policy entries explain (jax's limitations, feature requests and
+    message wording: not bugs, never failing a run, never to report upstream), in one line."""
+    c = s.counts
+    per: dict[str, int] = {}
+    for b in s.policy:
+        assert b.suppressed_by is not None
+        per[b.suppressed_by] = per.get(b.suppressed_by, 0) + b.count
+    ranked = sorted(per.items(), key=lambda kv: (-kv[1], kv[0]))
+    out = (f"policy (jax's choice, not a bug; not to be reported upstream): {c.policy} divergences in "
+           f"{c.policy_buckets} buckets, from " + ", ".join(f"{e} x{n}" for e, n in ranked))
+    return out + ("" if verbosity >= VERBOSE else " (-v lists the buckets)")
+
+
 def verdict_line(s: RunSummary, report: Path) -> str:
     """What the exit code will be and why, and where the reports are."""
     files = f"reports: {report / 'summary.json'}, {report / 'junit.xml'}, {report / 'index.html'}"
@@ -182,6 +196,10 @@ def summary_lines(s: RunSummary, report: Path, verbosity: int = QUIET) -> list[s
     lines.append(f"  {known_line(s, verbosity)}")
     if verbosity >= VERBOSE:
         lines += [f"  known {b.signature}  x{b.count}  ({b.suppressed_by})" for b in s.known]
+    if s.policy:
+        lines.append(f"  {policy_line(s, verbosity)}")
+        if verbosity >= VERBOSE:
+            lines += [f"  policy {b.signature}  x{b.count}  ({b.suppressed_by})" for b in s.policy]
     if verbosity >= VERY_VERBOSE and s.unseen_suppressions:
         lines.append(f"  known divergences not seen in this run: {', '.join(s.unseen_suppressions)}")
     if s.accidentally_invalid:
@@ -214,8 +232,10 @@ def divergence_lines(explained: Sequence[Explained], verbosity: int = QUIET) -> 
     for x in explained:
         d = x.divergence
         if x.entry is None or verbosity >= VERBOSE:
-            lines += [f"{'DIVERGES' if x.entry is None else f'known ({x.entry.id})'}: {d.signature}", f"  {d.message}"]
+            label = "DIVERGES" if x.entry is None else f"{'policy' if x.entry.policy else 'known'} ({x.entry.id})"
+            lines += [f"{label}: {d.signature}", f"  {d.message}"]
         else:
             per.setdefault(x.entry.id, []).append(d.signature)
-    lines += [f"known ({e}): {', '.join(sigs)}" for e, sigs in per.items()]
+    policy = {x.entry.id for x in explained if x.entry is not None and x.entry.policy}
+    lines += [f"{'policy' if e in policy else 'known'} ({e}): {', '.join(sigs)}" for e, sigs in per.items()]
     return lines

@@ -74,6 +74,8 @@ def html_page(summary: RunSummary, report_dir: Path) -> str:
         _section("New", "new", summary.new, report_dir, "No new divergences."),
         _section("Still failing", "still", summary.still, report_dir, "Nothing from the corpus still fails."),
         _section("Known", "known", summary.known, report_dir, "No known divergences seen in this run."),
+        _section("Policy (jax's choice, not a bug)", "policy", summary.policy, report_dir,
+                 "No divergence of a policy entry (a jax limitation, feature request or message wording) in this run."),
         _fixed_section(summary.fixed, report_dir),
         _coverage(summary.coverage),
         _cells(summary),
@@ -104,6 +106,7 @@ def _header(s: RunSummary) -> str:
         _tile(c.failing_programs, "failing programs"),
         _tile(c.divergences, "divergences (unexplained)"),
         _tile(c.suppressed, "known divergences"),
+        _tile(c.policy, "policy divergences"),
     ]
     if s.accidentally_invalid:
         out.append(_tile(s.accidentally_invalid, "accidentally invalid"))
@@ -168,6 +171,7 @@ def _bucket(b: BucketSummary, anchor: str, cls: str, report_dir: Path) -> str:
     if shown is case and case.problem:
         problems.append(case)
     status = (f'<span class="badge known">known: {_esc(b.suppressed_by)}</span>' if b.known
+              else f'<span class="badge">policy: {_esc(b.suppressed_by)}</span>' if b.is_policy
               else '<span class="badge new">new</span>' if b.new else '<span class="badge new">still failing</span>')
     badges = [status, f'<span class="badge">{_esc(b.kind)}</span>', f'<span class="badge">mode {_esc(b.mode)}</span>']
     out = [

@@ -29,18 +29,19 @@ def write_reports(summary: RunSummary, report_dir: Path) -> tuple[Path, Path]:
 
 def junit_xml(summary: RunSummary) -> str:
     """One testsuite: a failing testcase per unexplained bucket (new or still failing), a
-    skipped one per known bucket and a passing 'run' testcase, so CI shows new divergences
-    as test failures. Test names are unique: a known bucket's name names its entry."""
+    skipped one per known bucket and per policy bucket (its skip message says `policy:`,
+    jax's choice and no bug) and a passing 'run' testcase, so CI shows new divergences as
+    test failures. Test names are unique: an explained bucket's name names its entry."""
     c = summary.counts
     root = ET.Element("testsuites")
     suite = ET.SubElement(
         root, "testsuite", name="shardfuzz", tests=str(len(summary.buckets) + 1), failures=str(c.failing_buckets),
-        errors="0", skipped=str(c.known_buckets), time=str(summary.elapsed_s),
+        errors="0", skipped=str(c.known_buckets + c.policy_buckets), time=str(summary.elapsed_s),
     )
     props = ET.SubElement(suite, "properties")
     for key, value in (("jax_version", summary.jax_version), ("seed", summary.seed), ("modes", ",".join(summary.modes)),
                        ("programs_run", c.programs_run), ("failing_programs", c.failing_programs),
-                       ("divergences", c.divergences), ("suppressed", c.suppressed)):
+                       ("divergences", c.divergences), ("suppressed", c.suppressed), ("policy", c.policy)):
         ET.SubElement(props, "property", name=key, value=_clean(value))
     if summary.cells:
         cov = summary.cell_coverage
@@ -48,10 +49,12 @@ def junit_xml(summary: RunSummary) -> str:
                            ("cell_mode_pairs_blocked", cov.blocked)):
             ET.SubElement(props, "property", name=key, value=_clean(value))
     for b in summary.buckets:
-        name = b.signature + (f" [known: {b.suppressed_by}]" if b.known else "")
-        case = ET.SubElement(suite, "testcase", classname=f"shardfuzz.{_clean(b.kind)}", name=_clean(name))
-        if b.known:
-            ET.SubElement(case, "skipped", message=_clean(f"known: {b.suppressed_by}"))
+        label = "policy" if b.is_policy else "known"
+        name = b.signature + (f" [{label}: {b.suppressed_by}]" if b.explained else "")
+        case = ET.SubElement(suite, "testcase", classname=f"shardfuzz.{'policy' if b.is_policy else _clean(b.kind)}",
+                             name=_clean(name))
+        if b.explained:
+            ET.SubElement(case, "skipped", message=_clean(f"{label}: {b.suppressed_by}"))
             continue
         failure = ET.SubElement(case, "failure", message=_clean(b.message), type=_clean(b.kind))
         lines = [b.message, "", f"programs: {b.count}", f"case: {b.case}"]

@@ -11,6 +11,10 @@ divergence no known entry explains (schema 1 counted any divergence: that figure
 `known_buckets`, `fixed_cases`, `known_entries`, `programs_with_known`,
 `derived_checked`, `checked_in_full`, `cells` (per configuration cell and mode: checks,
 first hit, or why it cannot be reached); a bucket's `new` is false for known buckets.
+Later in schema 2: `policy` and `policy_buckets` (divergences and buckets a known entry
+of class `policy` explains: jax's limitations, feature requests and message wording,
+counted apart from known bugs and never failing a run) and a bucket's `policy`; a summary
+without them reads as 0 and false.
 """
 
 from __future__ import annotations
@@ -45,15 +49,27 @@ class BucketSummary:
     minimized_size: tuple[int, ...] | None = None
     first_seen_s: float = 0.0  # seconds into the run when it was first seen
     first_seen_index: int = -1  # position in the program stream of its first program (-1: corpus or derived)
+    policy: bool = False  # its entry is of class policy: jax's choice, not a bug (never an upstream report)
+
+    @property
+    def explained(self) -> bool:
+        """A known entry explains it (a bug's or a policy's)."""
+        return self.suppressed_by is not None
 
     @property
     def known(self) -> bool:
-        return self.suppressed_by is not None
+        """A known jax bug explains it."""
+        return self.explained and not self.policy
+
+    @property
+    def is_policy(self) -> bool:
+        """A known entry of class policy explains it."""
+        return self.explained and self.policy
 
     @property
     def still_failing(self) -> bool:
         """Unexplained, and first seen when the corpus was replayed."""
-        return not self.known and not self.new
+        return not self.explained and not self.new
 
 
 @dataclass(frozen=True)
@@ -189,11 +205,13 @@ class Counts:
     programs_with_divergences: int  # ... with at least one divergence, known or not
     failing_programs: int  # ... with at least one divergence no known entry explains
     divergences: int  # divergences no known entry explains
-    suppressed: int  # divergences a known entry explains
+    suppressed: int  # divergences a known bug's entry explains
     new_buckets: int  # unexplained buckets first seen in this run's generation
     still_failing_buckets: int  # unexplained buckets first seen in the corpus replay
-    known_buckets: int  # buckets a known entry explains
+    known_buckets: int  # buckets a known bug's entry explains
     fixed_cases: int  # corpus cases that no longer diverge
+    policy: int = 0  # divergences a policy entry explains (jax's limitation, feature request or wording)
+    policy_buckets: int = 0  # buckets a policy entry explains
 
     @property
     def failing_buckets(self) -> int:
@@ -205,7 +223,8 @@ class Counts:
             f"{self.programs_run} programs run, {self.failing_programs} failing "
             f"({self.programs_with_divergences} with any divergence); {self.divergences} divergences in "
             f"{self.new_buckets} new and {self.still_failing_buckets} still-failing buckets; "
-            f"{self.suppressed} known in {self.known_buckets} known buckets; {self.fixed_cases} fixed"
+            f"{self.suppressed} known in {self.known_buckets} known buckets; "
+            f"{self.policy} policy in {self.policy_buckets} policy buckets; {self.fixed_cases} fixed"
         )
 
 
@@ -252,7 +271,7 @@ class RunSummary:
 
     @property
     def new(self) -> tuple[BucketSummary, ...]:
-        return tuple(b for b in self.buckets if not b.known and b.new)
+        return tuple(b for b in self.buckets if not b.explained and b.new)
 
     @property
     def still(self) -> tuple[BucketSummary, ...]:
@@ -260,11 +279,18 @@ class RunSummary:
 
     @property
     def known(self) -> tuple[BucketSummary, ...]:
+        """Buckets a known jax bug explains."""
         return tuple(b for b in self.buckets if b.known)
 
     @property
+    def policy(self) -> tuple[BucketSummary, ...]:
+        """Buckets a policy entry explains (jax's choice: never an upstream bug report)."""
+        return tuple(b for b in self.buckets if b.is_policy)
+
+    @property
     def failing(self) -> tuple[BucketSummary, ...]:
-        return tuple(b for b in self.buckets if not b.known)
+        """Buckets no known entry explains: what makes the exit status 1."""
+        return tuple(b for b in self.buckets if not b.explained)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"schema": self.schema}
@@ -286,7 +312,8 @@ class RunSummary:
         try:
             if d.get("schema") != SUMMARY_SCHEMA:
                 raise SummaryFormatError(f"summary schema {d.get('schema')!r}; this shardfuzz reads {SUMMARY_SCHEMA}")
-            counts = Counts(**{f.name: int(d[f.name]) for f in fields(Counts)})
+            counts = Counts(**{f.name: int(d[f.name] if f.name not in ("policy", "policy_buckets") else d.get(f.name, 0))
+                               for f in fields(Counts)})
             return RunSummary(
                 jax_version=str(d["jax_version"]), seed=int(d["seed"]), modes=tuple(d["modes"]),
                 codegen=str(d["codegen"]), counts=counts, repeats_skipped=int(d["repeats_skipped"]),
@@ -321,6 +348,7 @@ def bucket_from_json(b: Mapping[str, Any]) -> BucketSummary:
         new=bool(b.get("new", True)), first_seen_at=int(b.get("first_seen_at", 0)),
         minimized_case=b.get("minimized_case"), minimized_size=tuple(size) if size is not None else None,
         first_seen_s=float(b.get("first_seen_s", 0.0)), first_seen_index=int(b.get("first_seen_index", -1)),
+        policy=bool(b.get("policy", False)),
     )
 
 
@@ -339,10 +367,12 @@ def counts_of(buckets: Sequence[BucketSummary], fixed: Sequence[FixedCase], prog
         programs_run=programs_run,
         programs_with_divergences=programs_with_divergences,
         failing_programs=failing_programs,
-        divergences=sum(b.count for b in buckets if not b.known),
+        divergences=sum(b.count for b in buckets if not b.explained),
         suppressed=sum(b.count for b in buckets if b.known),
-        new_buckets=sum(1 for b in buckets if not b.known and b.new),
+        new_buckets=sum(1 for b in buckets if not b.explained and b.new),
         still_failing_buckets=sum(1 for b in buckets if b.still_failing),
         known_buckets=sum(1 for b in buckets if b.known),
         fixed_cases=len(fixed),
+        policy=sum(b.count for b in buckets if b.is_policy),
+        policy_buckets=sum(1 for b in buckets if b.is_policy),
     )

@@ -184,10 +184,13 @@ class Mode:
                         COMPILED.popitem(last=False)
             except Exception as e:
                 return raised(e)
-            try:
-                observed = tuple(self.observe(o, p) for o in outs)
-            except Exception as e:  # jax produced outputs that cannot be read back
-                return raised(e, "read_output")
+            observed_list = []
+            for k, o in enumerate(outs):
+                try:
+                    observed_list.append(self.observe(o, p))
+                except Exception as e:  # jax produced an output that cannot be read back: which one
+                    return raised(e, f"read_output:{k}")
+            observed = tuple(observed_list)
         return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0, value_ur=urs)
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:

@@ -41,7 +41,7 @@ class Observation:
     value_types: dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]] = field(default_factory=dict)
     elapsed_s: float = 0.0
     status: str = "ok"  # ok | error | crash | timeout | unsupported
-    phase: str = ""  # where an error arose: "" (building/tracing/running) or "read_output"
+    phase: str = ""  # where an error arose: "" (building/tracing/running) or "read_output:K" (reading output K)
     facts: dict[str, Any] = field(default_factory=dict)  # mode-specific facts (lowering text, derivatives)
     # value index -> (unreduced, reduced) manual axes, as jax.typeof(v).mat showed them
     value_ur: dict[int, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
