@@ -36,8 +36,8 @@ from harness.cli_input import (
 from harness.report.console import exit_code, print_summary
 from harness.run.modes import DEFAULT_MODES
 from harness.run.worker import host_device_count
-from harness.usage import UsageError, at_least, fraction, positive
-from programs.serialize import ProgramFormatError
+from harness.usage import at_least, fraction, positive
+from programs.errors import ProgramFormatError, UsageError
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):

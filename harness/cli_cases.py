@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cli_input import load_case, load_known, parse_modes
 from harness.report.console import divergence_lines
-from harness.usage import UsageError
+from programs.errors import KnownDivergencesError, NoReproducer, UsageError
 
 
 def _print_result(res, entries, jv: str, indent: str = "", verbosity: int = 0) -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
@@ -118,7 +118,7 @@ def cmd_minimize(a: argparse.Namespace) -> int:
 
 def _entry_mode(case: Path) -> str | None:
     """The reproducer mode of the known entry whose own case `case` is, if any."""
-    from harness.judge.known import KnownDivergencesError, case_path, load
+    from harness.judge.known import case_path, load
 
     try:
         entries = load()
@@ -128,7 +128,7 @@ def _entry_mode(case: Path) -> str | None:
 
 
 def cmd_emit(a: argparse.Namespace) -> int:
-    from harness.report.reproducer import NoReproducer, case_mode, pytest_reproducer, reproducer
+    from harness.report.reproducer import case_mode, pytest_reproducer, reproducer
     from programs.emit import REPRO_MODES
 
     p = load_case(a.case, emit=True)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.run.worker import host_device_count
-from harness.usage import UsageError
+from programs.errors import KnownDivergencesError, ProgramFormatError, UsageError
 from programs.model import Program
-from programs.serialize import ProgramFormatError, from_json
+from programs.serialize import from_json
 from programs.source import from_source
 from programs.validate import check_fits
 
@@ -73,7 +73,7 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 
 def load_known(path: str | None):  # type: ignore[no-untyped-def]
-    from harness.judge.known import KnownDivergencesError, load
+    from harness.judge.known import load
 
     try:
         return load(Path(path) if path else None)

@@ -24,21 +24,13 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 
+from programs.errors import SourceError
 from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry, _freeze
 from programs.ops import CUSTOMS, OP_TABLE, TRANSFORMS, WRAP_SOURCE, Arg, OpDesc, transform_template
-from programs.validate import EXPLAINED_BY, ProgramFormatError, validate
+from programs.validate import EXPLAINED_BY, validate
 
 _MODULES = {"jax": "jax", "jax.lax": "jax.lax", "lax": "jax.lax", "jnp": "jax.numpy", "jax.numpy": "jax.numpy"}
 _SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
-
-
-class SourceError(ProgramFormatError):
-    """Source that is not a program in the emit form: 'line L, column C: what; the fix'."""
-
-    def __init__(self, node: ast.AST | None, msg: str) -> None:
-        line, col = getattr(node, "lineno", None), getattr(node, "col_offset", 0)
-        where = f"line {line}, column {col + 1}: " if line is not None else ""
-        super().__init__(where + msg)
 
 
 def _dotted(node: ast.AST) -> str | None:

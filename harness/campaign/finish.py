@@ -38,8 +38,9 @@ from harness.report.summary import (
     counts_of,
 )
 from harness.run.pool import Pool
+from programs.errors import ProgramFormatError
 from programs.model import Program
-from programs.serialize import ProgramFormatError, from_json, program_from_dict, program_id
+from programs.serialize import from_json, program_from_dict, program_id
 
 
 def check_entry_cases(run: Run, pool: Pool | None) -> None:

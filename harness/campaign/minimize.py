@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from programs.errors import NoReproducer
 from programs.model import Input, Mesh, Op, Program, Spec
 
 Check = Callable[[Program], set[str]]  # program -> the divergence signatures it shows
@@ -257,7 +258,7 @@ def minimized_reproducer(p: Program, signature: str, title: str) -> str:
     for a mode disagreement, a mode on its wrong side), which exits 1 with `BUG:` while jax
     still shows the divergence. Where that mode does not apply to the program (the
     harness reports it unsupported), the jit one."""
-    from harness.report.reproducer import NoReproducer, divergence_mode, reproducer
+    from harness.report.reproducer import divergence_mode, reproducer
 
     mode = divergence_mode(p, *signature.split("|")[:2]) if signature.count("|") == 2 else "jit"
     try:

@@ -57,7 +57,7 @@ from harness.campaign.versions import (
 from harness.report.console import VERBOSE
 from harness.report.markup import write as _write
 from harness.report.qualify_report import VERDICTS, html_page, junit_xml, table_lines
-from harness.usage import UsageError
+from programs.errors import KnownDivergencesError, ProgramFormatError, UsageError, WorkerStartError
 from programs.model import Program
 
 __all__ = ["VERDICTS", "Case", "Cell", "Column", "changes", "entries_fixed", "html_page", "junit_xml", "qualify", "ranges", "table_lines"]
@@ -72,7 +72,7 @@ from harness.run.modes import DEFAULT_MODES as MODES  # noqa: E402
 def load_corpus(root: Path) -> list[Case]:
     """Every *.json under `root` (recursively, sorted), as a Case; a file that is not a
     program is bad input, named."""
-    from programs.serialize import ProgramFormatError, from_json
+    from programs.serialize import from_json
 
     if not root.exists():
         raise UsageError(f"--corpus {root}: no such directory")
@@ -243,7 +243,7 @@ def run_column(
 ) -> None:
     """Every case through one interpreter's workers; fills col.cells. The column is
     labelled 'jax VERSION' ('jax VERSION #2' when `taken` already has that label)."""
-    from harness.run.pool import Pool, WorkerStartError
+    from harness.run.pool import Pool
 
     t0 = time.monotonic()
     try:
@@ -480,7 +480,7 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
     oracle and known entries: triage without running jax again. Writes the three reports
     (and the failing cases) to `out`."""
     from harness.run.observation import observation_from_dict
-    from programs.serialize import ProgramFormatError, program_from_dict
+    from programs.serialize import program_from_dict
 
     prev_path = report / "qualify.json"
     files = sorted((report / "observations").glob("*.jsonl"))
@@ -564,7 +564,7 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
 
 def cmd_qualify(a: argparse.Namespace) -> int:
     from harness.cli_input import parse_modes
-    from harness.judge.known import KnownDivergencesError, load
+    from harness.judge.known import load
 
     if a.fuzz_examples < 0:
         raise UsageError(f"--fuzz-examples={a.fuzz_examples} must be >= 0")

@@ -52,10 +52,6 @@ _KINDS = {k.value for k in DivergenceKind}
 _ERRORS = {"unexpected_error", "wrong_error", "missing_error"}
 
 
-class KnownDivergencesError(ValueError):
-    """The known-divergences file is malformed; the message names the file and entry."""
-
-
 # ------------------------------------------------------------------------ entries
 
 

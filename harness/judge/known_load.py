@@ -9,9 +9,10 @@ from pathlib import Path
 import tomllib
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from harness.judge.known import DEFAULT_PATH, KnownDivergence, KnownDivergencesError, case_path
+from harness.judge.known import DEFAULT_PATH, KnownDivergence, case_path
 from harness.judge.known_features import PROGRAM_FEATURES, VALUE_FEATURES, OpFeature, Pattern
 from oracles.rewrites import REWRITES
+from programs.errors import KnownDivergencesError
 
 _KEYS = {"id", "reason", "signatures", "when", "jax_versions", "rewrite", "case", "link", "reproducer", "errors_downstream", "mode"}
 

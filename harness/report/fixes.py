@@ -26,6 +26,7 @@ from harness.report.fix_candidates import Edit, candidates
 from oracles.interpreter import predict, trace
 from oracles.prediction import OutputPrediction, PredictedError
 from programs.emit import to_python, value_names
+from programs.errors import KnownDivergencesError
 from programs.model import Program
 
 VERIFY_MODES = ("abstract", "jit")  # every body value's type, then values on every device
@@ -170,7 +171,7 @@ def verify(pool: Any, p: Program, e: Edit, modes: tuple[str, ...] = VERIFY_MODES
 def _known(res: Any, jax_version: str) -> str:
     """' (known jax bug ID)' when a known divergence explains the first divergence: the
     edited program still holds that bug, which the edit did not cause."""
-    from harness.judge.known import KnownDivergencesError, explain_all, load
+    from harness.judge.known import explain_all, load
 
     try:
         x = explain_all(load(), res.divergences[:1], res.program, res.prediction, jax_version)

@@ -39,7 +39,7 @@ from harness.report.summary import (
     SummaryFormatError,
     counts_of,
 )
-from harness.usage import UsageError
+from programs.errors import UsageError
 
 
 def read_report(d: Path) -> RunSummary:

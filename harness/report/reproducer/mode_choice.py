@@ -7,13 +7,10 @@ from __future__ import annotations
 from oracles import predict
 from oracles.prediction import Prediction
 from programs.emit import REPRO_MODES
+from programs.errors import NoReproducer
 from programs.model import Program, is_float
 
 VALUE_MODES = ("jit", "eager", "gspmd", "smap", "multiprocess")  # the modes that compare per-device blocks
-
-
-class NoReproducer(ValueError):
-    """The mode does not apply to this program (the harness reports it unsupported)."""
 
 
 def divergence_mode(p: Program | None, kind: str, modes: str) -> str:

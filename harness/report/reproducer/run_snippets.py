@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.judge.compare_outputs import compiler_layout
-from harness.report.reproducer.mode_choice import NoReproducer, auto_axes, batch_size
+from harness.report.reproducer.mode_choice import auto_axes, batch_size
 from programs.emit import (
     REPRO_MODES,
     args_src,
@@ -19,6 +19,7 @@ from programs.emit import (
     mesh_src,
     specs_src,
 )
+from programs.errors import NoReproducer
 from programs.model import Program, is_float
 
 # the multiprocess mode's mesh: half of its devices in each process, process 0 first
