@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from harness import cli_tools
 from harness.campaign.config import NO_LIMIT
 from harness.campaign.shard import parse_shard
 from harness.cli_cases import cmd_emit, cmd_explain, cmd_minimize, cmd_replay
@@ -263,10 +264,6 @@ def add_verbosity(p: argparse.ArgumentParser, text: str = RUN_VERBOSITY) -> None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from harness.campaign import qualify
-    from harness.report import catalogue
-    from harness.serve import server
-
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
     ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -277,9 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--report", required=True, help="directory for the merged summary.json, junit.xml, index.html, cases/")
     add_verbosity(g)
     g.set_defaults(fn=cmd_merge)
-    qualify.register(sub)
-    catalogue.register(sub)
-    server.register(sub)
+    cli_tools.register(sub)
     return ap
 
 

@@ -8,7 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
-from harness.cli_input import load_case, load_known, parse_modes
+from harness.cli_input import load_case, load_known, parse_modes, python_option
 from harness.report.console import divergence_lines
 from programs.errors import KnownDivergencesError, NoReproducer, UsageError
 
@@ -38,15 +38,6 @@ def _print_result(res, entries, jv: str, indent: str = "", verbosity: int = 0) -
     return new, known, unsupported
 
 
-def _python(a: argparse.Namespace) -> str | None:
-    """`--python ENV_PYTHON`: run jax there (checked: it exists and imports jax)."""
-    if getattr(a, "python", None) is None:
-        return None
-    from harness.campaign.qualify import check_interpreter
-
-    return check_interpreter(a.python)
-
-
 def cmd_replay(a: argparse.Namespace) -> int:
     from harness.judge.check import check_in_pool
     from harness.judge.known import derived_program
@@ -56,7 +47,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
     p = load_case(a.case)
     entries = load_known(a.suppressions)
     modes = parse_modes(a.modes)
-    pool = Pool(1, python=_python(a), timeout_s=a.timeout)  # a case may crash jax: never in this process
+    pool = Pool(1, python=python_option(a), timeout_s=a.timeout)  # a case may crash jax: never in this process
     jv = str(pool.info.get("jax_version") or jax_version())
     try:
         res = check_in_pool(pool, p, modes)
@@ -100,7 +91,7 @@ def cmd_minimize(a: argparse.Namespace) -> int:
         sig = sigs[0]
     if sig.count("|") != 2:
         raise UsageError(f"--signature {sig!r}: expected KIND|MODE|WHERE, e.g. value|jit|psum")
-    pool = Pool(1, python=_python(a), timeout_s=a.timeout)
+    pool = Pool(1, python=python_option(a), timeout_s=a.timeout)
     try:
         check_modes = DEFAULT_MODES
         print(f"minimizing {a.case} for {sig}: start {size(p)} (ops, args+outputs, mesh, elements, spec axes)")
@@ -148,7 +139,7 @@ def cmd_emit(a: argparse.Namespace) -> int:
     except NoReproducer as e:
         raise UsageError(f"{a.case}: {e}; pass another --mode") from None
     print(text)
-    python = _python(a)
+    python = python_option(a)
     if python is not None and not a.pytest:  # the same script, on that jax: say what it shows there
         import subprocess
         import sys
@@ -171,7 +162,7 @@ def cmd_explain(a: argparse.Namespace) -> int:
     else:
         from harness.run.pool import Pool
 
-        pool = Pool(1, python=_python(a))  # (crash-safe, and on the --python jax when given)
+        pool = Pool(1, python=python_option(a))  # (crash-safe, and on the --python jax when given)
         try:
             pool.submit(p, ("abstract",))
             (c,) = pool.drain()

@@ -1,9 +1,14 @@
 """What the command line hands over, checked before jax sees it: case files (parsed,
 validated, and fitted to the devices there are), --modes, --defects, the known
-divergences file and writable directories. Bad input is a UsageError: one line, exit 2."""
+divergences file, writable directories and `--python` interpreters. Bad input is a
+UsageError: one line, exit 2."""
 
 from __future__ import annotations
 
+import argparse
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 from harness.run.worker import host_device_count
@@ -92,3 +97,28 @@ def writable_dir(path: str, option: str) -> Path:
     except OSError as e:
         raise UsageError(f"{option} {path}: cannot write there ({e.strerror}); pass a writable directory") from None
     return d
+
+
+def check_interpreter(python: str) -> str:
+    """The interpreter's path, or bad input naming it: missing, or without jax/numpy."""
+    path = shutil.which(python) if os.sep not in python else python
+    if path is None or not Path(path).is_file() or not os.access(path, os.X_OK):
+        raise UsageError(f"--python {python}: no such interpreter")
+    try:
+        r = subprocess.run(
+            [path, "-c", "import jax, numpy; print(jax.__version__)"],
+            capture_output=True, text=True, timeout=180,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UsageError(f"--python {python}: cannot run it ({e})") from None
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["import failed"])[-1]
+        raise UsageError(f"--python {python}: cannot import jax and numpy there ({last})")
+    return path
+
+
+def python_option(a: argparse.Namespace) -> str | None:
+    """`--python ENV_PYTHON`: run jax there (checked: it exists and imports jax)."""
+    if getattr(a, "python", None) is None:
+        return None
+    return check_interpreter(a.python)
