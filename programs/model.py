@@ -19,6 +19,9 @@ from typing import cast
 import ml_dtypes  # bfloat16 as a NumPy dtype (numpy-only; jax itself depends on it)
 import numpy as np
 
+from programs.body_text import body_source
+from programs.ops import COLLECTIVES
+
 # A spec entry: None (dimension not split) or a tuple of mesh axis names (major first).
 SpecEntry = tuple[str, ...] | None
 # Op parameters are restricted to JSON-friendly, hashable scalars and nested tuples.
@@ -404,11 +407,7 @@ class Program:
         return False
 
     def collectives(self) -> tuple[str, ...]:
-        from programs.ops import COLLECTIVES
-
         return tuple(sorted({op.kind for op in self.all_ops() if op.kind in COLLECTIVES}))
 
     def __repr__(self) -> str:
-        from programs.emit import body_source
-
         return body_source(self)

@@ -25,7 +25,8 @@ import numpy as np
 from harness.report.fix_candidates import Edit, candidates
 from oracles.interpreter import predict, trace
 from oracles.prediction import OutputPrediction, PredictedError
-from programs.emit import to_python, value_names
+from programs.body_text import value_names
+from programs.emit import to_python
 from programs.errors import KnownDivergencesError
 from programs.model import Program
 
