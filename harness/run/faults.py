@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.run.modes_multiprocess import RANK_ENV
 from harness.run.narrow_faults import NARROW
 
 
@@ -105,8 +106,6 @@ def _hang_in_pswapaxes() -> None:
 
 def _in_rank(rank: int) -> bool:
     """Whether this process is that rank of a multiprocess-mode mesh (harness/run/mp_rank.py)."""
-    from harness.run.mp_rank import RANK_ENV
-
     return os.environ.get(RANK_ENV) == str(rank)
 
 
