@@ -109,7 +109,8 @@ def cmd_minimize(a: argparse.Namespace) -> int:
 
 def _entry_mode(case: Path) -> str | None:
     """The reproducer mode of the known entry whose own case `case` is, if any."""
-    from harness.judge.known import case_path, load
+    from harness.judge.known import case_path
+    from harness.judge.known_load import load
 
     try:
         entries = load()

@@ -78,7 +78,7 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 
 def load_known(path: str | None):  # type: ignore[no-untyped-def]
-    from harness.judge.known import load
+    from harness.judge.known_load import load
 
     try:
         return load(Path(path) if path else None)

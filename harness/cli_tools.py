@@ -19,7 +19,7 @@ from harness.cli_input import (
     python_option,
     writable_dir,
 )
-from harness.judge.known import load
+from harness.judge.known_load import load
 from harness.report.catalogue import write_catalogue
 from harness.report.qualify_report import print_qualify
 from harness.run.modes import DEFAULT_MODES as MODES

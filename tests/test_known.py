@@ -16,7 +16,7 @@ from harness.judge.known import (
     find,
     load,
 )
-from harness.judge.known import _entry as entry
+from harness.judge.known_load import parse_entry as entry
 from oracles import predict
 from programs.model import Mesh, Program
 

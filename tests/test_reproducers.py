@@ -50,7 +50,8 @@ CURATED = sorted((ROOT / "harness/data/corpus/curated").glob("*.json"))
 RUNNER = Path(__file__).with_name("repro_runner.py")
 
 def _entries_by_case() -> dict[str, object]:
-    from harness.judge.known import case_path, load
+    from harness.judge.known import case_path
+    from harness.judge.known_load import load
 
     return {case_path(e).stem: e for e in load()}
 

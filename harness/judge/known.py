@@ -355,15 +355,3 @@ def case_path(e: KnownDivergence) -> Path:
     p = Path(e.case)
     return p if p.is_absolute() else DATA / p
 
-
-def load(path: Path | None = None) -> list[KnownDivergence]:
-    """Every entry of the file, validated (harness/judge/known_load.py)."""
-    from harness.judge.known_load import load as _load
-
-    return _load(path)
-
-
-def _entry(d: dict[str, object], where: str) -> KnownDivergence:
-    from harness.judge.known_load import _entry as _e
-
-    return _e(d, where)

@@ -17,7 +17,8 @@ from programs.errors import KnownDivergencesError
 _KEYS = {"id", "reason", "signatures", "when", "jax_versions", "rewrite", "case", "link", "reproducer", "errors_downstream", "mode"}
 
 
-def _entry(d: dict[str, object], where: str) -> KnownDivergence:
+def parse_entry(d: dict[str, object], where: str) -> KnownDivergence:
+    """One entry of the file (a TOML table), validated; `where` names it in the error."""
     for key in ("id", "reason", "link", "case"):
         if not isinstance(d.get(key), str) or not d[key]:
             raise KnownDivergencesError(f"{where}: needs a non-empty string '{key}'"
@@ -65,7 +66,7 @@ def load(path: Path | None = None) -> list[KnownDivergence]:
     raw = data.get("divergence", [])
     if not isinstance(raw, list):
         raise KnownDivergencesError(f"{path}: expected [[divergence]] tables")
-    out = [_entry(d, f"{path}: [[divergence]] #{i + 1} ({d.get('id', '?')})") for i, d in enumerate(raw)]
+    out = [parse_entry(d, f"{path}: [[divergence]] #{i + 1} ({d.get('id', '?')})") for i, d in enumerate(raw)]
     for e in out:
         if not case_path(e).exists():
             raise KnownDivergencesError(f"{path}: entry {e.id!r}: its case {e.case!r} does not exist "

@@ -172,7 +172,8 @@ def verify(pool: Any, p: Program, e: Edit, modes: tuple[str, ...] = VERIFY_MODES
 def _known(res: Any, jax_version: str) -> str:
     """' (known jax bug ID)' when a known divergence explains the first divergence: the
     edited program still holds that bug, which the edit did not cause."""
-    from harness.judge.known import explain_all, load
+    from harness.judge.known import explain_all
+    from harness.judge.known_load import load
 
     try:
         x = explain_all(load(), res.divergences[:1], res.program, res.prediction, jax_version)
