@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.campaign.qualify_judge import Judge, Step
 from harness.campaign.versions import (
     Case,
     Cell,
@@ -110,32 +111,6 @@ def fuzz_cases(seed: int, n: int) -> list[Case]:
 
 
 # ---------------------------------------------------------------------------- running
-
-
-def verdict(res: Any, sups: list[Any], jax_version: str) -> Cell:
-    """The verdict on one CheckResult (harness.judge.check) under the known divergences."""
-    from harness.judge.known import find
-
-    unexplained, known = [], []
-    for d in res.divergences:
-        s = find(sups, d, res.divergences, res.program, res.prediction, jax_version)
-        if s is None:
-            unexplained.append(d)
-        elif s.id not in known:
-            known.append(s.id)
-    unsupported = [f"{o.mode}: {o.error_message}" for o in res.observations if o.status == "unsupported"]
-    statuses = {o.mode: o.status for o in res.observations}
-    if unexplained:
-        sigs = list(dict.fromkeys(d.signature for d in unexplained))
-        return Cell("fail", sigs, known, unsupported, unexplained[0].message, statuses=statuses)
-    if known:
-        return Cell("known", [], known, unsupported, statuses=statuses)
-    # unsupported: no mode could run it here (a feature this jax lacks); a mode that does
-    # not apply (vmap_spmd without a free axis, grad without a float argument, ...) or
-    # that this jax lacks is listed in the cell, and the modes that ran decide
-    if unsupported and all(st == "unsupported" for st in statuses.values()):
-        return Cell("unsupported", [], [], unsupported, statuses=statuses)
-    return Cell("pass", [], [], unsupported, statuses=statuses)
 
 
 def _safe(text: str) -> str:
@@ -232,8 +207,6 @@ def run_column(
     n = sum(1 for x in taken if x == label or x.startswith(label + " #"))
     col.label = label if n == 0 else f"{label} #{n + 1}"
     print(f"{col.label} ({col.python}): jax {col.jax_version}, {len(cases)} cases", file=progress, flush=True)
-    from harness.campaign.qualify_judge import Judge
-
     by_name = {c.name: c for c in cases}
     judge = Judge(preds, sups, col.jax_version)
     obs_dir = report / "observations"
@@ -468,8 +441,6 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
         prev = json.loads(prev_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
         raise UsageError(f"--rejudge {report}: cannot read qualify.json ({e})") from None
-    from harness.campaign.qualify_judge import Judge, Step
-
     cases: dict[str, Case] = {}
     preds: dict[str, Any] = {}
     cols: list[Column] = []
