@@ -6,10 +6,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+from harness.campaign.fuzz import atomic_write, case_document
+from harness.campaign.minimize import minimize_case, minimized_reproducer, size
 from harness.cli_input import load_case, load_known, parse_modes, python_option
+from harness.judge.check import check_in_pool
+from harness.judge.known import case_path, derived_program, explain_all
+from harness.judge.known_load import load
 from harness.report.console import divergence_lines
+from harness.report.explain import explain_lines
+from harness.report.fixes import find_fixes
+from harness.report.reproducer import case_mode, pytest_reproducer, reproducer
+from harness.run.compat import jax_version
+from harness.run.modes import DEFAULT_MODES
+from harness.run.pool import Pool
+from programs.emit import REPRO_MODES
 from programs.errors import KnownDivergencesError, NoReproducer, UsageError
 
 
@@ -17,8 +31,6 @@ def _print_result(res, entries, jv: str, indent: str = "", verbosity: int = 0) -
     """Print each mode and each divergence no known entry explains (with its message),
     and the known ones: one line per entry, or (-v) each with its message; returns (new
     divergences, known entry ids, unsupported modes)."""
-    from harness.judge.known import explain_all
-
     unsupported = []
     for o in res.observations:
         if o.status == "unsupported":
@@ -39,11 +51,6 @@ def _print_result(res, entries, jv: str, indent: str = "", verbosity: int = 0) -
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
-    from harness.judge.check import check_in_pool
-    from harness.judge.known import derived_program
-    from harness.run.compat import jax_version
-    from harness.run.pool import Pool
-
     p = load_case(a.case)
     entries = load_known(a.suppressions)
     modes = parse_modes(a.modes)
@@ -76,11 +83,6 @@ def cmd_replay(a: argparse.Namespace) -> int:
 
 
 def cmd_minimize(a: argparse.Namespace) -> int:
-    from harness.campaign.fuzz import atomic_write, case_document
-    from harness.campaign.minimize import minimize_case, minimized_reproducer, size
-    from harness.run.modes import DEFAULT_MODES
-    from harness.run.pool import Pool
-
     p = load_case(a.case)
     sig = a.signature
     if sig is None:
@@ -109,9 +111,6 @@ def cmd_minimize(a: argparse.Namespace) -> int:
 
 def _entry_mode(case: Path) -> str | None:
     """The reproducer mode of the known entry whose own case `case` is, if any."""
-    from harness.judge.known import case_path
-    from harness.judge.known_load import load
-
     try:
         entries = load()
     except KnownDivergencesError:
@@ -120,9 +119,6 @@ def _entry_mode(case: Path) -> str | None:
 
 
 def cmd_emit(a: argparse.Namespace) -> int:
-    from harness.report.reproducer import case_mode, pytest_reproducer, reproducer
-    from programs.emit import REPRO_MODES
-
     p = load_case(a.case, emit=True)
     mode = a.mode
     if mode is None:  # a known entry's own case: the mode its bug shows in
@@ -142,9 +138,6 @@ def cmd_emit(a: argparse.Namespace) -> int:
     print(text)
     python = python_option(a)
     if python is not None and not a.pytest:  # the same script, on that jax: say what it shows there
-        import subprocess
-        import sys
-
         r = subprocess.run([python, "-c", text], capture_output=True, text=True, timeout=600)
         verdict = next((ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith(("BUG:", "FIXED:"))), "")
         print(f"# on {a.python} it exits {r.returncode}: {verdict[:300] or (r.stderr.strip().splitlines() or ['?'])[-1]}",
@@ -153,16 +146,12 @@ def cmd_emit(a: argparse.Namespace) -> int:
 
 
 def cmd_explain(a: argparse.Namespace) -> int:
-    from harness.report.explain import explain_lines
-
     p = load_case(a.case)
     if a.fix and a.no_jax:
         raise UsageError("explain --fix checks every fix with jax; drop --no-jax")
     if a.no_jax:
         print("\n".join(explain_lines(p)))
     else:
-        from harness.run.pool import Pool
-
         pool = Pool(1, python=python_option(a))  # (crash-safe, and on the --python jax when given)
         try:
             pool.submit(p, ("abstract",))
@@ -170,8 +159,6 @@ def cmd_explain(a: argparse.Namespace) -> int:
             jv = pool.info.get("jax_version", "?")
             fixes = None
             if a.fix:
-                from harness.report.fixes import find_fixes
-
                 fixes = find_fixes(pool, p, jax_version=str(jv))
         finally:
             pool.close()

@@ -11,12 +11,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from harness.judge.known_load import load
+from harness.run.modes import MODES
 from harness.run.worker import host_device_count
 from programs.errors import KnownDivergencesError, ProgramFormatError, UsageError
 from programs.model import Program
 from programs.serialize import from_json
 from programs.source import from_source
 from programs.validate import check_fits
+from strategies.invalid import DEFECTS
 
 # Modes the harness runs for itself (harness/judge/check.py localises value divergences
 # with "probe"); never offered by --modes.
@@ -55,8 +58,6 @@ def load_case(path: str, emit: bool = False) -> Program:
 
 
 def parse_defects(text: str | None) -> tuple[str, ...]:
-    from strategies.invalid import DEFECTS
-
     if not text:
         return ()
     names = tuple(d.strip() for d in text.split(",") if d.strip())
@@ -67,8 +68,6 @@ def parse_defects(text: str | None) -> tuple[str, ...]:
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
-    from harness.run.modes import MODES
-
     public = [m for m in MODES if m not in INTERNAL_MODES]
     modes = tuple(m.strip() for m in text.split(",") if m.strip())
     bad = [m for m in modes if m not in public]
@@ -78,8 +77,6 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 
 def load_known(path: str | None):  # type: ignore[no-untyped-def]
-    from harness.judge.known_load import load
-
     try:
         return load(Path(path) if path else None)
     except KnownDivergencesError as e:

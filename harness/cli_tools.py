@@ -13,12 +13,7 @@ from typing import Any
 
 from harness.campaign.catalogue import build
 from harness.campaign.qualify import fuzz_cases, load_corpus, qualify, rejudge
-from harness.cli_input import (
-    check_interpreter,
-    parse_modes,
-    python_option,
-    writable_dir,
-)
+from harness.cli_input import check_interpreter, fits, parse_modes, python_option, writable_dir
 from harness.judge.known_load import load
 from harness.report.catalogue import write_catalogue
 from harness.report.qualify_report import print_qualify
@@ -37,7 +32,18 @@ def register(sub: Any) -> None:
     register_serve(sub)
 
 
+def qualify_corpus_fits(a: argparse.Namespace) -> None:
+    """`qualify --corpus`: every case's mesh fits on the workers' devices (its other
+    checks are qualify.load_corpus's)."""
+    if not a.corpus:
+        return  # --rejudge, or qualify says what is missing
+    root = Path(a.corpus)
+    for c in load_corpus(root):
+        fits(c.program, f"--corpus: {root / c.name}.json")
+
+
 def cmd_qualify(a: argparse.Namespace) -> int:
+    qualify_corpus_fits(a)
     if a.fuzz_examples < 0:
         raise UsageError(f"--fuzz-examples={a.fuzz_examples} must be >= 0")
     if a.workers < 1:

@@ -595,8 +595,6 @@ def canonical(p: Program) -> Program:
     The emit form does not carry what has no effect: a parameter equal to None (`Op.p`
     reads it as absent), an iota argument's unused seed, and the defect label and notes
     (the source records a defect only where validation needs one)."""
-    from dataclasses import replace
-
     def op(o: Op) -> Op:
         params = {k: v for k, v in o.params if v is not None}
         if o.kind == "shard_map":

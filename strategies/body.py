@@ -22,7 +22,11 @@ from oracles.prediction import OracleError, ValueType
 from programs.cells import axis_class
 from programs.model import DTYPES, X64_DTYPE, Mesh, Op, is_float
 from strategies import reuse
+from strategies.collectives import COLLECTIVE_DRAWS
 from strategies.invalid import ValueView as _V
+from strategies.local_ops import LOCAL_DRAWS
+from strategies.nested import draw_nested
+from strategies.transform import draw_transform
 
 # results that are Python numbers, not jax arrays (lax.axis_size returns an int, and
 # these keep it one): no array method (x.astype) may be called on them
@@ -173,15 +177,9 @@ class _Body:
                 some = self.varying(draw, list(range(len(self.vals))), label="operand_varying")
                 if len(some) < len(self.vals):
                     idx = draw(reuse.sampled_from(some), label="varying_operand")
-        from strategies.collectives import COLLECTIVE_DRAWS
-        from strategies.local_ops import LOCAL_DRAWS
-        from strategies.nested import draw_nested
-
         if kind in LOCAL_DRAWS:
             return LOCAL_DRAWS[kind](self, draw, idx)
         if kind == "transform":
-            from strategies.transform import draw_transform
-
             if any(t == "explicit" and a not in self.manual for a, t in zip(self.mesh.names, self.mesh.axis_types)):
                 return False  # (as a nested shard_map: values sharded in types the oracle does not model)
             return draw_transform(self, draw, idx)

@@ -25,7 +25,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.cells import PAIRED, axis_class
+from programs.cells import PAIRED, axis_class, op_cells
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import BINARY_OPS, COLLECTIVES, OP_KINDS
 from strategies import reuse
@@ -528,8 +528,6 @@ _UR_CHAIN = {("pcast", "unreduced"): ("unreduced_psum", "unreduced_add"), ("pcas
 def _appended(body: _Body, before: int, kind: str) -> Iterator[tuple[int, set[str]]]:
     """(value index, cells) of each op of `kind` (or a nested shard_map of it) appended
     to the body since its op `before`."""
-    from programs.cells import op_cells
-
     n_in = len(body.vals) - len(body.ops)
     for i in range(before, len(body.ops)):
         op = body.ops[i]

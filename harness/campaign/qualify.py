@@ -37,10 +37,13 @@ import json
 import re
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.campaign import envs
+from harness.campaign.fuzz import seeded_programs
 from harness.campaign.qualify_judge import Judge, Step
 from harness.campaign.versions import (
     Case,
@@ -53,8 +56,12 @@ from harness.campaign.versions import (
 )
 from harness.report.markup import write as _write
 from harness.report.qualify_report import VERDICTS, html_page, junit_xml, table_lines
+from harness.run.observation import observation_from_dict, observation_to_dict
+from harness.run.pool import Pool
+from oracles import predict
 from programs.errors import ProgramFormatError, UsageError, WorkerStartError
 from programs.model import Program
+from programs.serialize import from_json, program_from_dict, program_id, program_to_dict
 
 __all__ = ["VERDICTS", "Case", "Cell", "Column", "changes", "entries_fixed", "html_page", "junit_xml", "qualify", "ranges", "table_lines"]
 
@@ -68,8 +75,6 @@ from harness.run.modes import DEFAULT_MODES as MODES  # noqa: E402
 def load_corpus(root: Path) -> list[Case]:
     """Every *.json under `root` (recursively, sorted), as a Case; a file that is not a
     program is bad input, named."""
-    from programs.serialize import from_json
-
     if not root.exists():
         raise UsageError(f"--corpus {root}: no such directory")
     if not root.is_dir():
@@ -91,14 +96,10 @@ def load_corpus(root: Path) -> list[Case]:
 def draw_programs(seed: int, n: int, invalid: float = 0.25) -> list[Program]:
     """N programs, the same ones for the same seed (and Hypothesis version), collected
     first so every jax version runs exactly the same list."""
-    from harness.campaign.fuzz import seeded_programs
-
     return seeded_programs(n, seed, invalid)
 
 
 def fuzz_cases(seed: int, n: int) -> list[Case]:
-    from programs.serialize import program_id
-
     seen: set[str] = set()
     cases = []
     for i, p in enumerate(draw_programs(seed, n)):
@@ -118,8 +119,6 @@ def _safe(text: str) -> str:
 
 
 def _case_doc(res: Any, jax_version: str, case: Case) -> str:
-    from programs.serialize import program_to_dict
-
     return json.dumps(
         {
             "program": program_to_dict(res.program),
@@ -144,16 +143,12 @@ class Crash:
 
 
 def _crash(e: BaseException) -> Crash:
-    import traceback
-
     first = (str(e).strip().splitlines() or [""])[0][:300]
     return Crash(f"{type(e).__name__}: {first}", "".join(traceback.format_exception(e)))
 
 
 def _predict(program: Program) -> Any:
     """The oracle's prediction, or the Crash it raised (a shardfuzz bug, kept per case)."""
-    from oracles import predict
-
     try:
         return predict(program)
     except Exception as e:  # (the oracle's bug on this case: the other cases still run)
@@ -195,8 +190,6 @@ def run_column(
 ) -> None:
     """Every case through one interpreter's workers; fills col.cells. The column is
     labelled 'jax VERSION' ('jax VERSION #2' when `taken` already has that label)."""
-    from harness.run.pool import Pool
-
     t0 = time.monotonic()
     try:
         pool = Pool(max(1, min(workers, len(cases))), python=col.python, timeout_s=timeout_s)
@@ -215,9 +208,6 @@ def run_column(
     obs_file.write(json.dumps({"column": {"label": col.label, "python": col.python, "jax_version": col.jax_version}}) + "\n")
 
     def record(done: list[Any]) -> None:
-        from harness.run.observation import observation_to_dict
-        from programs.serialize import program_to_dict
-
         for c in done:
             step = c.tag
             case = by_name[step.case]
@@ -389,8 +379,6 @@ def bisect(
     the cases of that gap there, and add its column to `cols`. Stops after `max_builds`
     environments. Returns one row per step (the gap, the release tried, the cases run,
     or why it could not be built)."""
-    from harness.campaign import envs
-
     steps: list[dict[str, Any]] = []
     tried: set[str] = {c.jax_version for c in cols}
     builds = 0
@@ -429,9 +417,6 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
     (REPORT/observations/*.jsonl, written as each case finished), with this checkout's
     oracle and known entries: triage without running jax again. Writes the three reports
     (and the failing cases) to `out`."""
-    from harness.run.observation import observation_from_dict
-    from programs.serialize import program_from_dict
-
     prev_path = report / "qualify.json"
     files = sorted((report / "observations").glob("*.jsonl"))
     if not prev_path.is_file() or not files:

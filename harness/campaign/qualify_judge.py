@@ -22,7 +22,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.campaign.versions import Cell
+from harness.judge.check import evaluate, localise_values, probe_mode
 from harness.judge.known import derived_program, explain_all, find
+from oracles import predict
 from programs.model import Program
 
 MAX_DEPTH = 3  # derived programs of derived programs: each removes at least one known bug
@@ -91,9 +93,6 @@ class Judge:
 
     def done(self, step: Step, program: Program, observations: list[Any]) -> tuple[list[Job], Outcome | None]:
         """What the workers saw for `step`: the next jobs of this case, or its outcome."""
-        from harness.judge.check import evaluate, localise_values, probe_mode
-        from oracles import predict
-
         if step.stage.startswith("probe"):
             res = self._probing.pop((step.case, step.depth))
             if not observations:  # (none: a rejudge of a run that did not need this probe)

@@ -11,6 +11,7 @@ from dataclasses import asdict, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from harness.run.pool import Pool
 from harness.serve.api import CheckRequest, check
 from harness.serve.page import PAGE
 
@@ -27,8 +28,6 @@ class _Jax:
 
     def get(self) -> Any:
         if self.pool is None:
-            from harness.run.pool import Pool
-
             self.pool = Pool(1, python=self.python, timeout_s=60.0)
         return self.pool
 
