@@ -30,15 +30,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.campaign.minimize import minimized_reproducer
-from harness.report.reproducer import (
-    NoReproducer,
-    case_mode,
-    divergence_mode,
-    pytest_reproducer,
-    reproducer,
-)
+from harness.report.reproducer import case_mode, divergence_mode, pytest_reproducer, reproducer
 from programs import from_json
 from programs.emit import REPRO_MODES
+from programs.errors import NoReproducer
 from programs.model import Program
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
 from programs.source import from_source
