@@ -40,7 +40,7 @@ from harness.judge.known_features import (
     PROGRAM_FEATURES,
     OpFeature,
     Pattern,
-    _zero_size,
+    zero_size,
 )
 from oracles.prediction import Prediction, ValueType
 from oracles.rewrites import REWRITES
@@ -176,7 +176,7 @@ def value_features_hold(e: KnownDivergence, s: Scope, p: Program, pred: Predicti
         vals = sorted({v for i in live_ops(p) for v in (*p.body[i].operands, len(p.inputs) + i)} | set(p.outputs))
     shapes = [types[v].shape for v in vals if v < len(types)]
     shapes += [o.global_shape for o in pred.outputs if s.value is None]
-    return all(any(_zero_size(sh) for sh in shapes) for f in e.value_features if f == "value:zero_size")
+    return all(any(zero_size(sh) for sh in shapes) for f in e.value_features if f == "value:zero_size")
 
 
 def explains(e: KnownDivergence, d: Divergence, p: Program, pred: Prediction, jax_version: str) -> bool:

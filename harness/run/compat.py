@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.run.lowering import _wrapped, to_pspec
+from harness.run.lowering import to_pspec, wrapped
 from oracles.interpreter import trace
 from oracles.prediction import ErrorKind
 from programs.emit import PERMUTE_ORDER_FLAG
@@ -287,7 +287,7 @@ def _wrap_under_check(wrap: str) -> bool:
     exactly as the lowering builds it) traces inside a checked (check_rep / check_vma)
     shard_map: probed, never by version (jax 0.5.3 runs a cond there but has no
     replication rule for while: 'No replication rule for while')."""
-    e = _probe(lambda x: _wrapped(Op("psum", (0,), (("axes", ("a",)), ("wrap", wrap))), [x]))
+    e = _probe(lambda x: wrapped(Op("psum", (0,), (("axes", ("a",)), ("wrap", wrap))), [x]))
     return not isinstance(e, NotImplementedError)
 
 
