@@ -40,7 +40,7 @@ import harness.campaign.plan as plan_mod  # noqa: E402
 from harness.campaign.fuzz import RunConfig, fuzz, seeded_programs  # noqa: E402
 from harness.campaign.known_queries import known_trouble  # noqa: E402
 from harness.judge.check import evaluate  # noqa: E402
-from harness.judge.known import load as load_suppressions  # noqa: E402
+from harness.judge.known_load import load as load_suppressions  # noqa: E402
 from harness.run.modes import DEFAULT_MODES, MODES  # noqa: E402
 from harness.run.pool import Pool  # noqa: E402
 from oracles.interpreter import predict  # noqa: E402

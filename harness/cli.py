@@ -19,10 +19,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
+import traceback
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NoReturn
 
-from harness.campaign.config import NO_LIMIT
+from harness import cli_tools
+from harness.campaign.config import NO_LIMIT, RunConfig
+from harness.campaign.database import open_database
+from harness.campaign.fuzz import fuzz, load_corpus
 from harness.campaign.shard import parse_shard
 from harness.cli_cases import cmd_emit, cmd_explain, cmd_minimize, cmd_replay
 from harness.cli_input import (
@@ -34,10 +40,12 @@ from harness.cli_input import (
     writable_dir,
 )
 from harness.report.console import exit_code, print_summary
-from harness.run.modes import DEFAULT_MODES
+from harness.report.merge import merge, missing_shards, read_report
+from harness.run.compat import force_host_devices
+from harness.run.modes import DEFAULT_MODES, MODES
 from harness.run.worker import host_device_count
-from harness.usage import UsageError, at_least, fraction, positive
-from programs.serialize import ProgramFormatError
+from harness.usage import at_least, fraction, positive
+from programs.errors import ProgramFormatError, UsageError
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -61,8 +69,6 @@ class _Parser(argparse.ArgumentParser):
 
 def versions() -> str:
     """shardfuzz's version and jax's, from the installed distributions (jax not imported)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     def v(name: str) -> str:
         try:
             return version(name)
@@ -85,8 +91,6 @@ class _Version(argparse.Action):
 def _run_defaults() -> dict[str, object]:
     """`shardfuzz fuzz`'s defaults are RunConfig's (one source: the CLI, the benchmarks and
     library callers get the same run)."""
-    from harness.campaign.config import RunConfig
-
     d = RunConfig()
     return {"modes": ",".join(d.modes), "max_examples": d.max_examples, "budget": d.budget_s, "minimize_budget": d.minimize_budget_s,
             "minimize_total": d.minimize_total_s, "value_share": d.value_share, "batch": d.batch,
@@ -175,8 +179,6 @@ def prune_cache(d: Path, max_bytes: int) -> int:
 
 
 def cmd_fuzz(a: argparse.Namespace) -> int:
-    from harness.campaign.fuzz import RunConfig, fuzz
-
     if a.profile is not None:
         if a.profile not in PROFILES:
             raise UsageError(f"--profile {a.profile!r}: unknown profile; choose from {', '.join(PROFILES)}")
@@ -191,8 +193,6 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
     corpus = None
     if a.corpus:
         corpus = writable_dir(a.corpus, "--corpus")
-        from harness.campaign.fuzz import load_corpus
-
         try:
             cases = load_corpus(corpus)
         except ProgramFormatError as e:
@@ -203,8 +203,6 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             fits(p, f"--corpus: {f}")
     worker_env = {"SHARDFUZZ_CODEGEN": a.codegen, **compile_cache_env(a.compile_cache, corpus)}
     if a.database is not None:
-        from harness.campaign.database import open_database
-
         open_database(a.database)  # (checked before the run: a wrong address is one line, exit 2)
     cfg = RunConfig(
         seed=a.seed,
@@ -236,8 +234,6 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
 
 
 def cmd_merge(a: argparse.Namespace) -> int:
-    from harness.report.merge import merge, missing_shards, read_report
-
     out = writable_dir(a.report, "--report")
     dirs = [Path(d) for d in a.reports]
     for d in dirs:
@@ -263,10 +259,6 @@ def add_verbosity(p: argparse.ArgumentParser, text: str = RUN_VERBOSITY) -> None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from harness.campaign import qualify
-    from harness.report import catalogue
-    from harness.serve import server
-
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
     ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -277,21 +269,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--report", required=True, help="directory for the merged summary.json, junit.xml, index.html, cases/")
     add_verbosity(g)
     g.set_defaults(fn=cmd_merge)
-    qualify.register(sub)
-    catalogue.register(sub)
-    server.register(sub)
+    cli_tools.register(sub)
     return ap
 
 
 def _public_modes() -> str:
-    from harness.run.modes import MODES
-
     return ",".join(m for m in MODES if m not in INTERNAL_MODES)
 
 
 def _fuzz_parser(f: argparse.ArgumentParser) -> None:
-    from harness.run.modes import DEFAULT_MODES
-
     seconds = positive(float, "seconds")
     f.add_argument("--seed", type=int, default=FUZZ_DEFAULTS["seed"],
                    help="which programs: the same seed and options draw the same programs (programs_digest in the summary)")
@@ -351,8 +337,6 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
 
 def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
     """minimize, replay, emit and explain: commands on one case file."""
-    from harness.run.modes import DEFAULT_MODES
-
     seconds = positive(float, "seconds")
     m = sub.add_parser("minimize", help="shrink a case while it keeps its divergence signature")
     m.add_argument("case", help="a JSON case file")
@@ -388,18 +372,6 @@ def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
         s.set_defaults(fn=fn)
 
 
-def _qualify_corpus_fits(a: argparse.Namespace) -> None:
-    """`qualify --corpus`: every case's mesh fits on the workers' devices (its other
-    checks are qualify.load_corpus's)."""
-    from harness.campaign.qualify import load_corpus
-
-    if not a.corpus:
-        return  # --rejudge, or qualify says what is missing
-    root = Path(a.corpus)
-    for c in load_corpus(root):
-        fits(c.program, f"--corpus: {root / c.name}.json")
-
-
 def _saved(a: argparse.Namespace | None) -> str:
     """What is safe on disk after a command stopped early, in that command's terms."""
     cmd = getattr(a, "cmd", None)
@@ -421,9 +393,6 @@ def _saved(a: argparse.Namespace | None) -> str:
 def _internal_error(e: Exception, a: argparse.Namespace | None) -> int:
     """A shardfuzz bug: one line on stderr, the traceback in the run's report directory
     (fuzz, qualify) or a fresh temporary file (replay, explain, emit, minimize)."""
-    import tempfile
-    import traceback
-
     text = traceback.format_exc()
     cmd = getattr(a, "cmd", None) or "shardfuzz"
     log: Path | None = None
@@ -454,11 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         a = build_parser().parse_args(argv)
         if a.cmd in ("fuzz", "replay", "explain", "minimize", "errors", "serve"):
-            from harness.run.compat import force_host_devices
-
             force_host_devices(host_device_count())
-        if a.cmd == "qualify":
-            _qualify_corpus_fits(a)
         return int(a.fn(a))
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -6,11 +6,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from harness.cli_input import load_case, load_known, parse_modes
+from harness.campaign.fuzz import atomic_write, case_document
+from harness.campaign.minimize import minimize_case, minimized_reproducer, size
+from harness.cli_input import load_case, load_known, parse_modes, python_option
+from harness.judge.check import check_in_pool
+from harness.judge.known import case_path
+from harness.judge.known_load import load
+from harness.judge.repair import judge
 from harness.report.console import divergence_lines
-from harness.usage import UsageError
+from harness.report.explain import explain_lines
+from harness.report.fixes import find_fixes
+from harness.report.reproducer import case_mode, pytest_reproducer, reproducer
+from harness.run.compat import jax_version
+from harness.run.modes import DEFAULT_MODES
+from harness.run.pool import Pool
+from programs.emit import REPRO_MODES
+from programs.errors import KnownDivergencesError, NoReproducer, UsageError
 
 
 def _print_verdict(v, entries, indent: str = "", verbosity: int = 0) -> list[str]:  # type: ignore[no-untyped-def]
@@ -38,25 +53,11 @@ def _print_verdict(v, entries, indent: str = "", verbosity: int = 0) -> list[str
     return unsupported
 
 
-def _python(a: argparse.Namespace) -> str | None:
-    """`--python ENV_PYTHON`: run jax there (checked: it exists and imports jax)."""
-    if getattr(a, "python", None) is None:
-        return None
-    from harness.campaign.qualify import check_interpreter
-
-    return check_interpreter(a.python)
-
-
 def cmd_replay(a: argparse.Namespace) -> int:
-    from harness.judge.check import check_in_pool
-    from harness.judge.repair import judge
-    from harness.run.compat import jax_version
-    from harness.run.pool import Pool
-
     p = load_case(a.case)
     entries = load_known(a.suppressions)
     modes = parse_modes(a.modes)
-    pool = Pool(1, python=_python(a), timeout_s=a.timeout)  # a case may crash jax: never in this process
+    pool = Pool(1, python=python_option(a), timeout_s=a.timeout)  # a case may crash jax: never in this process
     jv = str(pool.info.get("jax_version") or jax_version())
     try:
         # a known bug explains what its repair removes: each explaining entry's repaired
@@ -82,11 +83,6 @@ def cmd_replay(a: argparse.Namespace) -> int:
 
 
 def cmd_minimize(a: argparse.Namespace) -> int:
-    from harness.campaign.fuzz import atomic_write, case_document
-    from harness.campaign.minimize import minimize_case, minimized_reproducer, size
-    from harness.run.modes import DEFAULT_MODES
-    from harness.run.pool import Pool
-
     p = load_case(a.case)
     sig = a.signature
     if sig is None:
@@ -97,7 +93,7 @@ def cmd_minimize(a: argparse.Namespace) -> int:
         sig = sigs[0]
     if sig.count("|") != 2:
         raise UsageError(f"--signature {sig!r}: expected KIND|MODE|WHERE, e.g. value|jit|psum")
-    pool = Pool(1, python=_python(a), timeout_s=a.timeout)
+    pool = Pool(1, python=python_option(a), timeout_s=a.timeout)
     try:
         check_modes = DEFAULT_MODES
         print(f"minimizing {a.case} for {sig}: start {size(p)} (ops, args+outputs, mesh, elements, spec axes)")
@@ -115,8 +111,6 @@ def cmd_minimize(a: argparse.Namespace) -> int:
 
 def _entry_mode(case: Path) -> str | None:
     """The reproducer mode of the known entry whose own case `case` is, if any."""
-    from harness.judge.known import KnownDivergencesError, case_path, load
-
     try:
         entries = load()
     except KnownDivergencesError:
@@ -125,9 +119,6 @@ def _entry_mode(case: Path) -> str | None:
 
 
 def cmd_emit(a: argparse.Namespace) -> int:
-    from harness.report.reproducer import NoReproducer, case_mode, pytest_reproducer, reproducer
-    from programs.emit import REPRO_MODES
-
     p = load_case(a.case, emit=True)
     mode = a.mode
     if mode is None:  # a known entry's own case: the mode its bug shows in
@@ -145,11 +136,8 @@ def cmd_emit(a: argparse.Namespace) -> int:
     except NoReproducer as e:
         raise UsageError(f"{a.case}: {e}; pass another --mode") from None
     print(text)
-    python = _python(a)
+    python = python_option(a)
     if python is not None and not a.pytest:  # the same script, on that jax: say what it shows there
-        import subprocess
-        import sys
-
         r = subprocess.run([python, "-c", text], capture_output=True, text=True, timeout=600)
         verdict = next((ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith(("BUG:", "FIXED:"))), "")
         print(f"# on {a.python} it exits {r.returncode}: {verdict[:300] or (r.stderr.strip().splitlines() or ['?'])[-1]}",
@@ -158,25 +146,19 @@ def cmd_emit(a: argparse.Namespace) -> int:
 
 
 def cmd_explain(a: argparse.Namespace) -> int:
-    from harness.report.explain import explain_lines
-
     p = load_case(a.case)
     if a.fix and a.no_jax:
         raise UsageError("explain --fix checks every fix with jax; drop --no-jax")
     if a.no_jax:
         print("\n".join(explain_lines(p)))
     else:
-        from harness.run.pool import Pool
-
-        pool = Pool(1, python=_python(a))  # (crash-safe, and on the --python jax when given)
+        pool = Pool(1, python=python_option(a))  # (crash-safe, and on the --python jax when given)
         try:
             pool.submit(p, ("abstract",))
             (c,) = pool.drain()
             jv = pool.info.get("jax_version", "?")
             fixes = None
             if a.fix:
-                from harness.report.fixes import find_fixes
-
                 fixes = find_fixes(pool, p, jax_version=str(jv))
         finally:
             pool.close()

@@ -19,6 +19,7 @@ import numpy as np
 from oracles.devices import assemble_global
 from oracles.interpreter import trace
 from oracles.rounding import unit_roundoff
+from programs.graph import cone
 from programs.model import Program
 from programs.points import cotangent, grad_point, tangents
 
@@ -78,8 +79,6 @@ def _may_overflow(p: Program, st: Any, out_idx: list[int]) -> bool:
     (its error bound is infinite, oracles/rounding.py `combine`): jax computes inf or nan
     there, and its derivatives with it (e.g. float16 * uint32 4294967295), where the
     float64 differences stay finite. No derivative is predicted then, as no value is."""
-    from programs.graph import cone
-
     n_in = len(p.inputs)
     ops = frozenset().union(*(cone(p, p.outputs[k]) for k in out_idx))
     return any(bool(np.any(np.isinf(st.err[n_in + i]))) for i in ops)

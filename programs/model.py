@@ -19,6 +19,9 @@ from typing import cast
 import ml_dtypes  # bfloat16 as a NumPy dtype (numpy-only; jax itself depends on it)
 import numpy as np
 
+from programs.body_text import body_source
+from programs.ops import COLLECTIVES
+
 # A spec entry: None (dimension not split) or a tuple of mesh axis names (major first).
 SpecEntry = tuple[str, ...] | None
 # Op parameters are restricted to JSON-friendly, hashable scalars and nested tuples.
@@ -202,7 +205,7 @@ class Op:
 
     @staticmethod
     def make(kind: str, operands: tuple[int, ...] = (), **params: ParamValue) -> Op:
-        return Op(kind, tuple(operands), tuple(sorted((k, _freeze(v)) for k, v in params.items())))
+        return Op(kind, tuple(operands), tuple(sorted((k, freeze(v)) for k, v in params.items())))
 
     def p(self, name: str, default: ParamValue = None) -> ParamValue:
         for k, v in self.params:
@@ -239,9 +242,11 @@ class Op:
         return Spec(tuple(None if e is None else tuple(e) for e in cast("tuple[SpecEntry, ...]", self.p(key))))
 
 
-def _freeze(v: object) -> ParamValue:
+def freeze(v: object) -> ParamValue:
+    """An op parameter as the model holds it: lists as tuples (hashable), NumPy integers as
+    int; a TypeError for anything that is not JSON-friendly."""
     if isinstance(v, (list, tuple)):
-        return tuple(_freeze(x) for x in v)
+        return tuple(freeze(x) for x in v)
     if isinstance(v, (np.integer,)):
         return int(v)
     if v is None or isinstance(v, (int, str, bool, float)):
@@ -404,11 +409,7 @@ class Program:
         return False
 
     def collectives(self) -> tuple[str, ...]:
-        from programs.ops import COLLECTIVES
-
         return tuple(sorted({op.kind for op in self.all_ops() if op.kind in COLLECTIVES}))
 
     def __repr__(self) -> str:
-        from programs.emit import body_source
-
         return body_source(self)

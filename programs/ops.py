@@ -8,7 +8,7 @@ Each `OpDesc` is the one description of an op kind in `programs/`:
   parameters become positional and keyword arguments, as data).
 
 Both the real jax call (`harness/run/lowering.py`, which resolves the module and function
-with getattr on jax) and the reproducer's text (`programs/emit.py` `op_source`) are
+with getattr on jax) and the reproducer's text (`programs/body_text.py` `op_source`) are
 derived from `call`, so they cannot disagree. The semantics of each kind live in the
 oracle (`oracles/ops/`, one class per kind) and its draw in the strategy; both rooms build
 their registries from this table's kinds and fail at import on a kind they lack
@@ -19,8 +19,10 @@ imports jax: a template is strings and tuples.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from programs.model import Op, ParamValue
+if TYPE_CHECKING:
+    from programs.model import Op, ParamValue
 
 # what a parameter's value is (validated structurally by programs/serialize.py and
 # programs/validate.py)

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.judge.check import check_in_pool  # noqa: E402
-from harness.judge.known import case_path, entry_case_shows, entry_modes, load  # noqa: E402
+from harness.judge.known import case_path, entry_case_shows, entry_modes  # noqa: E402
+from harness.judge.known_load import load  # noqa: E402
 from harness.run.modes import DEFAULT_MODES  # noqa: E402
 from harness.run.pool import Pool  # noqa: E402
 from programs.serialize import from_json  # noqa: E402

@@ -6,7 +6,7 @@ table from the table's kinds of its shape with `table_draws`:
 `strategies/local_ops.py` (`LOCAL_DRAWS`, the local ops) and `strategies/collectives.py`
 (`COLLECTIVE_DRAWS`, `programs.ops.PLAIN_COLLECTIVES`); the compound kinds
 (`programs.ops.COMPOUND_OPS`) have draws of their own shape (`strategies/nested.py`,
-`strategies/transform.py`), which `_Body.try_op` calls by kind.
+`strategies/transform.py`), which `Body.try_op` calls by kind.
 
 The draw of kind K is the module's function `_K`; a kind of a table family
 (`OpDesc.family`: the binary ops, the reductions) without one is drawn by the module's

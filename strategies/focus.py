@@ -98,7 +98,7 @@ class Focus:
         return self.kind in ("psum", "pmean") and self.dimension == "groups"
 
 
-def _fits(cell: str, profile: str) -> bool:
+def can_hold(cell: str, profile: str) -> bool:
     """Whether a program of `profile` can hold `cell` at all: smap takes valid programs
     over one axis with check_vma."""
     f = Focus(cell, profile)
@@ -118,7 +118,7 @@ def load_table(path: Path = TABLE) -> tuple[str, ...]:
 CELLS: tuple[str, ...] = load_table()
 BY_KIND: dict[str, tuple[str, ...]] = {k: tuple(c for c in CELLS if c.split("|")[0] == k) for k in sorted({c.split("|")[0] for c in CELLS})}
 KINDS = tuple(BY_KIND)
-FOCI: tuple[Focus, ...] = tuple(Focus(c, pr) for c in CELLS for pr in PROFILES if _fits(c, pr))  # every focus there is
+FOCI: tuple[Focus, ...] = tuple(Focus(c, pr) for c in CELLS for pr in PROFILES if can_hold(c, pr))  # every focus there is
 
 
 def _uniform(n: int) -> float:
@@ -140,7 +140,7 @@ def draw_focus(draw: st.DrawFn, share: float, kinds: tuple[str, ...] = KINDS) ->
     if not ks:
         return None
     cell = _pick(draw, BY_KIND[_pick(draw, ks, "focus_kind")], "focus_cell")
-    smap = _fits(cell, "smap") and _uniform(draw(st.integers(0, 9999), label="focus_profile")) < SMAP_SHARE
+    smap = can_hold(cell, "smap") and _uniform(draw(st.integers(0, 9999), label="focus_profile")) < SMAP_SHARE
     f = Focus(cell, "smap" if smap else "spmd")
     event(f"focus: {f.profile} {f.dimension}{' by_error' if f.by_error else ''}")
     return f

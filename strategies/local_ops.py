@@ -1,6 +1,6 @@
 """Draws of the local ops (const, the binary ops, neg, cast, reduce_sum, transpose):
 each chooses the operand's partner and parameters; the type comes from the oracle
-(`_Body.push`)."""
+(`Body.push`)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from strategies import reuse
 from strategies.draws import table_draws
 
 if TYPE_CHECKING:
-    from strategies.body import _Body
+    from strategies.body import Body
 
-Draw = Callable[["_Body", st.DrawFn, int], bool]
+Draw = Callable[["Body", st.DrawFn, int], bool]
 
 
-def _binary(b: _Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
+def _binary(b: Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
     x = b.vals[idx]
     same = [j for j, v in enumerate(b.vals) if (v.shape == x.shape or v.shape == ()) and not b.mixes_weak(idx, j)]
     if b.want.get("dtype") == x.dtype:
@@ -34,7 +34,7 @@ def _binary(b: _Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
     return b.push(Op.make(kind, (idx, j))) is not None
 
 
-def _const(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+def _const(b: Body, draw: st.DrawFn, idx: int) -> bool:
     x = b.vals[idx]
     if x.dtype not in DTYPES:
         return False  # a result-only dtype (int16; int64 under jax_enable_x64) is no const's dtype
@@ -45,7 +45,7 @@ def _const(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     return c is not None and b.push(Op.make(op, (idx, c))) is not None
 
 
-def _cast(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+def _cast(b: Body, draw: st.DrawFn, idx: int) -> bool:
     if idx in b.python_numbers:
         return False  # a Python int has no .astype
     src = b.vals[idx].dtype
@@ -54,7 +54,7 @@ def _cast(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     return b.push(Op.make("cast", (idx,), dtype=to)) is not None
 
 
-def _reduce_sum(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+def _reduce_sum(b: Body, draw: st.DrawFn, idx: int) -> bool:
     r = len(b.vals[idx].shape)
     if r == 0:
         return False
@@ -62,7 +62,7 @@ def _reduce_sum(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     return b.push(Op.make("reduce_sum", (idx,), axis=a)) is not None
 
 
-def _transpose(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+def _transpose(b: Body, draw: st.DrawFn, idx: int) -> bool:
     r = len(b.vals[idx].shape)
     if r < 2:
         return False
@@ -70,7 +70,7 @@ def _transpose(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     return b.push(Op.make("transpose", (idx,), perm=perm)) is not None
 
 
-def _neg(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+def _neg(b: Body, draw: st.DrawFn, idx: int) -> bool:
     return b.push(Op.make("neg", (idx,))) is not None
 
 

@@ -25,11 +25,11 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.cells import PAIRED, axis_class
+from programs.cells import PAIRED, axis_class, op_cells
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import BINARY_OPS, COLLECTIVES, OP_KINDS
 from strategies import reuse
-from strategies.body import ACROSS, _Body
+from strategies.body import ACROSS, Body
 from strategies.draws import NOT_DRAWN
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
@@ -183,7 +183,7 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
     return Input(gshape, dtype, fill, seed, offset), spec, _V(tuple(local), dtype, vma)
 
 
-def _output_spec(draw: st.DrawFn, body: _Body, idx: int) -> Spec | None:
+def _output_spec(draw: st.DrawFn, body: Body, idx: int) -> Spec | None:
     """An out_spec for body value `idx` as an output, with its unreduced / reduced axes
     (None: jax cannot take it)."""
     spec = _out_spec(draw, body.vals[idx], body.usable, body.check_vma)
@@ -275,7 +275,7 @@ def _manual_axes(draw: st.DrawFn, mesh: Mesh, features: frozenset[str] = frozens
 _MORE_WRAPS = ("switch", "while", "fori", "map", "vmap", "checkpoint")
 
 
-def _wrappable(body: _Body, i: int) -> tuple[bool, bool]:
+def _wrappable(body: Body, i: int) -> tuple[bool, bool]:
     """(whether op i may run inside scan or cond, and whether inside the other wrappers)."""
     op = body.ops[i]
     n_in = len(body.vals) - len(body.ops)
@@ -290,7 +290,7 @@ def _wrappable(body: _Body, i: int) -> tuple[bool, bool]:
     return some, some and plain
 
 
-def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
+def _wrap_some(draw: st.DrawFn, body: Body) -> None:
     for i, op in enumerate(body.ops):
         # now and then an op runs inside lax.scan, cond, switch, while_loop, fori_loop,
         # map, jax.vmap or jax.checkpoint (same meaning; see programs/ops.py WRAPS);
@@ -306,7 +306,7 @@ def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
                 event(f"wrapped in {w}")
 
 
-def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
+def _outputs(draw: st.DrawFn, body: Body, n_in: int, max_outputs: int,
              first: tuple[int, ...] = ()) -> tuple[list[int], list[Spec]]:
     """The outputs and their out_specs; the first ones are the values `first` (a scalar
     that varies, which no out_spec can take, through a psum over its axes)."""
@@ -352,7 +352,7 @@ def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
     return outputs, out_specs
 
 
-def _program(body: _Body, inputs: list[Input], in_specs: list[Spec], outputs: list[int], out_specs: list[Spec]) -> Program:
+def _program(body: Body, inputs: list[Input], in_specs: list[Spec], outputs: list[int], out_specs: list[Spec]) -> Program:
     """The program `body` built (axis_names only when not every mesh axis is manual)."""
     return Program(
         mesh=body.mesh,
@@ -366,7 +366,7 @@ def _program(body: _Body, inputs: list[Input], in_specs: list[Spec], outputs: li
     )
 
 
-def _maybe_invalid(draw: st.DrawFn, program: Program, body: _Body, invalid: float, defects: tuple[str, ...]) -> Program:
+def _maybe_invalid(draw: st.DrawFn, program: Program, body: Body, invalid: float, defects: tuple[str, ...]) -> Program:
     """`program`, or with probability `invalid` the same with one named defect."""
     # Hypothesis leans to small integers (a drawn st.integers(0, 9999) < 2500 came out
     # true for 86% of programs at invalid=0.25); the drawn program's hash is uniform and
@@ -496,7 +496,7 @@ def programs(
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
-    body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
+    body = Body(mesh, manual, vma_flag, vals, usable, x64=x64)
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
         for _attempt in range(4):
@@ -525,11 +525,9 @@ _UR_CHAIN = {("pcast", "unreduced"): ("unreduced_psum", "unreduced_add"), ("pcas
              ("all_gather", "reduced"): ("all_gather_reduced",)}
 
 
-def _appended(body: _Body, before: int, kind: str) -> Iterator[tuple[int, set[str]]]:
+def _appended(body: Body, before: int, kind: str) -> Iterator[tuple[int, set[str]]]:
     """(value index, cells) of each op of `kind` (or a nested shard_map of it) appended
     to the body since its op `before`."""
-    from programs.cells import op_cells
-
     n_in = len(body.vals) - len(body.ops)
     for i in range(before, len(body.ops)):
         op = body.ops[i]
@@ -538,7 +536,7 @@ def _appended(body: _Body, before: int, kind: str) -> Iterator[tuple[int, set[st
             yield n_in + i, op_cells(body.mesh, op, rank, body.vals[n_in + i].dtype)
 
 
-def _focus_reduced(draw: st.DrawFn, body: _Body, f: Focus, to: str, want: str, wants: set[str]) -> int | None:
+def _focus_reduced(draw: st.DrawFn, body: Body, f: Focus, to: str, want: str, wants: set[str]) -> int | None:
     """A focus on `to=reduced` / `to=unreduced` (ops the plain collective draws never
     make): the value ending a closed chain through that type (`draw_reduced`), whose
     cone holds the op with the cell (its result is not an output over Auto axes). By
@@ -580,7 +578,7 @@ def _focus_axes(mesh: Mesh, usable: tuple[str, ...], cls: str | None) -> tuple[s
     return None
 
 
-def _takes_all(body: _Body, kind: str, j: int, axes: tuple[str, ...]) -> bool:
+def _takes_all(body: Body, kind: str, j: int, axes: tuple[str, ...]) -> bool:
     """Whether value `j` lets a `kind` op over all of `axes` be drawn (else
     strategies/body.py `try_op` and the collective draws narrow the axes or fail):
     pcast (pvary) adds only axes it does not vary along; under check_vma psum, pmean and
@@ -600,7 +598,7 @@ def _takes_all(body: _Body, kind: str, j: int, axes: tuple[str, ...]) -> bool:
     return True
 
 
-def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = (),
+def _focus_operand(draw: st.DrawFn, body: Body, f: Focus, extra: tuple[Focus, ...] = (),
                    axes: tuple[str, ...] | None = None) -> int | None:
     """A value the focus op may read: of the dtype or rank the focus (or its `extra`
     foci) names (a cast to the dtype made first when no value has it); over `axes`, one
@@ -648,7 +646,7 @@ _PROMOTED = ("int16", "int64", "uint64")
 _X64_ONLY = ("int64", "uint64")
 
 
-def _promoted(draw: st.DrawFn, body: _Body, j: int, dtype: str) -> int | None:
+def _promoted(draw: st.DrawFn, body: Body, j: int, dtype: str) -> int | None:
     """A value of `dtype` (one of _PROMOTED) made from value `j`, or None."""
     def cast(to: str) -> int | None:
         return j if body.vals[j].dtype == to else body.push(Op.make("cast", (j,), dtype=to))
@@ -662,7 +660,7 @@ def _promoted(draw: st.DrawFn, body: _Body, j: int, dtype: str) -> int | None:
     return len(body.vals) - 1 if body.vals[-1].dtype == dtype else None
 
 
-def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
+def _focus_op(draw: st.DrawFn, body: Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
     """The index of a value made by an op with the focus's cell, drawn among the ops of
     its kind on a matching operand (a few tries); None when none came out with it. With
     `extra` foci (of other dimensions: a sweep's compound focus), the first op that also
@@ -691,7 +689,7 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
             ok = cast_to in body.dtypes and body.vals[idx].dtype != cast_to and body.push(Op.make("cast", (idx,), dtype=cast_to)) is not None
         else:
             # every other try over the axes of the focus's axis-tuple class (the others
-            # drawn); the parameters drawn in the classes the foci name (`_Body.want`)
+            # drawn); the parameters drawn in the classes the foci name (`Body.want`)
             body.want = _steering((f, *extra))
             if f.kind in BINARY_OPS and (d := wanted((f, *extra))[1]) is not None:
                 body.want["dtype"] = d  # (the binary op's partner of that dtype: strategies/local_ops.py)
@@ -718,7 +716,7 @@ def _cast_to(foci: tuple[Focus, ...]) -> str | None:
 
 
 def _steering(foci: tuple[Focus, ...]) -> dict[str, str]:
-    """The parameter classes the foci name, for the collective draws (`_Body.want`):
+    """The parameter classes the foci name, for the collective draws (`Body.want`):
     axis positions and tiled (programs/cells.py `PAIRED`), perm, and all_to_all's
     split!=concat / split==concat (as "split": "!=" / "==")."""
     out: dict[str, str] = {}
@@ -841,7 +839,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
-    body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
+    body = Body(mesh, manual, vma_flag, vals, usable, x64=x64)
     for i in scalars:
         j = body.push(Op.make("reduce_sum", (i,), axis=0))
         if j is not None and body.vals[j].dtype != body.vals[i].dtype:

@@ -20,10 +20,10 @@ from harness.campaign.fuzz import RunConfig
 from harness.cli import _Help, build_parser
 from harness.run.pool import Pool
 from harness.run.worker import host_device_count
-from harness.usage import ConfigError, UsageError
 from programs import to_json
+from programs.errors import ConfigError, ProgramFormatError, UsageError
 from programs.model import Mesh
-from programs.serialize import ProgramFormatError, from_json
+from programs.serialize import from_json
 from programs.validate import EXPLAINED_BY, check_fits
 from strategies.invalid import DEFECTS
 

@@ -135,7 +135,7 @@ def test_a_run_sweeps_first_and_runs_every_late_part_without_a_budget(tmp_path) 
     import io
 
     from harness.campaign.fuzz import fuzz
-    from harness.judge.known import load
+    from harness.judge.known_load import load
 
     s = fuzz(RunConfig(seed=0, max_examples=6, modes=("abstract", "jit", "eager"), workers=1, report_dir=tmp_path,
                        progress=io.StringIO(), minimize_budget_s=0, suppressions=load()))
@@ -522,7 +522,7 @@ def test_a_mode_a_known_entry_says_may_hang_runs_with_a_short_limit_and_its_hang
     from harness.campaign.fuzz import fuzz
     from harness.campaign.known_queries import hang_entries, known_hang_modes
     from harness.campaign.plan import KNOWN_HANG_LIMIT_S
-    from harness.judge.known import load
+    from harness.judge.known_load import load
     from oracles.rewrites import REWRITES
     from programs.serialize import from_json
 
@@ -555,7 +555,7 @@ def test_the_program_without_a_crashing_bug_runs_a_mode_that_may_hang_with_the_s
 
     from harness.campaign.fuzz import fuzz
     from harness.campaign.plan import KNOWN_HANG_LIMIT_S
-    from harness.judge.known import load
+    from harness.judge.known_load import load
     from programs.serialize import from_json
 
     root = Path(__file__).parent.parent / "harness/data/corpus/known"

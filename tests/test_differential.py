@@ -13,7 +13,8 @@ from __future__ import annotations
 from hypothesis import given
 
 from harness.judge.check import evaluate
-from harness.judge.known import derived_program, explain_all, load
+from harness.judge.known import derived_program, explain_all
+from harness.judge.known_load import load
 from harness.run.modes import DEFAULT_MODES
 from harness.run.pool import Pool
 from strategies import programs

@@ -8,17 +8,11 @@ import pytest
 from helpers import P, iota, op, prog, with_unrelated_psum
 
 from harness.judge.compare import Divergence, DivergenceKind
-from harness.judge.known import (
-    KnownDivergence,
-    KnownDivergencesError,
-    Pattern,
-    derived_program,
-    explains,
-    find,
-    load,
-)
-from harness.judge.known import _entry as entry
+from harness.judge.known import KnownDivergence, Pattern, derived_program, explains, find
+from harness.judge.known_load import load
+from harness.judge.known_load import parse_entry as entry
 from oracles import predict
+from programs.errors import KnownDivergencesError
 from programs.model import Mesh, Program
 
 XY = Mesh(("x", "y"), (2, 2))

@@ -23,9 +23,10 @@ from harness.judge.known_features import PROGRAM_FEATURES
 from harness.run.observation import ObservedOutput
 from oracles import ErrorKind, predict
 from programs import from_json, to_json, to_python
+from programs.errors import ProgramFormatError
 from programs.model import Input, Mesh, Op, Program, Spec
 from programs.source import from_source
-from programs.validate import ProgramFormatError, validate
+from programs.validate import validate
 
 # 'data' Explicit (2), 'pipe' Auto (4): the mixed mesh of the measurements
 MIXED = Mesh(("data", "pipe"), (2, 4), ("explicit", "auto"))

@@ -16,6 +16,7 @@ import types
 import pytest
 from hypothesis import HealthCheck, find, settings
 
+from programs.body_text import op_source
 from programs.model import Op, ParamValue
 from programs.ops import (
     BINARY_OPS,
@@ -134,8 +135,6 @@ def test_lowering_covers_the_table_and_resolves_on_this_jax() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_has_a_source_form(kind: str) -> None:
-    from programs.emit import op_source
-
     d = OP_TABLE[kind]
     src = op_source(_example(d), ["a", "b", "c", "d", "e", "f"])
     if d.call.module in MODULE_SOURCE:
@@ -190,8 +189,6 @@ def test_a_program_of_the_kind_is_drawn(kind: str) -> None:
 def test_pbroadcast_names_its_axes_as_a_tuple() -> None:
     # jax 0.10.2 checks a single string axis name of pbroadcast character by character
     # (NameError "unbound axis name: d" for 'data'); a tuple is the form it handles
-    from programs.emit import op_source
-
     src = op_source(Op.make("pbroadcast", (0,), axes=("data",), source=1), ["a0"])
     assert src == "jax.lax.pbroadcast(a0, ('data',), 1)", src
     assert op_source(Op.make("psum", (0,), axes=("data",)), ["a0"]) == "jax.lax.psum(a0, 'data')"

@@ -15,7 +15,8 @@ from setuptools import find_namespace_packages, find_packages
 
 from harness.cli import versions
 from harness.data import CORPUS, DATA, KNOWN_DIVERGENCES
-from harness.judge.known import case_path, load
+from harness.judge.known import case_path
+from harness.judge.known_load import load
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -72,7 +73,7 @@ def test_every_data_file_is_package_data() -> None:
 def test_data_found_from_any_directory(tmp_path: Path) -> None:
     """An entry's case resolves against the data root, not the working directory."""
     assert DATA == ROOT / "harness" / "data"
-    code = ("from harness.judge.known import case_path, load; es = load(); "
+    code = ("from harness.judge.known import case_path; from harness.judge.known_load import load; es = load(); "
             "print(len(es), all(case_path(e).is_file() for e in es))")
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

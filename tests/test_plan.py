@@ -32,8 +32,9 @@ from harness.campaign.plan import (
 )
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence, DivergenceKind
-from harness.judge.known import KnownDivergence, load
+from harness.judge.known import KnownDivergence
 from harness.judge.known_features import OpFeature, Pattern
+from harness.judge.known_load import load
 from harness.run.modes import DEFAULT_MODES
 from harness.run.observation import Observation
 from oracles import predict

@@ -31,15 +31,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.campaign.minimize import minimized_reproducer
-from harness.report.reproducer import (
-    NoReproducer,
-    case_mode,
-    divergence_mode,
-    pytest_reproducer,
-    reproducer,
-)
+from harness.judge.known import case_path
+from harness.judge.known_load import load
+from harness.report.reproducer import case_mode, divergence_mode, pytest_reproducer, reproducer
 from programs import from_json
 from programs.emit import REPRO_MODES
+from programs.errors import NoReproducer
 from programs.model import Program
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
 from programs.source import from_source
@@ -51,8 +48,6 @@ CURATED = sorted((ROOT / "harness/data/corpus/curated").glob("*.json"))
 RUNNER = Path(__file__).with_name("repro_runner.py")
 
 def _entries_by_case() -> dict[str, object]:
-    from harness.judge.known import case_path, load
-
     return {case_path(e).stem: e for e in load()}
 
 
@@ -443,8 +438,6 @@ def test_permute_order_runs_on_jax_0_11_with_its_flag_off(tmp_path: Path) -> Non
 # ------------------------------------------------------------ each entry's own reproducer
 
 def _entry_list() -> list[object]:
-    from harness.judge.known import load
-
     return [e for e in load() if e.covers(_installed_jax())]  # type: ignore[attr-defined]
 
 

@@ -22,10 +22,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from oracles import predict
+from oracles.interpreter import trace
 from programs.cells import op_cells, ops_cells, output_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
-from programs.graph import drop_unused_inputs, lean_part, sliced_ops
+from programs.graph import cone, drop_unused_inputs, lean_part, live_ops, slice_outputs, sliced_ops
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
+from strategies.invalid import TRACED_DEFECTS
 
 VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
 
@@ -34,8 +37,6 @@ VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "gr
 def _abstract(p: Program) -> tuple[tuple[Any, ...], Any]:
     """(the oracle's value types of the program's values, as far as it traces, the error
     it predicts or None): no values computed."""
-    from oracles.interpreter import trace
-
     st, err = trace(p, with_values=False)
     return tuple(st.types), err
 
@@ -74,9 +75,6 @@ def lean(p: Program, keep: tuple[int, ...] | None = None) -> Program:
     outputs `keep` and, if the oracle's error needs one more (an out_spec's duplicate
     axis, a dropped varying axis), the first output that brings it back; else it runs
     whole."""
-    from oracles import predict
-    from strategies.invalid import TRACED_DEFECTS
-
     fails = value_types(p)[1]
     if fails and keep is not None:
         keep = _error_cut(p, keep)
@@ -107,8 +105,6 @@ def _error_cut(p: Program, keep: tuple[int, ...]) -> tuple[int, ...] | None:
     the body before jax checks the out_specs, so each output cut saves its ops' compiles
     (seed 1's sweep: an invalid program's eager part 35 compiles for 21 cells by error,
     a valid one's 20 for 18)."""
-    from oracles import predict
-
     want = predict(p, values=False).error
     at = failing_op(p)
     also = frozenset() if at is None else frozenset({at})
@@ -167,8 +163,6 @@ def lost_cells(p: Program, raise_ops: dict[str, frozenset[int]]) -> dict[str, fr
       cond: the program without the all_to_all has integer outputs only, and grad skips
       it (fuzz seed 0, 60 s: `sub|wrap=cond@grad` claimed and never checked).
     The ops at fault themselves are not lost: their cells are blocked by the entry."""
-    from programs.graph import cone, live_ops, slice_outputs
-
     types = _typed(p)[0]
     live = live_ops(p)
     every = program_cells(p, types)

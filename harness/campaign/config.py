@@ -13,6 +13,7 @@ from harness.campaign.shard import Shard
 from harness.judge.known import KnownDivergence
 from harness.report.console import Console
 from harness.run.modes import DEFAULT_MODES
+from programs.errors import ConfigError
 
 
 def cores() -> int:
@@ -73,7 +74,6 @@ class RunConfig:
     def __post_init__(self) -> None:
         """Every number in range, or a ConfigError (a UsageError and a ValueError) naming
         the field, its `shardfuzz fuzz` option, the value and the rule."""
-        from harness.usage import ConfigError
 
         def bad(name: str, option: str, rule: str) -> ConfigError:
             return ConfigError(f"RunConfig.{name}={getattr(self, name)!r} ({option}) must be {rule}")

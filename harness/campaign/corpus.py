@@ -10,8 +10,9 @@ from harness.campaign.state import Run
 from harness.judge.check import CheckResult, check_in_pool
 from harness.report.console import VERBOSE
 from harness.run.pool import Pool
+from programs.errors import ProgramFormatError
 from programs.model import Program
-from programs.serialize import ProgramFormatError, program_from_dict
+from programs.serialize import program_from_dict
 
 
 def check_sync(run: Run, pool: Pool | None, p: Program) -> CheckResult:

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from harness.campaign.cells import unreachable
 from harness.campaign.corpus import check_sync
 from harness.campaign.database import run_database
 from harness.campaign.generation import hypothesis_shrink
@@ -23,7 +24,7 @@ from harness.campaign.minimize import (
 )
 from harness.campaign.state import Run, case_document
 from harness.judge.check import check_program, evaluate
-from harness.judge.known import entry_case_shows, entry_modes, statuses
+from harness.judge.known import case_path, entry_case_shows, entry_modes, statuses
 from harness.report.console import VERBOSE
 from harness.report.markup import write as atomic_write
 from harness.report.reports import write_reports
@@ -38,15 +39,15 @@ from harness.report.summary import (
     counts_of,
 )
 from harness.run.pool import Pool
+from programs.errors import ProgramFormatError
 from programs.model import Program
-from programs.serialize import ProgramFormatError, from_json, program_from_dict, program_id
+from programs.serialize import from_json, program_from_dict, program_id
+from strategies.focus import CELLS
 
 
 def check_entry_cases(run: Run, pool: Pool | None) -> None:
     """Each known entry nothing matched in this run: does its own case still show its
     bug on this jax? No: the entry is reported `fixed` (stale); yes: `unseen`."""
-    from harness.judge.known import case_path
-
     todo = []
     for e in run.cfg.suppressions:
         if e.id in run.entry_matches or not e.covers(run.jax_version):
@@ -171,9 +172,6 @@ def cell_checks(run: Run) -> tuple[CellCheck, ...]:
     """Every cell of the coverage table (strategies/cell_table.txt) and every other cell
     any program held, in every mode of the run: its checks and first hit, or (never
     checked) why it cannot be reached here."""
-    from harness.campaign.cells import unreachable
-    from strategies.focus import CELLS
-
     seen = sorted({c for c, _ in run.cells.checks} | {pair.rsplit("@", 1)[0] for pair in run.cells.scheduled}
                   | set(CELLS))
     out = []

@@ -22,6 +22,10 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
 
+import harness
+import oracles
+import programs as programs_pkg
+import strategies
 from harness.campaign.cells import checked_cells
 from harness.campaign.config import RunConfig
 from harness.campaign.minimize import size
@@ -142,11 +146,6 @@ def stable_constants() -> int:
     is imported later (after a test ran jax in-process, or in a shrink search's replay
     after the run loaded the minimizer). Every drawing of a stream (the run, its shrink
     search, `seeded_programs`) calls it first, so a seed always draws the same programs."""
-    import harness
-    import oracles
-    import programs as programs_pkg
-    import strategies
-
     n = 0
     for pkg in (programs_pkg, oracles, strategies, harness):
         for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):

@@ -41,7 +41,7 @@ from harness.run.modes import DEFAULT_MODES
 from programs.cells import PAIRED
 from programs.model import Program
 from programs.ops import COLLECTIVES, NO_CPU_VALUES
-from strategies.focus import FOCI, KINDS, PROFILES, Focus, _fits
+from strategies.focus import FOCI, KINDS, PROFILES, Focus, can_hold
 from strategies.invalid import DEFECTS
 from strategies.programs import programs_around
 
@@ -307,7 +307,7 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
     seed, the group's place and the draw (up to DRAWS; the first holding every focus is
     kept, else the one holding most): the same seed and the same programs before always
     sweep the same programs. Hypothesis' first example is the simplest one whatever the
-    seed: it draws no program (`_draw`), and each draw takes the second, a random one
+    seed: it draws no program (`draw_group`), and each draw takes the second, a random one
     (none in the rare case its first choice is the least too). With `invalid` 0 the groups by
     error are left out (their cells by value are swept anyway), with 1 the groups by
     value; a group by error draws its defect from `defects` (default: all); `stats` gets
@@ -390,7 +390,7 @@ class Sweep:
             self.aimed.add(c)
             if self._aimable(c):
                 for pr in PROFILES:
-                    if _fits(c, pr):
+                    if can_hold(c, pr):
                         self.pending.add(Focus(c, pr))
 
     def draws(self) -> Iterator[SweepDraw]:
@@ -409,7 +409,7 @@ class Sweep:
             skip: set[str] = set()
             for d in range(DRAWS):
                 some = tuple(x for x in (defects or DEFECTS) if x not in skip) or defects
-                got, kept = _draw(s * 100_003 + self.n + 1_000_000_007 * d, group, some, tuple(sorted(avoid)))
+                got, kept = draw_group(s * 100_003 + self.n + 1_000_000_007 * d, group, some, tuple(sorted(avoid)))
                 if got is None:
                     continue
                 held = _held(members, got, modes, gaps)
@@ -459,7 +459,7 @@ class Sweep:
             yield SweepDraw(group, p, held)
 
 
-def _draw(at: int, group: tuple[tuple[Focus, ...], ...], defects: tuple[str, ...],
+def draw_group(at: int, group: tuple[tuple[Focus, ...], ...], defects: tuple[str, ...],
           avoid: tuple[str, ...] = ()) -> tuple[Program | None, list[dict[str, Any]]]:
     """One program around `group`, by a Hypothesis run seeded `at` (its second example),
     with no op of a kind in `avoid` besides the foci's, and that run's statistics."""

@@ -8,9 +8,13 @@ from typing import Any
 import numpy as np
 
 from harness.judge.compare import Divergence, DivergenceKind, compare, compare_modes
-from harness.run.modes import MODES, Observation
-from oracles import predict
+from harness.judge.compare_outputs import compiler_layout
+from harness.run.modes import MODES, PROBE_FOR, Observation
+from harness.run.modes_direct import probe_values
+from oracles import predict, trace
+from oracles.interpreter import tolerance
 from oracles.prediction import Prediction
+from programs.graph import cone, drop_unused_inputs, sliced_ops
 from programs.model import Program
 
 
@@ -96,9 +100,6 @@ def probe_mode(res: CheckResult) -> ProbeRun | None:
     eager, gspmd whose values went wrong does (a probe runs the body the way that mode
     does), else as jit does (a transformed mode's wrong value: the untransformed body
     may still show the op); on a mixed mesh it runs eagerly."""
-    from harness.judge.compare_outputs import compiler_layout
-    from harness.run.modes import PROBE_FOR
-
     values = [d for d in res.divergences if d.kind == DivergenceKind.VALUE]
     left = [d for d in values if not set(_members(d)) & set(res.probed)]
     if not left:
@@ -121,8 +122,6 @@ def _probed(p: Program, values: list[Divergence]) -> tuple[Program, tuple[int, .
     argument, so the uncut body of a large program costs seconds. A divergence naming
     no output (grad's <u, J v>) is put on the first wrong op anywhere: the whole body
     then."""
-    from programs.graph import drop_unused_inputs, sliced_ops
-
     if any(d.output is None or d.output >= len(p.outputs) for d in values) or p.wrap is not None:
         return p, None
     keep = tuple(sorted({d.output for d in values if d.output is not None}))
@@ -140,10 +139,6 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     where the damage shows. A probe of one batch member re-labels the divergences that
     member shows, and all of them when it is the first probe run (the op that goes wrong
     first is a property of the program). The result records the member as probed."""
-    from oracles import trace
-    from oracles.interpreter import tolerance
-    from programs.graph import cone
-
     p = res.program
     run = probe_mode(res)
     if run is None:
@@ -151,8 +146,6 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     done = replace(res, probed=res.probed + (run.member,))
     if probe.status != "ok" or not probe.facts.get("values"):
         return done
-    from harness.run.modes_direct import probe_values
-
     probed, back = run.program, (lambda v: v)
     if run.ops is not None:
         n_in, ops = len(p.inputs), run.ops

@@ -10,7 +10,11 @@ import functools
 import numpy as np
 
 from harness.judge.divergence import Divergence, DivergenceKind, producer, short
+from harness.run.modes import MODES
 from harness.run.observation import Observation, ObservedOutput
+from oracles import predict
+from oracles.devices import assemble_local
+from oracles.explicit import out_sharding
 from oracles.prediction import OutputPrediction, Prediction
 from programs.model import Mesh, Program, Spec
 
@@ -131,8 +135,6 @@ def layout_of(p: Program, k: int, rank: int) -> tuple[Spec, Mesh]:
     if p.wrap == "auto_axes":
         return p.wrap_specs[k], p.outer_mesh()
     if p.wrap == "explicit_axes":
-        from oracles.explicit import out_sharding
-
         dims = out_sharding(p, k, rank)[0]
         return Spec(tuple(d or None for d in dims)), p.outer_mesh()
     return p.out_specs[k], p.mesh
@@ -220,7 +222,6 @@ def _compare_any_replica(p: Program, k: int, o: ObservedOutput, e: OutputPredict
     (measured on jax 0.10.2: out_spec P(('pipe', 'data')), 'pipe' Explicit of size 1,
     'data' Auto of size 4, 'model' left out: jit gives every device model 0's whole
     array, typed P('pipe'); eagerly each device keeps its own block)."""
-    from oracles.devices import assemble_local
 
     blocks, want = o.device_values, e.device_values
     assert blocks is not None and want is not None
@@ -259,8 +260,6 @@ def _compare_wrapped_groups(p: Program, k: int, o: ObservedOutput, e: OutputPred
     dimensions (measured on jax 0.10.2: out_spec P('model', None), 'data' left out,
     auto_axes(axes='model', out_sharding=P()): every device holds its 'data' group's
     (12, 1), where the out_spec's blocks are (6, 1))."""
-    from oracles.devices import assemble_local
-
     blocks, want = o.device_values, e.device_values
     assert blocks is not None and want is not None
     rank = want.ndim - len(p.mesh.sizes)
@@ -370,15 +369,11 @@ def _auto_layout(p: Program, blocks: dict[tuple[int, ...], np.ndarray], want: np
 @functools.lru_cache(maxsize=32)
 def _member(p: Program, b: int) -> Prediction:
     """The prediction for batch member `b` (vmap and vmap_spmd ask for the same ones)."""
-    from oracles import predict
-
     return predict(p, batch=b)
 
 
 def compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
     """vmap: each output is the batch of the per-member predictions, stacked on axis 0."""
-    from harness.run.modes import MODES
-
     n_batch = MODES[obs.mode].batch_size(p)  # type: ignore[attr-defined]
     members = [pred] + [_member(p, b) for b in range(1, n_batch)]
     out = []

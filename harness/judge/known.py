@@ -55,7 +55,7 @@ from harness.judge.known_features import (
     AnyOf,
     OpFeature,
     Pattern,
-    _zero_size,
+    zero_size,
 )
 from oracles.prediction import Prediction, ValueType
 from oracles.rewrites import REWRITES
@@ -72,10 +72,6 @@ REPAIRS = (*REWRITES, "without_op", "without_mode")
 CLASSES = ("bug", "policy")
 # divergences that stop a mode (nothing else of the program is checked there)
 _STOPS = {"unexpected_error", "wrong_error", "missing_error", "crash", "timeout"}
-
-
-class KnownDivergencesError(ValueError):
-    """The known-divergences file is malformed; the message names the file and entry."""
 
 
 # ------------------------------------------------------------------------ entries
@@ -232,7 +228,7 @@ def value_features_hold(e: KnownDivergence, s: Scope, p: Program, pred: Predicti
         vals = sorted({v for i in live_ops(p) for v in (*p.body[i].operands, len(p.inputs) + i)} | set(p.outputs))
     shapes = [types[v].shape for v in vals if v < len(types)]
     shapes += [o.global_shape for o in pred.outputs if s.value is None]
-    return all(any(_zero_size(sh) for sh in shapes) for f in e.value_features if f == "value:zero_size")
+    return all(any(zero_size(sh) for sh in shapes) for f in e.value_features if f == "value:zero_size")
 
 
 def _aborts_at(e: KnownDivergence, d: Divergence) -> bool:
@@ -364,7 +360,7 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
     spec_bad = {k for e in used for f in e.program_features if f in OUTPUT_FEATURES
                 for k in range(len(p.outputs)) if OUTPUT_FEATURES[f](p, k)}
     spec_bad |= {k for e in used if "value:zero_size" in e.value_features
-                 for k, o in enumerate(pred.outputs) if _zero_size(o.global_shape)}
+                 for k, o in enumerate(pred.outputs) if zero_size(o.global_shape)}
     if bad or spec_bad:
         keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad) and k not in spec_bad)
         # an invalid program keeps the op its error is at, dead or not, where no bug op
@@ -491,15 +487,3 @@ def case_path(e: KnownDivergence) -> Path:
     p = Path(e.case)
     return p if p.is_absolute() else DATA / p
 
-
-def load(path: Path | None = None) -> list[KnownDivergence]:
-    """Every entry of the file, validated (harness/judge/known_load.py)."""
-    from harness.judge.known_load import load as _load
-
-    return _load(path)
-
-
-def _entry(d: dict[str, object], where: str) -> KnownDivergence:
-    from harness.judge.known_load import _entry as _e
-
-    return _e(d, where)

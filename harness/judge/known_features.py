@@ -52,7 +52,8 @@ class Pattern:
 # ------------------------------------------------------------------------ features
 
 
-def _zero_size(shape: tuple[int, ...]) -> bool:
+def zero_size(shape: tuple[int, ...]) -> bool:
+    """Whether a value of this shape has no element (the `value:zero_size` feature)."""
     return 0 in shape
 
 
@@ -195,7 +196,7 @@ class OpFeature:
             axes = list(op.p("axes") or ())  # type: ignore[call-overload]
             v = "ordered" if axes == sorted(axes, key=lambda a: p.mesh.names.index(a) if a in p.mesh.names else -1) else "unordered"
         elif self.param == "zero_size":
-            v = any(_zero_size(t.shape) for t in types)
+            v = any(zero_size(t.shape) for t in types)
         elif self.param == "dtype":
             v = types[0].dtype if op.operands and types else None
         elif self.param == "operands":

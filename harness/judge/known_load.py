@@ -15,7 +15,6 @@ from harness.judge.known import (
     DEFAULT_PATH,
     REPAIRS,
     KnownDivergence,
-    KnownDivergencesError,
     case_path,
 )
 from harness.judge.known_features import (
@@ -26,6 +25,7 @@ from harness.judge.known_features import (
     Pattern,
 )
 from oracles.rewrites import REWRITES
+from programs.errors import KnownDivergencesError
 
 _KEYS = {"id", "reason", "signatures", "when", "jax_versions", "repair", "case", "link", "reproducer", "mode", "class",
          "abort", "decision"}
@@ -44,7 +44,8 @@ def _check_patterns(patterns: tuple[Pattern, ...], rewrite: bool) -> None:
                              "program again (no rewrite): name the exception type ('...->ValueError')")
 
 
-def _entry(d: dict[str, object], where: str) -> KnownDivergence:
+def parse_entry(d: dict[str, object], where: str) -> KnownDivergence:
+    """One entry of the file (a TOML table), validated; `where` names it in the error."""
     for key in ("id", "reason", "link", "case"):
         if not isinstance(d.get(key), str) or not d[key]:
             raise KnownDivergencesError(f"{where}: needs a non-empty string '{key}'"
@@ -109,7 +110,7 @@ def load(path: Path | None = None) -> list[KnownDivergence]:
     raw = data.get("divergence", [])
     if not isinstance(raw, list):
         raise KnownDivergencesError(f"{path}: expected [[divergence]] tables")
-    out = [_entry(d, f"{path}: [[divergence]] #{i + 1} ({d.get('id', '?')})") for i, d in enumerate(raw)]
+    out = [parse_entry(d, f"{path}: [[divergence]] #{i + 1} ({d.get('id', '?')})") for i, d in enumerate(raw)]
     for e in out:
         if not case_path(e).exists():
             raise KnownDivergencesError(f"{path}: entry {e.id!r}: its case {e.case!r} does not exist "

@@ -36,10 +36,9 @@ from harness.report.summary import (
     FixedCase,
     ModeTime,
     RunSummary,
-    SummaryFormatError,
     counts_of,
 )
-from harness.usage import UsageError
+from programs.errors import SummaryFormatError, UsageError
 
 
 def read_report(d: Path) -> RunSummary:

@@ -24,12 +24,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from harness.judge.known import EntryStatus
+from programs.errors import SummaryFormatError
 
 SUMMARY_SCHEMA = 2
-
-
-class SummaryFormatError(ValueError):
-    """A summary.json that does not have the fields its schema needs."""
 
 
 @dataclass(frozen=True)

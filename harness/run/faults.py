@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.run import compat
+from harness.run.compat import internals
+from harness.run.modes_multiprocess import RANK_ENV
 from harness.run.narrow_faults import NARROW
 
 
@@ -105,8 +109,6 @@ def _hang_in_pswapaxes() -> None:
 
 def _in_rank(rank: int) -> bool:
     """Whether this process is that rank of a multiprocess-mode mesh (harness/run/mp_rank.py)."""
-    from harness.run.mp_rank import RANK_ENV
-
     return os.environ.get(RANK_ENV) == str(rank)
 
 
@@ -124,8 +126,6 @@ def _mp_psum_scatter_rank0_off_by_one() -> None:
 def _mp_rank1_killed_in_pmin() -> None:
     """Process 1 of a multi-process mesh is killed with SIGKILL (kill -9) when it traces a
     pmin; its partner is left waiting."""
-    import signal
-
     def make(orig: Callable[..., Any]) -> Callable[..., Any]:
         def pmin(x: Any, axis_name: Any, **kw: Any) -> Any:
             if _in_rank(1):
@@ -151,8 +151,6 @@ def _mp_rank0_hangs_in_pmax() -> None:
 
 def _psum_transpose_doubles() -> None:
     """The transpose rule of psum scales the cotangent by 2: only reverse mode sees it."""
-    from harness.run.compat import internals
-
     i = internals()
     orig = i["transposes"][i["psum_invariant_p"]]
 
@@ -164,8 +162,6 @@ def _psum_transpose_doubles() -> None:
 
 def _all_gather_batching_doubles() -> None:
     """The batching rule of all_gather doubles its result: only vmap sees it."""
-    from harness.run.compat import internals
-
     i = internals()
     orig = i["batchers"][i["all_gather_p"]]
 
@@ -180,8 +176,6 @@ def _eager_psum_off_by_one() -> None:
     """Eager shard_map runs each primitive through _prim_applier: psum adds one there,
     so only the eager path (never jit) computes it wrong."""
     import jax
-
-    from harness.run.compat import internals
 
     sm = internals()["shard_map"]
     orig = sm._prim_applier
@@ -199,8 +193,6 @@ def _eager_psum_off_by_one() -> None:
 
 
 def _remove_check(module_key: str, fn: str) -> None:
-    from harness.run.compat import internals
-
     setattr(internals()[module_key], fn, lambda *a, **k: None)
 
 
@@ -241,7 +233,5 @@ def install(names: list[str]) -> None:
 def install_from_env() -> None:
     names = [n for n in os.environ.get("SHARDFUZZ_FAULTS", "").split(",") if n]
     if names:
-        from harness.run import compat
-
         compat.settle_probes()  # what jax supports is the real jax's answer, not the fault's
         install(names)

@@ -22,6 +22,7 @@ from harness.run import compat
 from harness.run.lowering import make_body, to_pspec
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program
+from programs.serialize import program_id
 
 
 def _inputs(p: Program) -> list[np.ndarray]:
@@ -31,8 +32,6 @@ def _inputs(p: Program) -> list[np.ndarray]:
 def structure_key(p: Program) -> str:
     """The program with its input values left out: programs with the same key trace and
     compile to the same executable."""
-    from programs.serialize import program_id
-
     return program_id(replace(p, inputs=tuple(replace(x, seed=0, fill="small") for x in p.inputs)))
 
 

@@ -8,6 +8,7 @@ make it so the pool, the judge and the campaign read it without importing any mo
 from __future__ import annotations
 
 import base64
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,8 +122,6 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
 
 def signame(rc: int | None) -> str:
     """', SIGABRT' for a process a signal ended (a negative return code), else ''."""
-    import signal
-
     if rc is not None and rc < 0:
         try:
             return f", {signal.Signals(-rc).name}"

@@ -35,15 +35,12 @@ from harness.run.modes import Observation, observation_from_dict
 from harness.run.observation import signame
 from harness.run.worker import JOB_MARK, LOG_ENV
 from harness.run.zygote import Forked, ForkServer
+from programs.errors import WorkerStartError
 from programs.model import Program
 from programs.serialize import program_to_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE_BYTES = 32 << 10  # a job's line longer than this goes to an idle worker only (Pool._room)
-
-
-class WorkerStartError(RuntimeError):
-    """A worker could not start (wrong interpreter, jax missing): names the interpreter."""
 
 
 @dataclass

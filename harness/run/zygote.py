@@ -42,20 +42,18 @@ import traceback
 from pathlib import Path
 from typing import IO
 
+from harness.run import compat, worker
+from harness.run.worker import host_device_count
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _preload() -> None:
-    """What every worker imports before its first job, without starting jax's backend
-    (harness/run/worker.py `_serve` does the same again in the worker: idempotent)."""
-    from harness.run import compat
-    from harness.run.worker import host_device_count
-
+    """What every worker imports before its first job (the modes and the codecs come with
+    this module's import of harness/run/worker.py), without starting jax's backend
+    (`worker._serve` does the same again in the worker: idempotent)."""
     compat.force_host_devices(host_device_count())
     import jax  # noqa: F401
-
-    import harness.run.modes  # noqa: F401
-    import programs.serialize  # noqa: F401
 
 
 def _child(sock: socket.socket, wake: tuple[int, int], fds: list[int], log: str) -> None:
@@ -73,8 +71,6 @@ def _child(sock: socket.socket, wake: tuple[int, int], fds: list[int], log: str)
         for fd in fds:
             if fd > 2:
                 os.close(fd)
-        from harness.run import worker
-
         os.environ[worker.LOG_ENV] = log
         code = worker.main()
     except BaseException:  # noqa: BLE001 - a worker must never return into the server's loop

@@ -127,7 +127,7 @@ class Binary(OpDef):
         m = len(ctx.mesh.sizes)
         to = self.dtype(ins, ctx)
         r = len(self.shape(ins, ctx))
-        a, b = (_pad_rank(_convert(x, i.dtype, to, ctx), m, r) for x, i in zip(xs, ins))
+        a, b = (pad_rank(_convert(x, i.dtype, to, ctx), m, r) for x, i in zip(xs, ins))
         return getattr(np, self.fn)(a, b).astype(np_dtype(to))
 
     def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
@@ -137,8 +137,8 @@ class Binary(OpDef):
         m = len(ctx.mesh.sizes)
         to = self.dtype(ins, ctx)
         r = len(self.shape(ins, ctx))
-        a, b = (_pad_rank(_convert(x, i.dtype, to, ctx).astype(np.float64), m, r) for x, i in zip(xs, ins))
-        ea, eb = (_pad_rank(_convert_err(e, x, i.dtype, to), m, r) for e, x, i in zip(errs, xs, ins))
+        a, b = (pad_rank(_convert(x, i.dtype, to, ctx).astype(np.float64), m, r) for x, i in zip(xs, ins))
+        ea, eb = (pad_rank(_convert_err(e, x, i.dtype, to), m, r) for e, x, i in zip(errs, xs, ins))
         if self.fn in ("maximum", "minimum"):
             return np.maximum(ea, eb), 0.0, 1
         if self.fn == "multiply":
@@ -148,7 +148,7 @@ class Binary(OpDef):
         return prop, np.abs(v.astype(np.float64)) + prop, 1
 
 
-def _pad_rank(x: np.ndarray, m: int, r: int) -> np.ndarray:
+def pad_rank(x: np.ndarray, m: int, r: int) -> np.ndarray:
     """Insert size-1 local dims so that NumPy broadcasting aligns local shapes right."""
     local = x.shape[m:]
     return x.reshape(x.shape[:m] + (1,) * (r - len(local)) + local)

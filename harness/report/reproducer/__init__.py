@@ -28,7 +28,6 @@ fixed check helpers, supervisor and `main`), `script` (the assembled script) and
 
 from harness.report.reproducer.mode_choice import (
     VALUE_MODES,
-    NoReproducer,
     case_mode,
     divergence_mode,
 )
@@ -38,7 +37,6 @@ from harness.report.reproducer.script import TIMEOUT_S, Own, reproducer
 __all__ = [
     "TIMEOUT_S",
     "VALUE_MODES",
-    "NoReproducer",
     "Own",
     "case_mode",
     "divergence_mode",

@@ -9,10 +9,12 @@ import math
 
 import numpy as np
 
-from harness.judge.compare_outputs import batch_atol
+from harness.judge.compare_facts import expected_shardings
+from harness.judge.compare_outputs import batch_atol, compiler_layout, fixed_dims, window_index
 from harness.judge.errors import ERROR_TABLE
 from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_size
 from oracles import predict
+from oracles.derivatives import directional_derivative
 from oracles.prediction import Prediction
 from programs.model import Program, is_float
 from programs.ops import WRAP_COPIES
@@ -94,8 +96,6 @@ def outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
                         f"exact={exact}, rtol={e.rtol!r}, atol={_tol(atol)}),")
         head = f"# each output: the batch of {n} (the oracle run once per batch member, stacked on axis 0)"
     elif mode in VALUE_MODES:
-        from harness.judge.compare_outputs import compiler_layout, fixed_dims, window_index
-
         mixed = compiler_layout(p)
         auto = bool(auto_axes(p)) or mixed
         for e in pred.outputs:
@@ -120,8 +120,6 @@ def outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
 
 def lowering_literal(p: Program, pred: Prediction) -> list[str]:
     """What compare's lowering check expects (harness/judge/compare_facts.py compare_lowering)."""
-    from harness.judge.compare_facts import expected_shardings
-
     manual = tuple(pred.manual_axes)
     nested: list[list[str]] = []
     for op in p.body:
@@ -144,8 +142,6 @@ def lowering_literal(p: Program, pred: Prediction) -> list[str]:
 
 
 def grad_literal(p: Program, pred: Prediction) -> list[str]:
-    from oracles.derivatives import directional_derivative
-
     out_idx = [k for k, o in enumerate(pred.outputs) if is_float(o.dtype)]
     d = directional_derivative(p, out_idx) if out_idx else None
     lines = [

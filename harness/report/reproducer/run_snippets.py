@@ -8,17 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.judge.compare_outputs import compiler_layout
-from harness.report.reproducer.mode_choice import NoReproducer, auto_axes, batch_size
-from programs.emit import (
-    REPRO_MODES,
-    args_src,
-    body_source,
-    call_src,
-    context_src,
-    inputs_fn_src,
-    mesh_src,
-    specs_src,
-)
+from harness.report.reproducer.mode_choice import auto_axes, batch_size
+from programs.body_text import body_source, specs_src
+from programs.emit import REPRO_MODES, args_src, call_src, context_src, inputs_fn_src, mesh_src
+from programs.errors import NoReproducer
 from programs.model import Program, is_float
 
 # the multiprocess mode's mesh: half of its devices in each process, process 0 first

@@ -27,7 +27,8 @@ from harness.report.reproducer.script_text import (
     SUPERVISOR,
 )
 from oracles.prediction import Prediction
-from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, value_names, x64_lines
+from programs.body_text import value_names
+from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, x64_lines
 from programs.graph import cone
 from programs.model import Program
 from programs.ops import COLLECTIVES
