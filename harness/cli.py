@@ -19,10 +19,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import NoReturn
 
-from harness.campaign.config import NO_LIMIT
+from harness.campaign.config import ALONE_LIMIT_FACTOR, GRACE_MIN_S, GRACE_SHARE, NO_LIMIT
 from harness.campaign.shard import parse_shard
 from harness.cli_cases import cmd_emit, cmd_explain, cmd_minimize, cmd_replay
 from harness.cli_input import (
@@ -229,10 +230,25 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         database=a.database,
         sweep=a.sweep,
         verbosity=a.verbose,
+        started=getattr(a, "started", None),
     )
     s = fuzz(cfg)
     print_summary(s, report, a.verbose)
     return exit_code(s)
+
+
+def process_started() -> float:
+    """The time.monotonic() this process started (Linux: /proc/self/stat; elsewhere, or
+    when that says something implausible, now): the command's budget counts from there,
+    the interpreter's start and imports included."""
+    now = time.monotonic()
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # (field 22, starttime: clock ticks after boot)
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0.0 <= age < 600.0 else now
 
 
 def cmd_merge(a: argparse.Namespace) -> int:
@@ -299,7 +315,11 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
                    help="how many programs to draw (Hypothesis examples), at least 1; without it, --budget alone "
                    f"ends the run (default: {FUZZ_DEFAULTS['max_examples']})")
     f.add_argument("--budget", type=seconds, default=FUZZ_DEFAULTS["budget"],
-                   help="stop after this many seconds (default: none, only --max-examples)")
+                   help="stop drawing programs after this many seconds; the run ends, its reports written, within "
+                   f"the budget plus a grace of max({GRACE_MIN_S:.0f}s, {GRACE_SHARE * 100:.0f}%% of the budget), whatever jax "
+                   "does: jobs still running then are killed, and the work left over (known entries' own cases, "
+                   "minimization, late parts) is reported as not done (with --workers 0 jax runs in this process and "
+                   "cannot be stopped; default: none, only --max-examples)")
     f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win; default: none)")
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
     f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
@@ -331,7 +351,10 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     cores = len(os.sched_getaffinity(0))
     f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=FUZZ_DEFAULTS["workers"],
                    help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")
-    f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"], help="per-mode timeout in a worker, seconds")
+    f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"],
+                   help="per-mode timeout in a worker, seconds; a timeout or crash no known entry explains runs again "
+                   f"alone on its worker with {ALONE_LIMIT_FACTOR:.0f} times this limit before it is reported: one that "
+                   "does not happen again is reported slow or flaky, not as a failure")
     f.add_argument("--database", default=None, metavar="DIR|redis://HOST:PORT[/DB]",
                    help="Hypothesis example database shared with other runs and shards: its saved failures are "
                    "replayed first, this run's new failures saved (default: the --corpus DIR's .hypothesis/, else none)")
@@ -453,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     a: argparse.Namespace | None = None
     try:
         a = build_parser().parse_args(argv)
+        # the budget counts from the command's start (called in-process, from the call's)
+        a.started = process_started() if argv is None else time.monotonic()
         if a.cmd in ("fuzz", "replay", "explain", "minimize", "errors", "serve"):
             from harness.run.compat import force_host_devices
 

@@ -100,6 +100,43 @@ def _hang_in_pswapaxes() -> None:
     _patch("pswapaxes", make)
 
 
+def _hang_in_shard_map() -> None:
+    """Every shard_map never returns: each job of every mode hangs (a run's time budget
+    must still end it)."""
+    import jax
+
+    def shard_map(*a: Any, **kw: Any) -> Any:
+        time.sleep(3600)
+
+    jax.shard_map = shard_map
+
+
+STATE_ENV = "SHARDFUZZ_FAULT_STATE"  # a directory the faults that happen once mark, shared by a run's workers
+
+
+def _hang_once_in_eager() -> None:
+    """The first eager primitive any worker of the run applies never returns; every later
+    one runs (as a timeout under load that passes alone would). Needs SHARDFUZZ_FAULT_STATE:
+    the directory in which the first worker marks that it hung."""
+    from harness.run.compat import internals
+
+    state = os.environ.get(STATE_ENV)
+    if not state:
+        raise ValueError(f"hang_once_in_eager: set {STATE_ENV} to a directory the run's workers share")
+    mark = os.path.join(state, "hang_once_in_eager")
+    sm = internals()["shard_map"]
+    orig = sm._prim_applier
+
+    def applier(prim: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return orig(prim, *args, **kw)
+        time.sleep(3600)
+
+    sm._prim_applier = applier
+
+
 # --- the multi-process path only: a rank process of the multiprocess mode ------------
 
 
@@ -220,6 +257,8 @@ _FAULTS: dict[str, Callable[[], None]] = {
     "pmin_is_pmax": _pmin_is_pmax,
     "abort_in_pshuffle": _abort_in_pshuffle,
     "hang_in_pswapaxes": _hang_in_pswapaxes,
+    "hang_in_shard_map": _hang_in_shard_map,
+    "hang_once_in_eager": _hang_once_in_eager,
     "mp_psum_scatter_rank0_off_by_one": _mp_psum_scatter_rank0_off_by_one,
     "mp_rank1_killed_in_pmin": _mp_rank1_killed_in_pmin,
     "mp_rank0_hangs_in_pmax": _mp_rank0_hangs_in_pmax,
