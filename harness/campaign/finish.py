@@ -299,7 +299,7 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         programs_drawn=len(run.generated_ids),
         programs_swept=len(run.swept_ids),
         reruns=tuple(run.reruns),
-        not_done=not_done,
+        left_over=not_done,
         mode_time=ModeTime.totals((m, n, t) for m, (n, t) in run.mode_time.items()),
         cache_entries=run.cache_entries,
     )

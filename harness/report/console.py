@@ -151,8 +151,8 @@ def alone_line(reruns: Sequence[AloneRerun], verbosity: int = QUIET) -> str:
     """The crashes and timeouts that did not happen again alone, in one line: how many of
     each, and (below -v) the first few cases."""
     slow = sum(1 for r in reruns if r.verdict == "slow")
-    out = (f"slow or flaky (re-run alone with a longer limit, not failures): {slow} timeouts finished alone, "
-           f"{len(reruns) - slow} crashes did not happen again")
+    out = (f"re-run alone with a longer limit, not failures: {slow} slow (timed out, then finished alone), "
+           f"{len(reruns) - slow} flaky (crashed, then not alone)")
     if verbosity < VERBOSE:
         out += ": " + limited([f"{r.verdict} {r.mode} {r.case}" for r in reruns], verbosity, at_most=3)
     return out
@@ -187,8 +187,8 @@ def summary_lines(s: RunSummary, report: Path, verbosity: int = QUIET) -> list[s
         lines.append(f"  {alone_line(s.reruns, verbosity)}")
         if verbosity >= VERBOSE:
             lines += [f"    {r.line()}" for r in s.reruns]
-    if s.not_done.total:
-        lines.append(f"  {s.not_done.line()}")
+    if s.left_over.total:
+        lines.append(f"  {s.left_over.line()}")
     for b in s.failing:
         tag = "NEW  " if b.new else "STILL"
         mini = f"  minimized: {b.minimized_case} {list(b.minimized_size or ())}" if b.minimized_case else ""

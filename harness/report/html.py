@@ -96,7 +96,7 @@ def _header(s: RunSummary) -> str:
         f" · {_esc(s.elapsed_s)} s{_shards(s)}</div>",
         f'<p class="counts">{_esc(c.line())}</p>',
         *([f'<p class="meta">worker time: {_esc(s.worker_time.line())}</p>'] if s.mode_time else []),
-        *([f'<p class="meta">{_esc(s.not_done.line())}</p>'] if s.not_done.total else []),
+        *([f'<p class="meta">{_esc(s.left_over.line())}</p>'] if s.left_over.total else []),
         '<div class="tiles">',
         _tile(c.new_buckets, "new buckets", "new" if c.new_buckets else "zero"),
         _tile(c.still_failing_buckets, "still failing buckets", "new" if c.still_failing_buckets else "zero"),

@@ -184,7 +184,7 @@ def merge(dirs: Sequence[Path], out: Path) -> RunSummary:
 
     digests = sorted({s.programs_digest for s in sums})
     reruns = tuple(replace(r, case=moved.get(r.case, r.case)) for s in sums for r in s.reruns)
-    not_done = NotDone.sum(s.not_done for s in sums)
+    not_done = NotDone.sum(s.left_over for s in sums)
     first = sums[0]
     merged = RunSummary(
         jax_version=first.jax_version, seed=first.seed, modes=first.modes,
@@ -204,7 +204,7 @@ def merge(dirs: Sequence[Path], out: Path) -> RunSummary:
         cells=_cells(sums), shard="", programs_drawn=max(s.programs_drawn for s in sums),
         merged_from=tuple(str(d) for d, _ in reports),
         programs_swept=max(s.programs_swept for s in sums),  # (every shard draws the whole sweep)
-        reruns=reruns, not_done=not_done,
+        reruns=reruns, left_over=not_done,
         mode_time=ModeTime.totals((m.mode, m.runs, m.seconds) for s in sums for m in s.mode_time),
         cache_entries=min(s.cache_entries for s in sums),  # (the coldest shard's)
     )

@@ -71,7 +71,7 @@ def junit_xml(summary: RunSummary) -> str:
     out = ET.SubElement(run, "system-out")
     cells = f"\ncells: {summary.cell_coverage.line()}" if summary.cells else ""
     cells += f"\nworker time: {summary.worker_time.line()}" if summary.mode_time else ""
-    cells += f"\n{summary.not_done.line()}" if summary.not_done.total else ""
+    cells += f"\n{summary.left_over.line()}" if summary.left_over.total else ""
     out.text = _clean(f"{c.line()}; jax {summary.jax_version}, seed {summary.seed}{cells}")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -12,8 +12,9 @@ divergence no known entry explains (schema 1 counted any divergence: that figure
 `derived_checked`, `checked_in_full`, `cells` (per configuration cell and mode: checks,
 first hit, or why it cannot be reached); a bucket's `new` is false for known buckets.
 Added since, read back with their defaults when absent: `reruns` (crashes and timeouts
-re-run alone that did not happen again: `slow`, `flaky`), `not_done` (the work a run's
-time left over; it holds what was `late_dropped`), and their counts.
+re-run alone that did not happen again: `slow`, `flaky`), `left_over` (the work a run's
+time left over, by kind; it holds what was `late_dropped`), and their counts (`slow`,
+`flaky`, `not_done`).
 """
 
 from __future__ import annotations
@@ -309,13 +310,13 @@ class RunSummary:
     mode_time: tuple[ModeTime, ...] = ()  # the workers' time per mode (WorkerTime)
     cache_entries: int = -1  # executables in the compilation cache at the start (-1: no cache)
     reruns: tuple[AloneRerun, ...] = ()  # crashes and timeouts that did not happen again alone (slow, flaky)
-    not_done: NotDone = NotDone()  # the work the run's time left over
+    left_over: NotDone = NotDone()  # the work the run's time left over (Counts.not_done: its total)
     schema: int = SUMMARY_SCHEMA
 
     @property
     def late_dropped(self) -> int:
         """Programs whose costly modes (eager) never ran: the budget ended first."""
-        return self.not_done.late_parts
+        return self.left_over.late_parts
 
     @property
     def slow(self) -> tuple[AloneRerun, ...]:
@@ -361,7 +362,7 @@ class RunSummary:
             d["cell_coverage"] = _plain(self.cell_coverage)  # (derived from `cells`: not read back)
         if self.mode_time:
             d["worker_time"] = self.worker_time.line()  # (derived: not read back)
-        d["late_dropped"] = self.late_dropped  # (schema 2 had it; now not_done's: not read back)
+        d["late_dropped"] = self.late_dropped  # (schema 2 had it; now left_over's: not read back)
         return d
 
     @staticmethod
@@ -372,7 +373,7 @@ class RunSummary:
                 raise SummaryFormatError(f"summary schema {d.get('schema')!r}; this shardfuzz reads {SUMMARY_SCHEMA}")
             counts = Counts(**{f.name: int(d[f.name] if f.default is MISSING else d.get(f.name, f.default))
                                for f in fields(Counts)})
-            left = d.get("not_done") or {"late_parts": int(d.get("late_dropped", 0))}
+            left = d.get("left_over") or {"late_parts": int(d.get("late_dropped", 0))}
             return RunSummary(
                 jax_version=str(d["jax_version"]), seed=int(d["seed"]), modes=tuple(d["modes"]),
                 codegen=str(d["codegen"]), counts=counts, repeats_skipped=int(d["repeats_skipped"]),
@@ -394,7 +395,7 @@ class RunSummary:
                 cache_entries=int(d.get("cache_entries", -1)),
                 reruns=tuple(AloneRerun(str(r["verdict"]), str(r["mode"]), str(r["program"]), str(r["case"]),
                                         str(r["under_load"]), float(r["alone_s"])) for r in d.get("reruns", [])),
-                not_done=NotDone(**{k: int(v) for k, v in left.items()}),
+                left_over=NotDone(**{k: int(v) for k, v in left.items()}),
             )
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, SummaryFormatError):

@@ -114,16 +114,17 @@ def _hang_in_shard_map() -> None:
 STATE_ENV = "SHARDFUZZ_FAULT_STATE"  # a directory the faults that happen once mark, shared by a run's workers
 
 
-def _hang_once_in_eager() -> None:
-    """The first eager primitive any worker of the run applies never returns; every later
-    one runs (as a timeout under load that passes alone would). Needs SHARDFUZZ_FAULT_STATE:
-    the directory in which the first worker marks that it hung."""
+def _once_in_eager(name: str, fault: Callable[[], None]) -> None:
+    """`fault` at the first eager primitive any worker of the run applies; every later
+    one runs as it should (as a timeout under load that passes alone, or a crash another
+    job caused, would). Needs SHARDFUZZ_FAULT_STATE: a directory the run's workers share,
+    in which the first marks that the fault happened (a file named after it)."""
     from harness.run.compat import internals
 
     state = os.environ.get(STATE_ENV)
     if not state:
-        raise ValueError(f"hang_once_in_eager: set {STATE_ENV} to a directory the run's workers share")
-    mark = os.path.join(state, "hang_once_in_eager")
+        raise ValueError(f"{name}: set {STATE_ENV} to a directory the run's workers share")
+    mark = os.path.join(state, name)
     sm = internals()["shard_map"]
     orig = sm._prim_applier
 
@@ -132,7 +133,8 @@ def _hang_once_in_eager() -> None:
             os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return orig(prim, *args, **kw)
-        time.sleep(3600)
+        fault()
+        return orig(prim, *args, **kw)
 
     sm._prim_applier = applier
 
@@ -258,7 +260,8 @@ _FAULTS: dict[str, Callable[[], None]] = {
     "abort_in_pshuffle": _abort_in_pshuffle,
     "hang_in_pswapaxes": _hang_in_pswapaxes,
     "hang_in_shard_map": _hang_in_shard_map,
-    "hang_once_in_eager": _hang_once_in_eager,
+    "hang_once_in_eager": functools.partial(_once_in_eager, "hang_once_in_eager", lambda: time.sleep(3600)),
+    "abort_once_in_eager": functools.partial(_once_in_eager, "abort_once_in_eager", os.abort),
     "mp_psum_scatter_rank0_off_by_one": _mp_psum_scatter_rank0_off_by_one,
     "mp_rank1_killed_in_pmin": _mp_rank1_killed_in_pmin,
     "mp_rank0_hangs_in_pmax": _mp_rank0_hangs_in_pmax,
