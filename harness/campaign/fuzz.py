@@ -463,15 +463,19 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
         finally:
             sched.drain()
         run.progress(force=True)
-        try:
-            with _alarm_at(run.stop_at):
-                check_entry_cases(run, pool)
-                if cfg.minimize_budget_s > 0:
-                    minimize_buckets(run, pool)
-                elif not run.time_is_up():
-                    share_failures(run)
-        except _OutOfTime:
-            pass  # (what was left is counted as not done where it was planned)
+
+        def minimize() -> None:
+            if cfg.minimize_budget_s > 0:
+                minimize_buckets(run, pool)
+            elif not run.time_is_up():
+                share_failures(run)
+
+        for then in (lambda: check_entry_cases(run, pool), minimize):
+            try:  # (each on its own: past the time, the next counts what it leaves, and returns)
+                with _alarm_at(run.stop_at):
+                    then()
+            except _OutOfTime:
+                pass  # (what was left is counted as not done where it was planned)
     finally:
         if pool is not None and own_pool:
             pool.close()
