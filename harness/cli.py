@@ -20,13 +20,20 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 import traceback
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NoReturn
 
 from harness import cli_tools
-from harness.campaign.config import NO_LIMIT, RunConfig
+from harness.campaign.config import (
+    ALONE_LIMIT_FACTOR,
+    GRACE_MIN_S,
+    GRACE_SHARE,
+    NO_LIMIT,
+    RunConfig,
+)
 from harness.campaign.database import open_database
 from harness.campaign.fuzz import fuzz, load_corpus
 from harness.campaign.shard import parse_shard
@@ -92,7 +99,7 @@ def _run_defaults() -> dict[str, object]:
     """`shardfuzz fuzz`'s defaults are RunConfig's (one source: the CLI, the benchmarks and
     library callers get the same run)."""
     d = RunConfig()
-    return {"modes": ",".join(d.modes), "max_examples": d.max_examples, "budget": d.budget_s, "minimize_budget": d.minimize_budget_s,
+    return {"modes": ",".join(d.modes), "max_examples": d.max_examples, "budget": d.budget_s, "grace": d.grace, "minimize_budget": d.minimize_budget_s,
             "minimize_total": d.minimize_total_s, "value_share": d.value_share, "batch": d.batch,
             "invalid": d.invalid, "workers": d.workers, "timeout": d.timeout_s, "seed": d.seed, "sweep": d.sweep}
 
@@ -105,7 +112,7 @@ PROFILES: dict[str, dict[str, object]] = {
     "ci": {"max_examples": 100, "minimize_budget": 0.0},
     # nightly adds the multiprocess mode (2 processes x 4 devices, gloo; its large programs
     # cost seconds each: benchmarks/multiprocess_cost.py), which the default modes leave out
-    "nightly": {"max_examples": NO_LIMIT, "budget": 8 * 3600.0, "minimize_total": 3600.0,
+    "nightly": {"max_examples": NO_LIMIT, "budget": 8 * 3600.0, "minimize_total": 3600.0, "grace": 4200.0,
                 "modes": ",".join((*DEFAULT_MODES, "multiprocess"))},
 }
 
@@ -208,6 +215,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         seed=a.seed,
         max_examples=a.max_examples,
         budget_s=a.budget,
+        grace=a.grace,
         report_dir=report,
         modes=parse_modes(a.modes),
         suppressions=load_known(a.suppressions),
@@ -227,10 +235,25 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         database=a.database,
         sweep=a.sweep,
         verbosity=a.verbose,
+        started=getattr(a, "started", None),
     )
     s = fuzz(cfg)
     print_summary(s, report, a.verbose)
     return exit_code(s)
+
+
+def process_started() -> float:
+    """The time.monotonic() this process started (Linux: /proc/self/stat; elsewhere, or
+    when that says something implausible, now): the command's budget counts from there,
+    the interpreter's start and imports included."""
+    now = time.monotonic()
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # (field 22, starttime: clock ticks after boot)
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0.0 <= age < 600.0 else now
 
 
 def cmd_merge(a: argparse.Namespace) -> int:
@@ -285,7 +308,15 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
                    help="how many programs to draw (Hypothesis examples), at least 1; without it, --budget alone "
                    f"ends the run (default: {FUZZ_DEFAULTS['max_examples']})")
     f.add_argument("--budget", type=seconds, default=FUZZ_DEFAULTS["budget"],
-                   help="stop after this many seconds (default: none, only --max-examples)")
+                   help="stop drawing programs after this many seconds; the run ends, its reports written, within "
+                   f"the budget plus a grace of max({GRACE_MIN_S:.0f}s, {GRACE_SHARE * 100:.0f}%% of the budget), whatever jax "
+                   "does: jobs still running then are killed, and the work left over (known entries' own cases, "
+                   "minimization, late parts) is reported as not done (with --workers 0 jax runs in this process and "
+                   "cannot be stopped; default: none, only --max-examples)")
+    f.add_argument("--grace", type=at_least(0.0, float), default=FUZZ_DEFAULTS["grace"],
+                   help="seconds past --budget the run may take to finish the checks under way, check the known "
+                   "entries' own cases, minimize new buckets and write its reports (default: "
+                   f"max({GRACE_MIN_S:.0f}s, {GRACE_SHARE * 100:.0f}%% of the budget))")
     f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win; default: none)")
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
     f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
@@ -317,7 +348,10 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     cores = len(os.sched_getaffinity(0))
     f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=FUZZ_DEFAULTS["workers"],
                    help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")
-    f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"], help="per-mode timeout in a worker, seconds")
+    f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"],
+                   help="per-mode timeout in a worker, seconds; a timeout or crash no known entry explains runs again "
+                   f"alone on its worker with {ALONE_LIMIT_FACTOR:.0f} times this limit before it is reported: one that "
+                   "does not happen again is reported slow or flaky, not as a failure")
     f.add_argument("--database", default=None, metavar="DIR|redis://HOST:PORT[/DB]",
                    help="Hypothesis example database shared with other runs and shards: its saved failures are "
                    "replayed first, this run's new failures saved (default: the --corpus DIR's .hypothesis/, else none)")
@@ -422,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     a: argparse.Namespace | None = None
     try:
         a = build_parser().parse_args(argv)
+        # the budget counts from the command's start (called in-process, from the call's)
+        a.started = process_started() if argv is None else time.monotonic()
         if a.cmd in ("fuzz", "replay", "explain", "minimize", "errors", "serve"):
             force_host_devices(host_device_count())
         return int(a.fn(a))

@@ -46,8 +46,16 @@ def replay_corpus(run: Run, pool: Pool | None) -> None:
     assert run.cfg.corpus is not None
     cases = load_corpus(run.cfg.corpus)
     run.cfg.console.say(f"replaying {len(cases)} corpus cases from {run.cfg.corpus}")
-    for f, p, old in cases:
+    for i, (f, p, old) in enumerate(cases):
+        if run.over_budget():  # (the rest is not done: a result past the budget may be cut short)
+            run.left_undone(corpus_cases=len(cases) - i)
+            break
         res = check_sync(run, pool, p)
+        if run.time_is_up():  # (its check may have been cut short: no `fixed` verdict; what it found is kept)
+            if res.divergences:
+                run.record(res, from_corpus=True)
+            run.left_undone(corpus_cases=len(cases) - i)
+            break
         now = {d.signature for d in res.divergences}
         if old and not (old & now):
             run.fixed.append({"case": str(f), "signatures": sorted(old)})

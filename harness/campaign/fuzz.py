@@ -6,14 +6,26 @@ The pieces: `config` (RunConfig), `generation` (Hypothesis), `plan` (the planner
 runs when, in which modes, cut how), `state` (Run: buckets, counts, saving, and the
 results fed back), `corpus` (replayed first), `finish` (entry cases, minimization,
 summary). This module executes the plans (batches, split programs, late parts, probe
-runs, derived programs) and re-exports the names callers use.
+runs, crashes and timeouts re-run alone, derived programs) and re-exports the names
+callers use.
+
+A run with a budget keeps its promise (harness/campaign/config.py: the budget plus a
+grace): generation stops at the budget; at `RunConfig.stop_s` the pool's deadline kills
+every job still running and sends nothing more (harness/run/pool.py); the known
+entries' own cases and minimization get what is left before it, and an alarm ends them
+there should anything block; what was left over is counted as not done; the summary is
+written in the grace's last part.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import time
 import unittest
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -56,7 +68,7 @@ from harness.campaign.state import (
 from harness.campaign.sweep import Sweep
 from harness.judge.check import CheckResult, check_program, evaluate, localise_values
 from harness.report.markup import write as atomic_write
-from harness.report.summary import RunSummary
+from harness.report.summary import FLAKY, SLOW, AloneRerun, RunSummary
 from harness.run import compat
 from harness.run.modes import Observation
 from harness.run.pool import Completed, Pool
@@ -77,12 +89,42 @@ class _BudgetSpent(Exception):
     reports the run's statistics."""
 
 
+class _OutOfTime(BaseException):
+    """The run's time is up (`Run.stop_at`) while its known entries' cases or its
+    minimization run: raised by an alarm, so that nothing (a blocking wait, Hypothesis'
+    replay of the stream) runs past it. A BaseException: Hypothesis lets it through."""
+
+
+@contextmanager
+def _alarm_at(when: float | None) -> Iterator[None]:
+    """Raise _OutOfTime at time.monotonic() `when` (None: never) in this block; only
+    in the main thread (elsewhere the pool's deadline alone bounds the block), and only
+    when `when` is still ahead (past it, the block's own checks of the time end it)."""
+    if when is None or when <= time.monotonic() or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(signum: int, frame: object) -> None:
+        raise _OutOfTime
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(0.001, when - time.monotonic()))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 class _Feedback:
     """Turns finished jobs into recorded results (Run.record), or into the job each
     needs next, straight to the pool: the modes a crash kept from running, a batched jit
-    re-run alone, modes run together re-run alone, a probe run. The parts of one program
-    split between jobs are joined by their token first (`groups`: parts left,
-    observations, prediction), as Hypothesis may draw the same program twice."""
+    re-run alone, modes run together re-run alone, crashes and timeouts re-run alone
+    with a longer limit, a probe run. The parts of one program split between jobs are
+    joined by their token first (`groups`: parts left, observations, prediction), as
+    Hypothesis may draw the same program twice. A job the pool cancelled when the time
+    was up counts as not done; what it and the program's other parts observed before
+    is recorded."""
 
     def __init__(self, run: Run, pool: Pool, planner: Planner) -> None:
         self.run, self.pool, self.planner = run, pool, planner
@@ -98,12 +140,20 @@ class _Feedback:
         return token
 
     def resubmit(self, part: Part) -> None:
-        self.pool.submit(part.program, part.modes, tag=part, limit_s=part.limit_s, together=part.together)
+        self.pool.submit(part.program, part.modes, tag=part, limit_s=part.limit_s, together=part.together,
+                         alone=part.alone)
 
     def handle(self, c: Completed) -> None:
         """A finished job, fed back as its part's kind says."""
         part, run = c.tag, self.run
         assert isinstance(part, Part)
+        if c.cancelled:
+            if part.kind is not PartKind.ALONE:
+                run.left_undone(jobs=1)
+            ran = [o for o in c.observations if o.mode not in c.cancelled]
+            if not ran and not part.kept and part.kind is PartKind.WHOLE:
+                return  # (nothing of it ran: not a checked program)
+            c = replace(c, observations=ran, cancelled=())
         run.time_modes(c.observations)
         obs = [*part.kept, *c.observations]
         if c.unrun:
@@ -116,7 +166,12 @@ class _Feedback:
             run.unrun.setdefault(program_id(c.program), set()).update(c.unrun)
         if part.kind is PartKind.PROBE:
             assert part.probe_of is not None
+            if not obs:  # (cancelled: the divergences stay on the output)
+                self.run.record(part.probe_of, parent=part.parent)
+                return
             self.probe_or_record(localise_values(part.probe_of, obs[0]), part.parent)
+        elif part.kind is PartKind.ALONE:
+            self.confirmed(part, obs)
         elif part.kind is PartKind.BATCHED:
             res = evaluate(c.program, obs, part.prediction)
             if res.divergences:
@@ -135,7 +190,8 @@ class _Feedback:
         left, have, pred = self.groups[part.group]
         if left == 1:
             del self.groups[part.group]
-            self.finish(part.program, have + obs, pred, res if not have else None)
+            if have or obs:  # (else every part was cancelled before it ran)
+                self.finish(part.program, have + obs, pred, res if not have else None)
             return
         self.groups[part.group] = (left - 1, have + obs, pred)
 
@@ -150,7 +206,35 @@ class _Feedback:
             self.run.batch_reconfirmed += 1
             self.resubmit(again)
             return
+        confirm = self.planner.confirm(res, parent)
+        if confirm is not None:
+            self.run.save_unconfirmed(res)  # (on disk before it runs again)
+            self.resubmit(confirm)
+            return
         self.probe_or_record(res, parent)
+
+    def confirmed(self, part: Part, again: list[Observation]) -> None:
+        """An ALONE part's result: what each crashed or timed-out mode did alone takes
+        the place of what it did first, and the program is judged on that. A timeout
+        that finished alone is recorded `slow`, a crash that did not happen again
+        `flaky` (neither a failure); a mode the time left no re-run for keeps what it
+        did first (counted not done)."""
+        first = part.confirm_of
+        assert first is not None
+        run, alone = self.run, {o.mode: o for o in again}
+        planned = {o.mode for o in part.kept} | set(part.modes)
+        case = str(run.case_path(first.program))
+        for o in first.observations:
+            if o.mode not in planned:
+                continue
+            n = alone.get(o.mode)
+            if n is None:
+                run.left_undone(reruns=1)
+            elif n.status not in ("crash", "timeout"):
+                run.reruns.append(AloneRerun(SLOW if o.status == "timeout" else FLAKY, o.mode, program_id(first.program),
+                                             case, o.error_message.split(";")[0][:200], round(n.elapsed_s, 2)))
+        merged = [alone.get(o.mode, o) for o in first.observations]
+        self.probe_or_record(evaluate(first.program, merged, first.prediction), part.parent)
 
     def probe_or_record(self, res: CheckResult, parent: str | None) -> None:
         """Submit the next probe run `res` needs, or record it when it needs none."""
@@ -261,8 +345,10 @@ class _Executor:
             self.pool.submit_batch([x.program for x in batch], list(batch))
 
     def wait_for_free_worker(self) -> None:
+        """Until a worker has room (past the pool's deadline: at once, the part is then
+        cancelled without being sent)."""
         assert self.pool is not None and self.feedback is not None
-        while self.pool.free() == 0:
+        while self.pool.free() == 0 and not self.pool.expired():
             for c in self.pool.wait(1.0):
                 self.feedback.handle(c)
                 self.run.progress()
@@ -345,7 +431,8 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
     benchmarks), each checked in its tier's modes in the worker pool; then the known
     entries' own cases, minimization of the new buckets, and the reports. A `pool`
     passed in (already started: benchmarks measure the steady state) is used instead of
-    a new one and left open."""
+    a new one and left open. With a budget, the run ends within it and its grace (see
+    the module doc)."""
     run = Run(cfg)
     run.cache_entries = cache_entries(cfg.worker_env.get("JAX_COMPILATION_CACHE_DIR"))
     stats: list[dict[str, Any]] = []
@@ -360,27 +447,47 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
     else:  # (the modes run in this process)
         run.ur_gaps = compat.ur_mode_gaps(cfg.modes)
     sched = _Executor(run, pool, Planner(cfg, run.known, pooled=pool is not None))
+    deadline = pool.deadline if pool is not None else None
     try:
-        _generate(sched, fixed, stats)
-    except _BudgetSpent:
-        pass
-    except FlakyFailure as e:
-        # the budget ended on a choice sequence Hypothesis had run before (its target
-        # phase re-runs some): "inconsistent" only because the time is up
-        if not all(isinstance(x, _BudgetSpent) for x in e.exceptions):
-            raise
-    finally:
-        sched.drain()
-    run.progress(force=True)
-    try:
-        check_entry_cases(run, pool)
-        if cfg.minimize_budget_s > 0:
-            minimize_buckets(run, pool)
-        else:
-            share_failures(run)
+        if pool is not None:
+            pool.deadline = run.stop_at
+        try:
+            _generate(sched, fixed, stats)
+        except _BudgetSpent:
+            pass
+        except FlakyFailure as e:
+            # the budget ended on a choice sequence Hypothesis had run before (its target
+            # phase re-runs some): "inconsistent" only because the time is up
+            if not all(isinstance(x, _BudgetSpent) for x in e.exceptions):
+                raise
+        finally:
+            if pool is not None:  # (the drawn programs' checks get half of what is left)
+                pool.deadline = run.drain_at
+            sched.drain()
+            if pool is not None:
+                pool.deadline = run.stop_at
+        run.progress(force=True)
+
+        def minimize() -> None:
+            if cfg.minimize_budget_s > 0:
+                minimize_buckets(run, pool)
+            elif not run.time_is_up():
+                share_failures(run)
+
+        for then in (lambda: check_entry_cases(run, pool), minimize):
+            try:  # (each on its own: past the time, the next counts what it leaves, and returns)
+                with _alarm_at(run.stop_at):
+                    then()
+            except _OutOfTime:
+                pass  # (what was left is counted as not done where it was planned)
     finally:
         if pool is not None and own_pool:
             pool.close()
+        elif pool is not None:
+            pool.deadline = deadline  # (the caller's pool, left open as it came)
+    if run.time_is_up():
+        cfg.console.say(f"the time was up at {run.elapsed():.0f}s (--budget {cfg.budget_s:.0f}s and its grace): "
+                        "what was left is reported as not done")
     return summarise(run, stats)
 
 

@@ -41,9 +41,11 @@ from harness.campaign.cells import (
     typed_cells,
     value_types,
 )
-from harness.campaign.config import LARGE_MODES, RunConfig
+from harness.campaign.config import ALONE_LIMIT_FACTOR, LARGE_MODES, RunConfig
 from harness.campaign.known_queries import KnownQueries
 from harness.judge.check import CheckResult, probe_mode
+from harness.judge.divergence import DivergenceKind
+from harness.judge.known import explain_all
 from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes
 from harness.run.observation import Observation
 from harness.run.together import together_modes
@@ -80,6 +82,7 @@ class PartKind(Enum):
     SPLIT = "split"  # one of a program's parts, joined with the others of its `group` before judging
     BATCHED = "batched"  # its jit mode compiled in one batch with other programs; joined as SPLIT
     PROBE = "probe"  # a probe run of `probe_of`, which puts its value divergences on an op
+    ALONE = "alone"  # `confirm_of`'s crashed or timed-out modes run again alone: what they do then is judged
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,11 @@ class Part:
     - `kept`: observations of an earlier job of the same program, joined with this one's
       (the modes run together re-run alone; the modes a crash kept from running);
     - `parent`: the program id its result is recorded under (a late part's);
-    - `probe_of`: the result a PROBE part localises.
+    - `probe_of`: the result a PROBE part localises;
+    - `alone`: nothing else on its worker (no job queued behind it), and its `limit_s`
+      may exceed the pool's;
+    - `confirm_of`: the result whose crashed or timed-out modes an ALONE part runs again
+      (its `kept`: what the part's earlier jobs observed, when a crash split it).
     """
 
     program: Program
@@ -112,6 +119,8 @@ class Part:
     kept: tuple[Observation, ...] = ()
     parent: str | None = None
     probe_of: CheckResult | None = None
+    alone: bool = False
+    confirm_of: CheckResult | None = None
 
     @property
     def joined(self) -> bool:
@@ -387,9 +396,30 @@ class Planner:
     def rest(self, part: Part, observations: Sequence[Observation], unrun: tuple[str, ...]) -> Part:
         """The modes a crash or hang in an earlier mode of `part`'s job kept from running,
         as a job of their own, joined with that job's `observations` and fed back as
-        `part` (each such job has fewer modes than the last: a crash in each ends them)."""
-        limit = KNOWN_HANG_LIMIT_S if self.known.hang_modes(part.program, unrun) else None
+        `part` (each such job has fewer modes than the last: a crash in each ends them).
+        A part alone keeps its limit."""
+        limit = part.limit_s if part.alone else KNOWN_HANG_LIMIT_S if self.known.hang_modes(part.program, unrun) else None
         return replace(part, modes=unrun, together=(), limit_s=limit, kept=tuple(observations))
+
+    def confirm(self, res: CheckResult, parent: str | None) -> Part | None:
+        """The modes of `res` that crashed or timed out with no known entry explaining
+        it, run again alone on a worker (nothing queued behind them) with ALONE_LIMIT_FACTOR
+        times the pool's limit, before anything is reported: a timeout that then finishes
+        is `slow`, a crash that does not happen again `flaky`, neither a failure (the
+        executor judges what they did alone). None when there are none, or without a pool."""
+        if not self.pooled:
+            return None
+        stopped = {o.mode for o in res.observations if o.status in ("crash", "timeout")}
+        if not stopped:
+            return None
+        explained = explain_all(self.known.entries, res.divergences, res.program, res.prediction, self.known.jax_version)
+        new = {x.divergence.mode for x in explained if x.entry is None
+               and x.divergence.kind in (DivergenceKind.CRASH, DivergenceKind.TIMEOUT)}
+        modes = tuple(o.mode for o in res.observations if o.mode in stopped & new)
+        if not modes:
+            return None
+        return Part(res.program, modes, PartKind.ALONE, limit_s=ALONE_LIMIT_FACTOR * self.cfg.timeout_s,
+                    prediction=res.prediction, parent=parent, alone=True, confirm_of=res)
 
 
 def again_alone(res: CheckResult, parent: str | None) -> Part | None:

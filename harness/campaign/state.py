@@ -26,7 +26,7 @@ from harness.judge.compare import Divergence
 from harness.judge.known import checked_in_full, derived_program, explain_all
 from harness.report.console import Progress
 from harness.report.markup import write as atomic_write
-from harness.report.summary import BucketSummary
+from harness.report.summary import AloneRerun, BucketSummary, NotDone
 from harness.run import compat
 from harness.run.observation import Observation
 from programs.model import Program
@@ -118,7 +118,7 @@ class Run:
         self.n = 0
         self.n_failing_programs = 0  # programs with a divergence no known entry explains
         self.n_with_divergences = 0  # drawn programs with any divergence
-        self.t0 = time.monotonic()
+        self.t0 = time.monotonic() if cfg.started is None else cfg.started  # (the budget counts from here)
         self.last_progress = 0.0
         self.jax_version = compat.jax_version()  # (the workers', once they start: `known` follows it)
         self.coverage: Counter[tuple[str, int, str, str, str]] = Counter()
@@ -127,6 +127,8 @@ class Run:
         self.corpus_replayed = 0
         self.swept_ids: set[str] = set()  # the sweep's programs (drawn: in generated_ids too)
         self.late_dropped = 0  # late parts (costly modes) not run: the budget ended first
+        self.not_done = NotDone()  # the rest of the work the run's time left over (late parts: `late_dropped`)
+        self.reruns: list[AloneRerun] = []  # crashes and timeouts that did not happen again alone
         self.mode_time: dict[str, tuple[int, float]] = {}  # mode -> (runs, seconds): the workers' own timing
         self.cache_entries = -1  # executables in the compilation cache at the start (-1: no cache)
         self.database_replayed = 0
@@ -182,6 +184,26 @@ class Run:
         """Whether the run's time budget (if any) is spent."""
         return self.cfg.budget_s is not None and self.elapsed() > self.cfg.budget_s
 
+    @property
+    def stop_at(self) -> float | None:
+        """The time.monotonic() at which every job still running is killed and nothing
+        more is sent (RunConfig.stop_s; None: no budget)."""
+        return None if self.cfg.stop_s is None else self.t0 + self.cfg.stop_s
+
+    @property
+    def drain_at(self) -> float | None:
+        """The time.monotonic() until which the drawn programs' checks may still run after
+        the budget (RunConfig.drain_s; None: no budget)."""
+        return None if self.cfg.drain_s is None else self.t0 + self.cfg.drain_s
+
+    def time_is_up(self) -> bool:
+        """Whether `stop_at` has passed."""
+        return self.stop_at is not None and time.monotonic() > self.stop_at
+
+    def left_undone(self, **what: int) -> None:
+        """Count work the run's time left over (NotDone's fields)."""
+        self.not_done = self.not_done.plus(**what)
+
     def time_modes(self, observations: Sequence[Observation]) -> None:
         """The workers' own time per mode (`mode_time`)."""
         for o in observations:
@@ -201,9 +223,25 @@ class Run:
         doc = case_document(res.program, tuple(divs), self.jax_version)
         if self.cfg.corpus is not None and not from_corpus:
             atomic_write(self.cfg.corpus / name, doc)
-        path = self.cfg.report_dir / "cases" / name
+        path = self.case_path(res.program)
         atomic_write(path, doc)
         return path
+
+    def save_unconfirmed(self, res: CheckResult) -> Path:
+        """A crash or timeout about to be run again alone (harness/campaign/plan.py
+        `PartKind.ALONE`) goes to disk first, into the report only: the corpus gets it
+        when it is recorded, not when it turns out slow or flaky. The case keeps the
+        divergences earlier parts of the program recorded."""
+        pid = program_id(res.program)
+        modes = {d.mode for d in res.divergences}
+        divs = [d for d in self.case_divergences.get(pid, []) if d.mode not in modes] + list(res.divergences)
+        path = self.case_path(res.program)
+        atomic_write(path, case_document(res.program, tuple(divs), self.jax_version))
+        return path
+
+    def case_path(self, p: Program) -> Path:
+        """Where `p`'s case goes in the report."""
+        return self.cfg.report_dir / "cases" / f"{program_id(p)}.json"
 
     def is_known(self, q: Program) -> bool:
         """Whether `q` was already checked, drawn or derived."""

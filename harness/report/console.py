@@ -5,10 +5,12 @@ Three levels, chosen with `-v` (each level prints what the one below does, and m
 - 0 (default): news only. The progress line; each bucket no known entry explains as it
   is found (new, or still failing from the corpus: one line naming its signature, its
   case file and the command that replays it); at the end the counts, one line for the
-  known divergences (how many, and the entries that explained them), one for the cells,
-  and the verdict with the exit code and the report files.
+  crashes and timeouts that did not happen again alone (slow, flaky: not failures), one
+  for the work the run's time left over (not done), one for the known divergences (how
+  many, and the entries that explained them), one for the cells, and the verdict with
+  the exit code and the report files.
 - 1 (`-v`): also each known bucket as it is found and, at the end, every known bucket
-  with its count, and where the workers' time went.
+  with its count, each slow or flaky run, and where the workers' time went.
 - 2 (`-vv`): also the known entries nothing matched in this run.
 
 The report files (summary.json, junit.xml, index.html, cases/) hold everything at every
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.judge.known import Explained
-from harness.report.summary import BucketSummary, RunSummary
+from harness.report.summary import AloneRerun, BucketSummary, RunSummary
 
 QUIET, VERBOSE, VERY_VERBOSE = 0, 1, 2
 
@@ -157,6 +159,15 @@ def policy_line(s: RunSummary, verbosity: int = QUIET) -> str:
     out = (f"policy (jax's choice, not a bug; not to be reported upstream): {c.policy} divergences in "
            f"{c.policy_buckets} buckets, from " + ", ".join(f"{e} x{n}" for e, n in ranked))
     return out + ("" if verbosity >= VERBOSE else " (-v lists the buckets)")
+def alone_line(reruns: Sequence[AloneRerun], verbosity: int = QUIET) -> str:
+    """The crashes and timeouts that did not happen again alone, in one line: how many of
+    each, and (below -v) the first few cases."""
+    slow = sum(1 for r in reruns if r.verdict == "slow")
+    out = (f"re-run alone with a longer limit, not failures: {slow} slow (timed out, then finished alone), "
+           f"{len(reruns) - slow} flaky (crashed, then not alone)")
+    if verbosity < VERBOSE:
+        out += ": " + limited([f"{r.verdict} {r.mode} {r.case}" for r in reruns], verbosity, at_most=3)
+    return out
 
 
 def verdict_line(s: RunSummary, report: Path) -> str:
@@ -184,6 +195,12 @@ def summary_lines(s: RunSummary, report: Path, verbosity: int = QUIET) -> list[s
         lines.append(f"  cells: {s.cell_coverage.line()}")
     if s.mode_time and verbosity >= VERBOSE:
         lines.append(f"  worker time: {s.worker_time.line()}")
+    if s.reruns:
+        lines.append(f"  {alone_line(s.reruns, verbosity)}")
+        if verbosity >= VERBOSE:
+            lines += [f"    {r.line()}" for r in s.reruns]
+    if s.left_over.total:
+        lines.append(f"  {s.left_over.line()}")
     for b in s.failing:
         tag = "NEW  " if b.new else "STILL"
         mini = f"  minimized: {b.minimized_case} {list(b.minimized_size or ())}" if b.minimized_case else ""

@@ -104,6 +104,43 @@ def _hang_in_pswapaxes() -> None:
     _patch("pswapaxes", make)
 
 
+def _hang_in_shard_map() -> None:
+    """Every shard_map never returns: each job of every mode hangs (a run's time budget
+    must still end it)."""
+    import jax
+
+    def shard_map(*a: Any, **kw: Any) -> Any:
+        time.sleep(3600)
+
+    jax.shard_map = shard_map
+
+
+STATE_ENV = "SHARDFUZZ_FAULT_STATE"  # a directory the faults that happen once mark, shared by a run's workers
+
+
+def _once_in_eager(name: str, fault: Callable[[], None]) -> None:
+    """`fault` at the first eager primitive any worker of the run applies; every later
+    one runs as it should (as a timeout under load that passes alone, or a crash another
+    job caused, would). Needs SHARDFUZZ_FAULT_STATE: a directory the run's workers share,
+    in which the first marks that the fault happened (a file named after it)."""
+    state = os.environ.get(STATE_ENV)
+    if not state:
+        raise ValueError(f"{name}: set {STATE_ENV} to a directory the run's workers share")
+    mark = os.path.join(state, name)
+    sm = internals()["shard_map"]
+    orig = sm._prim_applier
+
+    def applier(prim: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return orig(prim, *args, **kw)
+        fault()
+        return orig(prim, *args, **kw)
+
+    sm._prim_applier = applier
+
+
 # --- the multi-process path only: a rank process of the multiprocess mode ------------
 
 
@@ -212,6 +249,9 @@ _FAULTS: dict[str, Callable[[], None]] = {
     "pmin_is_pmax": _pmin_is_pmax,
     "abort_in_pshuffle": _abort_in_pshuffle,
     "hang_in_pswapaxes": _hang_in_pswapaxes,
+    "hang_in_shard_map": _hang_in_shard_map,
+    "hang_once_in_eager": functools.partial(_once_in_eager, "hang_once_in_eager", lambda: time.sleep(3600)),
+    "abort_once_in_eager": functools.partial(_once_in_eager, "abort_once_in_eager", os.abort),
     "mp_psum_scatter_rank0_off_by_one": _mp_psum_scatter_rank0_off_by_one,
     "mp_rank1_killed_in_pmin": _mp_rank1_killed_in_pmin,
     "mp_rank0_hangs_in_pmax": _mp_rank0_hangs_in_pmax,
