@@ -92,9 +92,9 @@ def test_a_long_job_line_waits_for_an_idle_worker(monkeypatch) -> None:  # type:
     """A job whose line is longer than QUEUE_BYTES is never queued behind another: the
     write into a busy worker's full pipe would block the parent, and with it the time
     limit of the job that worker runs."""
-    import harness.run.pool as pool_mod
+    import harness.run.workers as workers_mod
 
-    monkeypatch.setattr(pool_mod, "QUEUE_BYTES", 64)  # (every program's line is longer)
+    monkeypatch.setattr(workers_mod, "QUEUE_BYTES", 64)  # (every program's line is longer)
     fine = PROGRAMS["psum_counts_device0_twice"]
     pool = Pool(1, timeout_s=30.0)
     try:
