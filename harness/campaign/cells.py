@@ -157,11 +157,11 @@ def lost_cells(p: Program, raise_ops: dict[str, frozenset[int]]) -> dict[str, fr
     program without the bug (harness/judge/known.py `derived_program`: the outputs none
     of those ops reaches) checks only the cells of the ops those outputs depend on, and
     none at all where the mode does not run it (`applies`).
-    - A pcast after a pmax: grad has no derivative of pmax; fuzz seed 0, 60 s:
-      `pcast|axes=with_size_1@grad` claimed by such a program and never checked.
+    - A pcast after a pmax: grad has no derivative of pmax, so the pcast's grad cell
+      would be claimed by such a program and never checked.
     - A float untiled all_to_all (no transpose in grad) beside an integer `sub` in a
       cond: the program without the all_to_all has integer outputs only, and grad skips
-      it (fuzz seed 0, 60 s: `sub|wrap=cond@grad` claimed and never checked).
+      it, so `sub|wrap=cond@grad` would be claimed and never checked.
     The ops at fault themselves are not lost: their cells are blocked by the entry."""
     types = _typed(p)[0]
     live = live_ops(p)
@@ -409,10 +409,9 @@ class CellLedger:
         a pair jax fails on in every program stops costing runs). `counted` False: the
         program was a derived one (without its parent's known bugs), whose own failure
         gives the next program of its chain; each drops a bug, so the chain ends, and it
-        does not use up the pair's reopens (seed 1, 60 s: a sweep program's seven
-        wrapped transforms each raised in vmap_spmd, a known entry's each; the third
-        derived program found its plain transform's pair closed, and the chain stopped:
-        transform|wrap=plain was never checked in vmap_spmd)."""
+        does not use up the pair's reopens (else a program whose several wrapped ops
+        each raise a known bug closes a pair before its chain reaches the op that
+        checks it)."""
         for c in cells:
             pair = f"{c}@{mode}"
             if pair in self.scheduled and (c, mode) not in self.checks and pair not in self.reopened \

@@ -164,9 +164,8 @@ def known_raise_outputs(entries: Sequence[KnownDivergence], p: Program, types: S
     those whose out_spec gives it its output feature, and those with a value of its
     value features (a zero-size one) in their cone. Eager runs a program's other outputs
     apart from them (harness/campaign/plan.py `Planner.late_parts`): it raises for
-    the whole program at one such output, and checked nothing of it (fuzz seed 10, 60 s,
-    cold: 11 of 56 eager parts of valid sweep programs raised, a known bug at one
-    output each, 8.3 s of 48 s of eager's time). `types`: the oracle's value types."""
+    the whole program at one such output, and would check nothing of it. `types`: the
+    oracle's value types."""
     n_in = len(p.inputs)
     out: set[int] = set()
     for e in entries:
@@ -246,10 +245,8 @@ def error_trouble_modes(entries: Sequence[KnownDivergence], p: Program, types: S
             out.setdefault(None, set()).update(ops)
             continue
         # a mode that runs the body op by op (eager) runs the ops before the one the error
-        # is at (those the oracle typed): a crash or hang at one of them comes first (fuzz
-        # seed 33, 60 s, cold: a bf16 pmean aborted eager before a dead psum over a
-        # non-manual axis raised, and the program's other pmean cells by error, counted
-        # checked there, were never checked in eager)
+        # is at (those the oracle typed): a crash or hang at one of them comes first, and
+        # the cells by error of those ops would be counted checked in eager and never be
         before = frozenset(i for i in ops if len(p.inputs) + i < len(types))
         for m in modes:
             if any(pat.modes is None or m in pat.modes for pat in pats):

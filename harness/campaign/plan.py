@@ -63,9 +63,8 @@ COSTLY_MODES = frozenset({"eager"})
 COSTLY_SHARE = 0.25
 # A mode a known entry says may hang on a program (a `timeout` signature whose features it
 # holds) runs with this limit instead of the pool's timeout_s (30 s): a hang is still
-# observed, and explained, but costs a worker this long. The slowest grad and grad_remat
-# runs measured on 2 cores under a run's load take under 0.6 s, cold: 2 s is over three
-# times that.
+# observed, and explained, but costs a worker this long: over three times the slowest
+# grad and grad_remat runs on 2 cores under a run's load (benchmarks/throughput.py).
 KNOWN_HANG_LIMIT_S = 2.0
 LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go out first
 # During the sweep, one late part goes out per SWEEP_LATE_EVERY programs: a sweep program's

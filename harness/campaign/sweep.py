@@ -423,11 +423,11 @@ class Sweep:
                     held = frozenset(f for f in held if f.kind == kind and all(
                         f.cell in at_fault[m] for m in profile_modes(f, modes, gaps) if m in at_fault))
                     # the next draws add no op of another kind jax is known to go wrong at (the
-                    # ops drawn besides the foci's: seed 0 gave up pswapaxes|dtype=float64|by_error,
-                    # its draws' psum_scatter, all_to_all or pmax ops in trouble)
+                    # ops drawn besides the foci's, which would otherwise make the focus
+                    # give up: a psum_scatter, all_to_all or pmax drawn beside it in trouble)
                     avoid |= {got.body[i].kind for i in bad} - {key[0]}
-                    # nor the defect, where its own op is one (seed 2: a bad_permutation's
-                    # ppermute, which jax does not check, held no reduce_sum focus by error)
+                    # nor the defect, where its own op is one (a bad_permutation's ppermute,
+                    # which jax does not check, would hold no focus by error)
                     at = failing_op(got)
                     if got.defect is not None and at is not None and at in bad and got.body[at].kind != key[0]:
                         skip.add(got.defect)

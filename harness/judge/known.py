@@ -195,7 +195,7 @@ def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
         # jax traced the whole body, then raised (lowering, compiling, the out_specs):
         # it names no op, and lowering fails at any op, dead ones too (a dead psum_scatter
         # of a negative scatter_dimension fails StableHLO verification under jit before
-        # a later ppermute's bad perm is checked: fuzz seed 1, 60 s)
+        # a later ppermute's bad perm is checked)
         return Scope.whole(p)
     if d.output is not None and d.output < len(p.outputs):
         value = p.outputs[d.output]
@@ -365,15 +365,13 @@ def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Predictio
         keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad) and k not in spec_bad)
         # an invalid program keeps the op its error is at, dead or not, where no bug op
         # feeds it: the program without the bugs fails the same way and checks the other
-        # ops' cells by error (seed 0: a bf16 psum crashed eager on a program whose defect
-        # was a dead psum_scatter over a non-manual axis; without it the derived program
-        # was valid, and its psum_scatter cells by error were never checked in eager)
+        # ops' cells by error (else a crash at a bug op would leave the defect's op, e.g.
+        # a dead psum_scatter over a non-manual axis, never checked by error in eager)
         at = pred.error.op_index if pred.error is not None else None
         also = frozenset({at}) if at is not None and not (cone(p, len(p.inputs) + at) & bad) else frozenset()
         # (a bug op no output reaches is dropped too: eager and abstract trace dead ops,
-        # and jax raised there; fuzz seed 12, 60 s: a dead pcast to 'unreduced' of a
-        # precv result made abstract raise, and the program's pbroadcast cells, which
-        # only abstract checks, were left missed with no program without the bug)
+        # and jax raises there, so the cells only those modes check would be left missed
+        # with no program without the bug)
         if len(keep) < len(p.outputs) or bad - live_ops(p) - also:
             q = _sliced_with_feeders(p, keep, also, bad, pred)
     return None if q == p or not q.outputs else q
@@ -384,9 +382,8 @@ def _sliced_with_feeders(p: Program, keep: tuple[int, ...], also: frozenset[int]
     """`p` sliced to its outputs `keep` and the ops `also` (`slice_outputs`), with an
     output more for each value a bug op (`bad`) reads that no bug op makes or feeds and
     that the slice would drop: its op's cells are checked in the program without the bug
-    too (seed 0: eager aborted at a bf16 psum over a partial-manual axis, and the program
-    sliced without it lost the pshuffle in a cond that fed it: `pshuffle|wrap=cond|by_error`
-    was never checked in eager). Each such output's out_spec names the manual axes the
+    too (else slicing off a crashing op also drops the op that fed it, e.g. a pshuffle in
+    a cond, whose cells are then never checked in that mode). Each such output's out_spec names the manual axes the
     value varies along (the oracle's types; every manual axis without check_vma) on its
     first dimension, or is P() where it varies along none; a scalar that varies is
     output as its sum with a zero of shape (1,) (`jnp.full`: two ops more; of an argument's

@@ -128,14 +128,10 @@ def started(job: Job) -> None:
 
 # A worker running a program's modes in one jit (harness/run/together.py) longer than
 # this is ended, and the modes run again one by one (`Pool._dead`), as after a crash there.
-# The shared run of a sweep program takes 1-2 s (its slowest, warm, in seed 0's run: 2.0
-# s); the pool's limit summed over the modes, 30 s each, had let one stall a worker for
-# the rest of a 60 s run: seed 0, warm, groups of 16 foci, one worker sat at 0% CPU in
-# block_until_ready of a shared jit of jit, vmap, grad and grad_remat from 30 s on
-# (local ops under seven wrappers), and the run checked 96.4% of its pairs instead of
-# 99.6%. It stalls whenever that executable comes from the persistent compilation cache
-# (XLA: an all-reduce rendezvous waits for threads that never arrive); compiled in the
-# process it runs in about 1 s, and so do its modes alone, from the cache or not. A jax-only
-# reproducer: reports/upstream/xla_cpu_cached_jit_deadlock.py (jax 0.10.2: hangs; 0.12.0: runs).
+# The shared run of a sweep program takes 1-2 s; the pool's limit summed over the modes
+# (30 s each) would let one stall a worker for most of a short run. Such a shared jit can
+# stall when its executable comes from the persistent compilation cache (an XLA:CPU
+# all-reduce rendezvous waits for threads that never arrive; jax-only reproducer:
+# reports/upstream/xla_cpu_cached_jit_deadlock.py), while its modes alone run.
 TOGETHER_LIMIT_S = 10.0
 CANCELLED = "not run: the run's time was up (its budget and grace)"  # a cancelled mode's message
