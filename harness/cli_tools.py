@@ -17,6 +17,7 @@ from harness.cli_input import check_interpreter, fits, parse_modes, python_optio
 from harness.judge.known_load import load
 from harness.report.catalogue import write_catalogue
 from harness.report.qualify_report import print_qualify
+from harness.report.qualify_summary import FuzzSource
 from harness.run.modes import DEFAULT_MODES as MODES
 from harness.run.pool import Pool
 from harness.serve.server import HOST, make_server
@@ -54,9 +55,9 @@ def cmd_qualify(a: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if a.rejudge:
         out = Path(a.report) if a.report else Path(a.rejudge)
-        doc = rejudge(Path(a.rejudge), out, sups)
-        print_qualify(doc, out, a.verbose)
-        return int(doc["exit_code"])
+        summary = rejudge(Path(a.rejudge), out, sups)
+        print_qualify(summary, out, a.verbose)
+        return summary.exit_code
     if not a.corpus or not a.python:
         raise UsageError("qualify needs --corpus DIR and at least one --python ENV_PYTHON (or --rejudge REPORT)")
     cases = load_corpus(Path(a.corpus))
@@ -75,12 +76,12 @@ def cmd_qualify(a: argparse.Namespace) -> int:
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text(to_json(c.program))
         cases += drawn
-        fuzz = {"seed": seed, "examples": a.fuzz_examples}
-    doc = qualify(cases, pythons, report, sups=sups, workers=a.workers, timeout_s=a.timeout,
+        fuzz = FuzzSource(seed, a.fuzz_examples)
+    summary = qualify(cases, pythons, report, sups=sups, workers=a.workers, timeout_s=a.timeout,
                   corpus=str(a.corpus), fuzz=fuzz, modes=parse_modes(a.modes),
                   bisect_envs=Path(a.envs) if a.bisect else None, bisect_max=a.bisect_max)
-    print_qualify(doc, report, a.verbose)
-    return int(doc["exit_code"])
+    print_qualify(summary, report, a.verbose)
+    return summary.exit_code
 
 
 def register_qualify(sub: Any) -> None:

@@ -22,6 +22,7 @@ from harness.campaign.qualify import (
     junit_xml,
     load_corpus,
 )
+from harness.report.qualify_summary import CaseRow, Changes, QualifySummary, VersionRow
 from oracles import ErrorKind, predict
 from programs.model import Input, Mesh, Op, Program, Spec
 from programs.ops import SYNTAX
@@ -90,17 +91,17 @@ def test_changes_exit_code_and_reports_order_regressions_before_fixes() -> None:
     first = _col("jax 0.4.35", {"a": "pass", "b": "fail", "c": "unsupported", "d": "pass"})
     last = _col("jax 0.10.2", {"a": "fail", "b": "pass", "c": "pass", "d": "pass"})
     ch = changes(cases, first, last)
-    assert [r["case"] for r in ch["regressions"]] == ["a"]
-    assert [r["case"] for r in ch["fixes"]] == ["b"]
-    assert [r["case"] for r in ch["other"]] == ["c"]
-    doc = {
-        "schema": 1, "modes": ["abstract", "jit", "eager"], "corpus": "x", "fuzz": None,
-        "versions": [{"label": c.label, "python": c.python, "jax_version": c.jax_version, "counts": c.counts(), "elapsed_s": 1.0} for c in (first, last)],
-        "first": first.label, "last": last.label,
-        "cases": [{"case": c.name, "source": "corpus", "reason": c.reason,
-                   "verdicts": {col.label: col.cells[c.name].to_json() for col in (first, last)}} for c in cases],
-        "changes": ch, "exit_code": 1,
-    }
+    assert [r.case for r in ch.regressions] == ["a"]
+    assert [r.case for r in ch.fixes] == ["b"]
+    assert [r.case for r in ch.other] == ["c"]
+    doc = QualifySummary(
+        modes=("abstract", "jit", "eager"), corpus="x", fuzz=None,
+        versions=tuple(VersionRow(c.label, c.python, c.jax_version, c.counts(), 1.0) for c in (first, last)),
+        first=first.label, last=last.label, bisect=(),
+        cases=tuple(CaseRow(c.name, "corpus", c.reason, tuple((col.label, col.cells[c.name].summary()) for col in (first, last)))
+                    for c in cases),
+        changes=ch, ranges=(), exit_code=1,
+    )
     page = html_page(doc)
     assert page.index("Regressions") < page.index("<b class='mono'>a</b>") < page.index("Fixes") < page.index("<b class='mono'>b</b>")
     root = ET.fromstring(junit_xml(doc))
@@ -116,35 +117,38 @@ def test_qualify_on_this_jax_exits_0(tmp_path: Path) -> None:
            "--report", str(rep), "--workers", "2", "--fuzz-seed", "3", "--fuzz-examples", "4",
            "--modes", "abstract,jit,eager")  # (every mode: test_qualify_runs_every_mode)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    doc = json.loads((rep / "qualify.json").read_text())
-    labels = [v["label"] for v in doc["versions"]]
+    raw = json.loads((rep / "qualify.json").read_text())
+    doc = QualifySummary.from_dict(raw)
+    assert doc.to_dict() == raw  # (the file is the summary's own form, key for key)
+    assert raw["versions"][0]["counts"].keys() == {"pass", "fail", "known", "unsupported", "error"}
+    labels = [v.label for v in doc.versions]
     assert labels == [f"jax {version('jax')}", f"jax {version('jax')} #2"]
     n_corpus = len(load_corpus(CORPUS))
-    assert n_corpus < len(doc["cases"]) <= n_corpus + 4
-    for v in doc["versions"]:
-        assert v["counts"]["known"] > 0 and sum(v["counts"].values()) == len(doc["cases"])
-    for c in doc["cases"]:
-        for cell in c["verdicts"].values():
+    assert n_corpus < len(doc.cases) <= n_corpus + 4
+    for v in doc.versions:
+        assert v.counts.known > 0 and v.counts.total == len(doc.cases)
+    for c in doc.cases:
+        for cell in c.cells:
             # every mode, in order, but a crash costs the program its later modes (the
             # worker dies: bf16-partial-manual-allreduce-abort aborts in jit)
-            ran = [m for m in ("abstract", "jit", "eager") if m in cell["statuses"]]
-            assert set(cell["statuses"]) == set(ran) and ran, c["case"]
+            ran = [m for m in ("abstract", "jit", "eager") if m in cell.modes]
+            assert set(cell.modes) == set(ran) and ran, c.case
             if len(ran) < 3:
-                assert cell["statuses"][ran[-1]] == "crash", (c["case"], cell["statuses"])
-        verdicts = {cell["verdict"] for cell in c["verdicts"].values()}
-        if c["case"] in ("curated/ragged_all_to_all_rows", "curated/pbroadcast_from_source"):
+                assert cell.status(ran[-1]) == "crash", (c.case, cell.statuses)
+        verdicts = {cell.verdict for cell in c.cells}
+        if c.case in ("curated/ragged_all_to_all_rows", "curated/pbroadcast_from_source"):
             # XLA:CPU cannot run ragged_all_to_all or pbroadcast: jit and eager must say unsupported, and
             # abstract (which can) must have run it without a divergence: it passes there
-            for cell in c["verdicts"].values():
-                assert cell["verdict"] == "pass" and cell["statuses"]["abstract"] == "ok", c
-                assert cell["statuses"]["jit"] == cell["statuses"]["eager"] == "unsupported", c
-        elif c["case"].startswith(("curated/", "regressions/")):
+            for cell in c.cells:
+                assert cell.verdict == "pass" and cell.status("abstract") == "ok", c
+                assert cell.status("jit") == cell.status("eager") == "unsupported", c
+        elif c.case.startswith(("curated/", "regressions/")):
             assert verdicts == {"pass"}, c
-        elif not c["case"].startswith("fuzz/"):  # drawn programs may find something new
+        elif not c.case.startswith("fuzz/"):  # drawn programs may find something new
             assert "fail" not in verdicts, c
-    assert doc["changes"] == {"regressions": [], "fixes": [], "other": []}
+    assert doc.changes == Changes((), (), ())
     root = ET.parse(rep / "qualify.junit.xml").getroot()
-    assert len(root.findall("testsuite")) == 2 and len(root.findall(".//testcase")) == 2 * len(doc["cases"])
+    assert len(root.findall("testsuite")) == 2 and len(root.findall(".//testcase")) == 2 * len(doc.cases)
     page = (rep / "qualify.html").read_text()
     assert "curated/pshuffle" in page and "http" not in page.split("</style>")[1]
     assert "no regression" in r.stdout or "0 regressions" in r.stdout
@@ -154,20 +158,20 @@ def test_qualify_on_this_jax_exits_0(tmp_path: Path) -> None:
     again = tmp_path / "again"
     r2 = sf("qualify", "--rejudge", str(rep), "--report", str(again))
     assert r2.returncode == 0, r2.stdout[-2000:] + r2.stderr[-2000:]
-    doc2 = json.loads((again / "qualify.json").read_text())
+    doc2 = QualifySummary.from_dict(json.loads((again / "qualify.json").read_text()))
 
-    def verdicts_of(d: dict) -> dict:
-        return {c["case"]: {k: (v["verdict"], v["signatures"], v["known"]) for k, v in c["verdicts"].items()} for c in d["cases"]}
+    def verdicts_of(d: QualifySummary) -> dict:
+        return {c.case: {k: (v.verdict, v.signatures, v.known) for k, v in c.verdicts} for c in d.cases}
 
-    assert verdicts_of(doc2) == verdicts_of(doc) and doc2["ranges"] == doc["ranges"]
+    assert verdicts_of(doc2) == verdicts_of(doc) and doc2.ranges == doc.ranges
     empty = tmp_path / "none.toml"
     empty.write_text("")
     bare = tmp_path / "bare"
     r3 = sf("qualify", "--rejudge", str(rep), "--report", str(bare), "--suppressions", str(empty))
-    doc3 = json.loads((bare / "qualify.json").read_text())
-    known_before = sum(v["counts"]["known"] for v in doc["versions"])
-    assert sum(v["counts"]["known"] for v in doc3["versions"]) == 0
-    assert sum(v["counts"]["fail"] for v in doc3["versions"]) == known_before + sum(v["counts"]["fail"] for v in doc["versions"])
+    doc3 = QualifySummary.from_dict(json.loads((bare / "qualify.json").read_text()))
+    known_before = sum(v.counts.known for v in doc.versions)
+    assert sum(v.counts.known for v in doc3.versions) == 0
+    assert sum(v.counts.failed for v in doc3.versions) == known_before + sum(v.counts.failed for v in doc.versions)
     assert r3.returncode == 0  # the same failures on both versions: nothing regressed
 
 
@@ -207,13 +211,13 @@ def test_qualify_runs_every_mode(tmp_path: Path) -> None:
     rep = tmp_path / "q"
     r = sf("qualify", "--corpus", str(corpus), "--python", sys.executable, "--report", str(rep), "--workers", "2")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    doc = json.loads((rep / "qualify.json").read_text())
-    assert doc["modes"] == list(DEFAULT_MODES)
-    for c in doc["cases"]:
-        (cell,) = c["verdicts"].values()
-        assert set(cell["statuses"]) == set(DEFAULT_MODES) and cell["verdict"] == "pass", c
-        assert {m for m, st in cell["statuses"].items() if st == "ok"} >= {"jit", "vmap", "gspmd", "eager"}, c
-    ran = {m for c in doc["cases"] for cell in c["verdicts"].values() for m, st in cell["statuses"].items() if st == "ok"}
+    doc = QualifySummary.from_dict(json.loads((rep / "qualify.json").read_text()))
+    assert doc.modes == tuple(DEFAULT_MODES)
+    for c in doc.cases:
+        (cell,) = c.cells
+        assert set(cell.modes) == set(DEFAULT_MODES) and cell.verdict == "pass", c
+        assert {m for m, st in cell.statuses if st == "ok"} >= {"jit", "vmap", "gspmd", "eager"}, c
+    ran = {m for c in doc.cases for cell in c.cells for m, st in cell.statuses if st == "ok"}
     assert ran >= {"grad", "grad_remat", "lowering", "smap"}, ran
 
 
@@ -230,14 +234,19 @@ def test_ranges_say_when_each_bug_came_and_went() -> None:
     ]
     for c, v in zip(cols, ("0.9.2", "0.5.3", "0.6.0", "0.10.2")):
         c.jax_version = v
-    by = {r["case"]: r for r in ranges(cases, cols)}
+    by = {r.case: r for r in ranges(cases, cols)}
     assert set(by) == {"came_and_went", "regressed", "always", "never"}  # known counts as a bug present
-    assert by["came_and_went"]["text"] == ("broken in 0.6.0 (passes on 0.5.3); fixed by 0.9.2 (fails on 0.6.0); "
-                                           "broken in 0.10.2 (known) (passes on 0.9.2)")
-    assert not by["came_and_went"]["last_fails_after_pass"]  # known on the last: not a failure
-    assert by["regressed"]["text"] == "broken in 0.10.2 (passes on 0.9.2)" and by["regressed"]["last_fails_after_pass"]
-    assert by["always"]["text"].startswith("fails on every version") and not by["always"]["last_fails_after_pass"]
-    assert by["never"]["text"] == "broken in 0.6.0 (known) (passes on 0.5.3); fixed by 0.9.2 (fails on 0.6.0 (known))"
+    assert by["came_and_went"].text == ("broken in 0.6.0 (passes on 0.5.3); fixed by 0.9.2 (fails on 0.6.0); "
+                                        "broken in 0.10.2 (known) (passes on 0.9.2)")
+    assert [e.to_dict() for e in by["came_and_went"].events] == [  # (qualify.json's form of each event)
+        {"event": "broken", "in": "0.6.0", "last_good": "0.5.3", "known": False, "unran": []},
+        {"event": "fixed", "by": "0.9.2", "last_bad": "0.6.0", "known": False, "unran": []},
+        {"event": "broken", "in": "0.10.2", "last_good": "0.9.2", "known": True, "unran": []},
+    ]
+    assert not by["came_and_went"].last_fails_after_pass  # known on the last: not a failure
+    assert by["regressed"].text == "broken in 0.10.2 (passes on 0.9.2)" and by["regressed"].last_fails_after_pass
+    assert by["always"].text.startswith("fails on every version") and not by["always"].last_fails_after_pass
+    assert by["never"].text == "broken in 0.6.0 (known) (passes on 0.5.3); fixed by 0.9.2 (fails on 0.6.0 (known))"
 
 
 def test_bisect_gaps_narrow_as_columns_are_added() -> None:
@@ -306,16 +315,16 @@ def test_a_known_bug_never_excuses_the_rest_of_the_program_in_qualify(tmp_path: 
                             "--report", str(rep), "--modes", "jit"], capture_output=True, text=True, cwd=ROOT,
                            env={**__import__("os").environ, "SHARDFUZZ_FAULTS": fault}, timeout=600)
         assert r.returncode in (0, 1), r.stderr[-2000:]
-        (case,) = json.loads((rep / "qualify.json").read_text())["cases"]
-        (cell,) = case["verdicts"].values()
+        (case,) = QualifySummary.from_dict(json.loads((rep / "qualify.json").read_text())).cases
+        (cell,) = case.cells
         verdicts[fault] = cell
         rows = [json.loads(ln) for ln in (rep / "observations").glob("*.jsonl").__next__().read_text().splitlines()[1:]]
         # (with the fault, the derived program's own wrong value gets its probe run too)
         assert [(x["stage"], x["depth"]) for x in rows] == [("main", 0), ("probe", 0), ("derived", 1)] + [("probe", 1)] * bool(fault)
-    assert verdicts[""]["verdict"] == "known" and verdicts[""]["known"] == ["ppermute-multi-axis-order"], verdicts[""]
+    assert verdicts[""].verdict == "known" and verdicts[""].known == ("ppermute-multi-axis-order",), verdicts[""]
     bad = verdicts["psum_counts_device0_twice"]
-    assert bad["verdict"] == "fail" and bad["signatures"] == ["value|jit|psum"], bad
-    assert "without its known bugs (ppermute-multi-axis-order)" in bad["message"], bad
+    assert bad.verdict == "fail" and bad.signatures == ("value|jit|psum",), bad
+    assert "without its known bugs (ppermute-multi-axis-order)" in bad.message, bad
 
 
 def test_a_pass_where_the_bugs_mode_could_not_run_is_no_range() -> None:
@@ -333,10 +342,10 @@ def test_a_pass_where_the_bugs_mode_could_not_run_is_no_range() -> None:
     old.cells["jit_too"].statuses = {"jit": "ok", "eager": "unsupported"}
     new.cells["eager_only"] = Cell("fail", ["value|eager|neg"], statuses={"jit": "ok", "eager": "ok"})
     new.cells["jit_too"] = Cell("fail", ["value|jit|neg"], statuses={"jit": "ok", "eager": "ok"})
-    by = {r["case"]: r for r in ranges(cases, [old, new])}
-    assert by["eager_only"]["text"] == "first seen in 0.10.2 (passes on 0.9.2, which could not run eager)"
-    assert not by["eager_only"]["last_fails_after_pass"]
-    assert by["jit_too"]["text"] == "broken in 0.10.2 (passes on 0.9.2)" and by["jit_too"]["last_fails_after_pass"]
+    by = {r.case: r for r in ranges(cases, [old, new])}
+    assert by["eager_only"].text == "first seen in 0.10.2 (passes on 0.9.2, which could not run eager)"
+    assert not by["eager_only"].last_fails_after_pass
+    assert by["jit_too"].text == "broken in 0.10.2 (passes on 0.9.2)" and by["jit_too"].last_fails_after_pass
     assert _gaps(cases, [old, new]) == {("0.9.2", "0.10.2"): ["jit_too"]}
 
 
@@ -363,11 +372,12 @@ def test_an_oracle_crash_is_an_error_cell_and_the_run_goes_on(tmp_path: Path, mo
     rep = tmp_path / "q"
     doc = qualify([Case("good", good), Case("bad", bad)], [sys.executable], rep, sups=[], modes=("abstract",),
                   progress=open(tmp_path / "progress.txt", "w"))
-    cells = {c["case"]: next(iter(c["verdicts"].values())) for c in doc["cases"]}
-    assert cells["good"]["verdict"] == "pass", cells
-    assert cells["bad"]["verdict"] == "error" and "ZeroDivisionError: the oracle's own bug" in cells["bad"]["message"]
-    assert "the oracle's own bug" in Path(cells["bad"]["case_file"]).read_text()
-    assert doc["versions"][0]["counts"]["error"] == 1 and doc["exit_code"] == 3 and doc["ranges"] == []
+    assert doc == QualifySummary.from_dict(json.loads((rep / "qualify.json").read_text()))  # (what it wrote)
+    cells = {c.case: c.cells[0] for c in doc.cases}
+    assert cells["good"].verdict == "pass", cells
+    assert cells["bad"].verdict == "error" and "ZeroDivisionError: the oracle's own bug" in cells["bad"].message
+    assert "the oracle's own bug" in Path(cells["bad"].case_file).read_text()
+    assert doc.versions[0].counts.error == 1 and doc.exit_code == 3 and doc.ranges == ()
     suite = ET.parse(rep / "qualify.junit.xml").getroot().find("testsuite")
     assert suite.get("errors") == "1" and len(suite.findall(".//error")) == 1
 
@@ -400,6 +410,111 @@ def test_rejudge_leaves_out_a_saved_program_this_checkout_rejects(tmp_path: Path
     r2 = sf("qualify", "--rejudge", str(rep), "--report", str(again))
     assert r2.returncode == 0, r2.stderr[-2000:]
     assert "known (derived, depth 1): saved program not valid here, left out" in r2.stderr
-    cells = {c["case"]: next(iter(c["verdicts"].values())) for c in json.loads((again / "qualify.json").read_text())["cases"]}
-    assert cells["plain"]["verdict"] == "pass"
-    assert cells["known"]["verdict"] == "known" and "was not run in the saved report" in cells["known"]["message"]
+    again_doc = QualifySummary.from_dict(json.loads((again / "qualify.json").read_text()))
+    cells = {c.case: c.cells[0] for c in again_doc.cases}
+    assert cells["plain"].verdict == "pass"
+    assert cells["known"].verdict == "known" and "was not run in the saved report" in cells["known"].message
+
+
+def _four_versions(report: Path) -> QualifySummary:
+    """write_reports on four hand-made columns (out of version order, the first and last
+    given disagreeing): every part of the summary has something in it."""
+    from harness.campaign.qualify import write_reports
+    from harness.report.qualify_summary import BisectStep, FuzzSource
+
+    p = Program(Mesh(("x",), (2,)), (Input((2,), "int32", "iota"),), (Spec((("x",),)),), (Op.make("neg", (0,)),), (1,), (Spec((("x",),)),))
+    cases = [Case(n, p, f"why {n}", "fuzz" if n == "always" else "corpus")
+             for n in ("came_and_went", "regressed", "always", "eager_only", "crashed")]
+    cols = [
+        _col("jax 0.9.2", {"came_and_went": "pass", "regressed": "pass", "always": "fail", "eager_only": "pass"}),
+        _col("jax 0.5.3", {"came_and_went": "pass", "regressed": "pass", "always": "fail", "eager_only": "known"}),
+        _col("jax 0.6.0", {"came_and_went": "fail", "regressed": "unsupported", "always": "fail", "eager_only": "known"}),
+        _col("jax 0.10.2", {"came_and_went": "known", "regressed": "fail", "always": "fail", "eager_only": "fail"}),
+    ]
+    for c in cols:
+        c.jax_version = c.label.removeprefix("jax ")
+        c.elapsed_s = 12.34
+        for cell in c.cells.values():
+            cell.statuses = {"jit": "ok", "eager": "ok"}
+    cols[0].cells["eager_only"].statuses = {"jit": "ok", "eager": "unsupported"}
+    cols[0].cells["eager_only"].unsupported = ["eager: this jax cannot run it"]
+    cols[1].cells["eager_only"].known = ["some-entry"]
+    cols[3].cells["eager_only"] = Cell("fail", ["value|eager|neg"], message="wrong", case_file="cases/x.json",
+                                      statuses={"jit": "ok", "eager": "ok"})
+    cols[3].cells["crashed"] = Cell("error", message="shardfuzz could not judge it", case_file="internal-errors/c.txt")
+    bisected = [BisectStep("0.5.3", "0.9.2", "0.6.0", ("came_and_went",), label="jax 0.6.0"),
+                BisectStep("0.9.2", "0.10.2", "0.10.0", ("regressed",), error="no wheel for this python")]
+    return write_reports(cases, cols, [cols[1], cols[3]], report, sups=[], corpus="corpus/dir",
+                         fuzz=FuzzSource(3, 4), modes=("jit", "eager"), bisected=bisected)
+
+
+def test_qualify_summary_round_trips_through_its_json(tmp_path: Path) -> None:
+    """qualify.json is the summary's own form: read back, it is the same summary, and
+    written again, the same document (every field: fuzz, bisect, cells, changes, ranges)."""
+    summary = _four_versions(tmp_path)
+    raw = json.loads((tmp_path / "qualify.json").read_text())
+    assert raw == summary.to_dict()
+    back = QualifySummary.from_dict(raw)
+    assert back == summary and back.to_dict() == raw
+    # what the summary holds, as the reports read it
+    assert [v.label for v in summary.versions] == ["jax 0.5.3", "jax 0.6.0", "jax 0.9.2", "jax 0.10.2"]
+    assert summary.first == "jax 0.5.3" and summary.last == "jax 0.10.2" and summary.exit_code == 1
+    assert summary.version("jax 0.10.2").counts.to_dict() == {"pass": 0, "fail": 3, "known": 1, "unsupported": 0, "error": 1}
+    assert raw["versions"][0]["elapsed_s"] == 12.3 and raw["fuzz"] == {"seed": 3, "examples": 4}
+    assert raw["bisect"] == [
+        {"low": "0.5.3", "high": "0.9.2", "release": "0.6.0", "cases": ["came_and_went"], "label": "jax 0.6.0"},
+        {"low": "0.9.2", "high": "0.10.2", "release": "0.10.0", "cases": ["regressed"], "error": "no wheel for this python"}]
+    assert [c.case for c in summary.changes.regressions] == ["regressed"]
+    assert [(c.case, c.first, c.last) for c in summary.changes.other] == [("came_and_went", "pass", "known"), ("eager_only", "known", "fail")]
+    assert [c.case for c in summary.with_verdict("jax 0.10.2", "error")] == ["crashed"]
+    by = {r.case: r for r in summary.ranges}
+    assert [e.event for e in by["eager_only"].events] == ["unseen", "seen"], by["eager_only"]
+    assert by["eager_only"].events[1].unran == ("eager",)
+    assert by["regressed"].last_fails_after_pass and not by["always"].last_fails_after_pass
+    assert raw["cases"][3]["verdicts"]["jax 0.9.2"] == {
+        "verdict": "pass", "statuses": {"jit": "ok", "eager": "unsupported"}, "signatures": [], "known": [],
+        "unsupported": ["eager: this jax cannot run it"], "message": "", "case_file": ""}
+    root = ET.parse(tmp_path / "qualify.junit.xml").getroot()
+    assert len(root.findall(".//testcase")) == 4 * 4 + 1 and len(root.findall(".//error")) == 1
+
+
+@pytest.mark.parametrize(
+    "damage, field",
+    [
+        (lambda d: d.pop("cases"), "cases: missing"),
+        (lambda d: d.update(schema=7), "schema: 7"),
+        (lambda d: d["versions"][1]["counts"].update(fail="3"), "versions[1].counts.fail: expected an integer"),
+        (lambda d: d["cases"][2]["verdicts"]["jax 0.6.0"].update(verdict="maybe"),
+         "cases[2].verdicts['jax 0.6.0'].verdict: 'maybe' is not one of pass, fail"),
+        (lambda d: d["ranges"][0]["events"][0].pop("last_good"), "ranges[0].events[0].last_good: missing"),
+        (lambda d: d["changes"].update(fixes={}), "changes.fixes: expected a list"),
+        (lambda d: d.update(fuzz={"seed": 3}), "fuzz.examples: missing"),
+        (lambda d: d["bisect"][0].update(cases=[1]), "bisect[0].cases[0]: expected a string"),
+        (lambda d: d.update(versions=None), "versions: expected a list"),
+    ],
+)
+def test_a_damaged_qualify_json_names_the_field(tmp_path: Path, damage: object, field: str) -> None:
+    from programs.errors import SummaryFormatError
+
+    raw = _four_versions(tmp_path).to_dict()
+    damage(raw)  # type: ignore[operator]
+    with pytest.raises(SummaryFormatError) as e:
+        QualifySummary.from_dict(raw)
+    assert field in str(e.value), str(e.value)
+
+
+def test_rejudge_of_a_damaged_qualify_json_is_bad_input(tmp_path: Path) -> None:
+    """--rejudge reads the report's qualify.json through QualifySummary before it judges
+    anything: a damaged one is one line naming the field, exit 2."""
+    rep = tmp_path / "q"
+    raw = _four_versions(rep).to_dict()
+    raw["versions"][0]["counts"]["known"] = "many"
+    (rep / "qualify.json").write_text(json.dumps(raw))
+    (rep / "observations").mkdir()
+    (rep / "observations" / "jax_0.5.3.jsonl").write_text(
+        json.dumps({"column": {"label": "jax 0.5.3", "python": sys.executable, "jax_version": "0.5.3"}}) + "\n")
+    r = sf("qualify", "--rejudge", str(rep), "--report", str(tmp_path / "again"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
+    assert len(lines) == 1 and "qualify.json" in lines[0] and "versions[0].counts.known: expected an integer" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "again" / "qualify.json").exists()

@@ -55,17 +55,25 @@ from harness.campaign.versions import (
     version_key,
 )
 from harness.report.markup import write as _write
-from harness.report.qualify_report import VERDICTS, html_page, junit_xml, table_lines
+from harness.report.qualify_report import html_page, junit_xml, table_lines
+from harness.report.qualify_summary import (
+    VERDICTS,
+    BisectStep,
+    CaseRow,
+    FuzzSource,
+    QualifySummary,
+    VersionRow,
+)
 from harness.run.observation import observation_from_dict, observation_to_dict
 from harness.run.pool import Pool
 from oracles import predict
-from programs.errors import ProgramFormatError, UsageError, WorkerStartError
+from programs.errors import ProgramFormatError, SummaryFormatError, UsageError, WorkerStartError
 from programs.model import Program
 from programs.serialize import from_json, program_from_dict, program_id, program_to_dict
 
-__all__ = ["VERDICTS", "Case", "Cell", "Column", "changes", "entries_fixed", "html_page", "junit_xml", "qualify", "ranges", "table_lines"]
+__all__ = ["VERDICTS", "Case", "Cell", "Column", "QualifySummary", "changes", "entries_fixed", "html_page", "junit_xml",
+           "qualify", "ranges", "rejudge", "table_lines"]
 
-SCHEMA = 1
 # every mode a fuzz run has (the ones an old jax lacks come out unsupported, per mode)
 from harness.run.modes import DEFAULT_MODES as MODES  # noqa: E402
 
@@ -234,7 +242,7 @@ def run_column(
         if time.monotonic() - last[0] >= 15:
             last[0] = time.monotonic()
             n = col.counts()
-            print(f"  {col.label}: {len(col.cells)}/{len(cases)} cases, " + ", ".join(f"{n[v]} {v}" for v in VERDICTS)
+            print(f"  {col.label}: {len(col.cells)}/{len(cases)} cases, " + ", ".join(f"{n.of(v)} {v}" for v in VERDICTS)
                   + f" ({time.monotonic() - t0:.0f}s)", file=progress, flush=True)
 
     try:
@@ -257,7 +265,7 @@ def run_column(
         obs_file.close()
     col.elapsed_s = time.monotonic() - t0
     counts = col.counts()
-    print(f"  {col.label}: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS) + f" ({col.elapsed_s:.0f}s)",
+    print(f"  {col.label}: " + ", ".join(f"{counts.of(v)} {v}" for v in VERDICTS) + f" ({col.elapsed_s:.0f}s)",
           file=progress, flush=True)
 
 
@@ -270,13 +278,13 @@ def qualify(
     workers: int = 2,
     timeout_s: float = 60.0,
     corpus: str = "",
-    fuzz: dict[str, int] | None = None,
+    fuzz: FuzzSource | None = None,
     progress: Any = sys.stderr,
     modes: tuple[str, ...] = MODES,
     bisect_envs: Path | None = None,
     bisect_max: int = 12,
-) -> dict[str, Any]:
-    """Run, write the three reports, return the qualify.json document. With
+) -> QualifySummary:
+    """Run, write the three reports, return their summary (qualify.json's). With
     `bisect_envs`, every range wider than one release is narrowed (see `bisect`)."""
     preds = {c.name: _predict(c.program) for c in cases}
     cols: list[Column] = []
@@ -285,7 +293,7 @@ def qualify(
         run_column(col, cases, preds, sups, workers, timeout_s, report, progress, tuple(c.label for c in cols), modes)
         cols.append(col)
     given = list(cols)
-    bisected: list[dict[str, Any]] = []
+    bisected: list[BisectStep] = []
     if bisect_envs is not None:
         bisected = bisect(cases, cols, preds, sups, workers, timeout_s, report, progress, modes,
                           bisect_envs, bisect_max)
@@ -301,50 +309,39 @@ def write_reports(
     *,
     sups: list[Any],
     corpus: str,
-    fuzz: dict[str, int] | None,
+    fuzz: FuzzSource | None,
     modes: tuple[str, ...],
-    bisected: list[dict[str, Any]],
-) -> dict[str, Any]:
-    """The qualify.json document from judged columns (`given`: the --python order, whose
-    first and last are compared), written with its JUnit and HTML forms."""
+    bisected: list[BisectStep],
+) -> QualifySummary:
+    """The summary of judged columns (`given`: the --python order, whose first and last
+    are compared), written as qualify.json with its JUnit and HTML forms."""
     ch = changes(cases, given[0], given[-1])
     rng = ranges(cases, cols)
-    fixed = {col.label: entries_fixed(sups, col, corpus) for col in cols}
-    doc = {
-        "schema": SCHEMA,
-        "modes": list(modes),
-        "corpus": corpus,
-        "fuzz": fuzz,
-        "versions": [
-            {"label": c.label, "python": c.python, "jax_version": c.jax_version, "counts": c.counts(),
-             "elapsed_s": round(c.elapsed_s, 1), "entries_fixed": fixed[c.label]}
-            for c in sorted(cols, key=version_key)
-        ],
-        "first": given[0].label,
-        "last": given[-1].label,
-        "bisect": bisected,
-        "cases": [
-            {
-                "case": c.name,
-                "source": c.source,
-                "reason": c.reason,
-                "verdicts": {col.label: col.cells[c.name].to_json() for col in sorted(cols, key=version_key)
-                             if c.name in col.cells},
-            }
-            for c in cases
-        ],
-        "changes": ch,
-        "ranges": rng,
+    ordered = sorted(cols, key=version_key)
+    summary = QualifySummary(
+        modes=tuple(modes),
+        corpus=corpus,
+        fuzz=fuzz,
+        versions=tuple(VersionRow(c.label, c.python, c.jax_version, c.counts(), round(c.elapsed_s, 1),
+                                  tuple(entries_fixed(sups, c, corpus))) for c in ordered),
+        first=given[0].label,
+        last=given[-1].label,
+        bisect=tuple(bisected),
+        cases=tuple(CaseRow(c.name, c.source, c.reason,
+                            tuple((col.label, col.cells[c.name].summary()) for col in ordered if c.name in col.cells))
+                    for c in cases),
+        changes=ch,
+        ranges=rng,
         # 1 when the last version fails a case that some earlier version passes
         # (else 3 when shardfuzz could not judge some case: a shardfuzz bug, the run is incomplete)
-        "exit_code": 1 if any(r["last_fails_after_pass"] for r in rng) else 3 if any(
+        exit_code=1 if any(r.last_fails_after_pass for r in rng) else 3 if any(
             cell.verdict == "error" for col in cols for cell in col.cells.values()) else 0,
-    }
+    )
     report.mkdir(parents=True, exist_ok=True)
-    _write(report / "qualify.json", json.dumps(doc, indent=1))  # (markup.write: atomic)
-    _write(report / "qualify.junit.xml", junit_xml(doc))
-    _write(report / "qualify.html", html_page(doc))
-    return doc
+    _write(report / "qualify.json", json.dumps(summary.to_dict(), indent=1))  # (markup.write: atomic)
+    _write(report / "qualify.junit.xml", junit_xml(summary))
+    _write(report / "qualify.html", html_page(summary))
+    return summary
 
 
 def _gaps(cases: list[Case], cols: list[Column]) -> dict[tuple[str, str], list[str]]:
@@ -352,11 +349,10 @@ def _gaps(cases: list[Case], cols: list[Column]) -> dict[tuple[str, str], list[s
     verdict changes between those two neighbouring versions (from `ranges`)."""
     out: dict[tuple[str, str], list[str]] = {}
     for r in ranges(cases, cols):
-        for e in r["events"]:
-            if e["event"] not in ("broken", "fixed"):
+        for e in r.events:
+            if e.event not in ("broken", "fixed"):
                 continue  # (first seen / not seen: one side could not run the bug's modes; nothing to bisect)
-            key = (e["last_good"], e["in"]) if e["event"] == "broken" else (e["last_bad"], e["by"])
-            out.setdefault(key, []).append(r["case"])
+            out.setdefault((e.before, e.at), []).append(r.case)
     return out
 
 
@@ -372,14 +368,14 @@ def bisect(
     modes: tuple[str, ...],
     env_root: Path,
     max_builds: int,
-) -> list[dict[str, Any]]:
+) -> list[BisectStep]:
     """Narrow every regression range to one release: while two neighbouring versions
     disagree on a case and the package index offers releases between them, build an
     environment for the middle release (harness.campaign.envs, under `env_root`), run
     the cases of that gap there, and add its column to `cols`. Stops after `max_builds`
     environments. Returns one row per step (the gap, the release tried, the cases run,
     or why it could not be built)."""
-    steps: list[dict[str, Any]] = []
+    steps: list[BisectStep] = []
     tried: set[str] = {c.jax_version for c in cols}
     builds = 0
     while builds < max_builds:
@@ -401,18 +397,18 @@ def bisect(
             got, py = envs.build(mid, env_root, envs.base_python_for(mid, sys.executable, None))
         except RuntimeError as e:
             print(f"  bisect: {e}", file=progress, flush=True)
-            steps.append({"low": low, "high": high, "release": mid, "cases": names, "error": str(e)})
+            steps.append(BisectStep(low, high, mid, tuple(names), error=str(e)))
             continue
         col = Column("", str(py))
         subset = [c for c in cases if c.name in set(names)]
         run_column(col, subset, preds, sups, workers, timeout_s, report, progress, tuple(c.label for c in cols), modes)
         tried.add(col.jax_version)
         cols.append(col)
-        steps.append({"low": low, "high": high, "release": got, "cases": names, "label": col.label})
+        steps.append(BisectStep(low, high, got, tuple(names), label=col.label))
     return steps
 
 
-def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
+def rejudge(report: Path, out: Path, sups: list[Any]) -> QualifySummary:
     """Judge a finished qualify run again from what its workers saw
     (REPORT/observations/*.jsonl, written as each case finished), with this checkout's
     oracle and known entries: triage without running jax again. Writes the three reports
@@ -423,9 +419,11 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
         raise UsageError(f"--rejudge {report}: not a qualify report with observations "
                          f"(needs qualify.json and observations/*.jsonl; run shardfuzz qualify first)")
     try:
-        prev = json.loads(prev_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
+        prev = QualifySummary.from_dict(json.loads(prev_path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UsageError(f"--rejudge {report}: cannot read qualify.json ({e})") from None
+    except SummaryFormatError as e:
+        raise UsageError(f"--rejudge {report}: qualify.json is not a qualify report: {e}") from None
     cases: dict[str, Case] = {}
     preds: dict[str, Any] = {}
     cols: list[Column] = []
@@ -483,10 +481,9 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
                 col.cells[name] = _settle(outcome, out, col, cases[name])
         cols.append(col)
     by_label = {c.label: c for c in cols}
-    given = [by_label[lab] for lab in (prev.get("first"), prev.get("last")) if lab in by_label] or cols
-    order = {c["case"]: i for i, c in enumerate(prev.get("cases") or [])}  # the run's case order
+    given = [by_label[lab] for lab in (prev.first, prev.last) if lab in by_label] or cols
+    order = {c.case: i for i, c in enumerate(prev.cases)}  # the run's case order
     ordered = sorted(cases.values(), key=lambda c: order.get(c.name, len(order)))
     out.mkdir(parents=True, exist_ok=True)
-    return write_reports(ordered, cols, given, out, sups=sups, corpus=str(prev.get("corpus", "")),
-                         fuzz=prev.get("fuzz"), modes=tuple(prev.get("modes") or MODES),
-                         bisected=list(prev.get("bisect") or []))
+    return write_reports(ordered, cols, given, out, sups=sups, corpus=prev.corpus, fuzz=prev.fuzz,
+                         modes=prev.modes or MODES, bisected=list(prev.bisect))

@@ -6,13 +6,19 @@ version no longer shows."""
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.judge.known import case_path
-from harness.report.qualify_report import VERDICTS
+from harness.report.qualify_summary import (
+    Change,
+    Changes,
+    Range,
+    RangeEvent,
+    VerdictCell,
+    VerdictCounts,
+)
 from programs.model import Program
 
 
@@ -36,16 +42,10 @@ class Cell:
     case_file: str = ""  # REPORT/cases/... for a failing cell
     statuses: dict[str, str] = field(default_factory=dict)  # mode -> ok/error/crash/timeout/unsupported
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "statuses": self.statuses,
-            "signatures": self.signatures,
-            "known": self.known,
-            "unsupported": self.unsupported,
-            "message": self.message,
-            "case_file": self.case_file,
-        }
+    def summary(self) -> VerdictCell:
+        """The cell as the report's frozen record."""
+        return VerdictCell(self.verdict, tuple(self.statuses.items()), tuple(self.signatures), tuple(self.known),
+                           tuple(self.unsupported), self.message, self.case_file)
 
 
 @dataclass
@@ -58,39 +58,33 @@ class Column:
     cells: dict[str, Cell] = field(default_factory=dict)
     elapsed_s: float = 0.0
 
-    def counts(self) -> dict[str, int]:
-        c = Counter(cell.verdict for cell in self.cells.values())
-        return {v: c.get(v, 0) for v in VERDICTS}
+    def counts(self) -> VerdictCounts:
+        return VerdictCounts.tally([cell.verdict for cell in self.cells.values()])
 
 
 # verdicts that show a bug on that version (known: the bug is a known entry's)
 BAD = frozenset({"fail", "known"})
 
 
-def changes(cases: list[Case], first: Column, last: Column) -> dict[str, list[dict[str, Any]]]:
+def changes(cases: list[Case], first: Column, last: Column) -> Changes:
     """Cases whose verdict differs between the first and the last version: regressions
     (pass -> fail: these set the exit code), fixes (fail -> pass or known), and other
     changes (to or from unsupported or known)."""
-    out: dict[str, list[dict[str, Any]]] = {"regressions": [], "fixes": [], "other": []}
+    out: dict[str, list[Change]] = {"regressions": [], "fixes": [], "other": []}
     for c in cases:
         a, b = first.cells.get(c.name), last.cells.get(c.name)
         if a is None or b is None or a.verdict == b.verdict:
             continue
-        row = {
-            "case": c.name,
-            "reason": c.reason,
-            "first": a.verdict,
-            "last": b.verdict,
-            "signatures": b.signatures if b.verdict == "fail" else a.signatures,
-            "message": b.message if b.verdict == "fail" else a.message,
-        }
+        row = Change(c.name, c.reason, a.verdict, b.verdict,
+                     tuple(b.signatures if b.verdict == "fail" else a.signatures),
+                     b.message if b.verdict == "fail" else a.message)
         if a.verdict == "pass" and b.verdict == "fail":
             out["regressions"].append(row)
         elif a.verdict == "fail" and b.verdict in ("pass", "known"):
             out["fixes"].append(row)
         else:
             out["other"].append(row)
-    return out
+    return Changes(tuple(out["regressions"]), tuple(out["fixes"]), tuple(out["other"]))
 
 
 def version_key(col: Column) -> tuple[int, ...]:
@@ -111,7 +105,7 @@ def _unran(good: Cell, bad: Cell) -> list[str]:
     return sorted(m for m in _bug_modes(bad) if good.statuses.get(m) == "unsupported")
 
 
-def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
+def ranges(cases: list[Case], cols: list[Column]) -> tuple[Range, ...]:
     """For each case that shows a bug on some version (fail, or known: a known entry
     names the bug): where it came and went, in version order. Each transition between
     neighbouring versions that ran it (unsupported ones skipped) is 'broken in B (passes
@@ -133,28 +127,19 @@ def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
         for (va, a), (vb, b) in zip(seen, seen[1:]):
             if a not in BAD and b in BAD:
                 unran = _unran(cells[va], cells[vb])
-                events.append({"event": "broken" if not unran else "seen", "in": vb, "last_good": va, "known": b == "known", "unran": unran})
+                events.append(RangeEvent("broken" if not unran else "seen", vb, va, b == "known", tuple(unran)))
             elif a in BAD and b not in BAD:
                 unran = _unran(cells[vb], cells[va])
-                events.append({"event": "fixed" if not unran else "unseen", "by": vb, "last_bad": va, "known": a == "known", "unran": unran})
+                events.append(RangeEvent("fixed" if not unran else "unseen", vb, va, a == "known", tuple(unran)))
         last_fails = bool(seen) and seen[-1][1] == "fail"
-
-        def words(e: dict[str, Any]) -> str:
-            k = " (known)" if e["known"] else ""
-            could_not = f", which could not run {', '.join(e['unran'])}" if e["unran"] else ""
-            if e["event"] in ("broken", "seen"):
-                return f"{'broken' if e['event'] == 'broken' else 'first seen'} in {e['in']}{k} (passes on {e['last_good']}{could_not})"
-            return f"{'fixed' if e['event'] == 'fixed' else 'not seen'} by {e['by']}{could_not} (fails on {e['last_bad']}{k})"
-
-        text = "; ".join(words(e) for e in events)
+        text = "; ".join(e.words() for e in events)
         if not events:
             k = " (known)" if all(v == "known" for _, v in seen) else ""
             text = f"fails on every version that ran it{k} ({seen[0][0]} .. {seen[-1][0]})"
         last = cells[seen[-1][0]] if seen else None
         passed_there = any(v == "pass" and last is not None and not _unran(cells[ver], last) for ver, v in seen[:-1])
-        out.append({"case": c.name, "events": events, "text": text,
-                    "last_fails_after_pass": last_fails and passed_there})
-    return out
+        out.append(Range(c.name, tuple(events), text, last_fails and passed_there))
+    return tuple(out)
 
 
 def entries_fixed(sups: list[Any], col: Column, corpus: str) -> list[str]:
