@@ -812,8 +812,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         n_args = max(n_args, 2 + len(more))  # (argument 1 stays float32)
     inputs, in_specs, vals = [], [], []
     scalars: list[int] = []  # arguments drawn of rank 1 for a varying scalar (their sum)
-    # a cast to float32 needs an operand of another dtype (its first argument's: arguments
-    # 0 and 1 were both float32, and `cast|dtype=float32` held in 12 of 30 draws)
+    # a cast to float32 needs an operand of another dtype (its first argument's: else
+    # arguments 0 and 1 are both float32, and `cast|dtype=float32` is seldom held)
     cast_to = _cast_to(group[0])
     for i in range(n_args):
         dts: tuple[str, ...] = ((dtype or "float32",) if i == 0 else ("float32",) if i == 1 else (DTYPES if x64 else _X32_DTYPES))
