@@ -159,8 +159,8 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
     while entries and entries[-1] is None and draw(st.booleans(), label="trim_spec"):
         entries.pop()
     if unused and rank and (split_all or (across and draw(st.integers(0, 3), label="split_rest") != 0)):
-        # (seed 1 and 2's first 60 sweep programs: 195 of 445 collectives over axes of
-        # size > 1 read an operand with the same block along all of them)
+        # (else a collective over axes of size > 1 often reads an operand that is the
+        # same block along all of them, which hides a wrong group, order or permutation)
         d = next((d for d, e in enumerate(entries) if e), 0)
         while len(entries) <= d:
             entries.append(None)
@@ -319,9 +319,9 @@ def _outputs(draw: st.DrawFn, body: Body, n_in: int, max_outputs: int,
             if not (v.unreduced or v.reduced):
                 firsts[n] = body.push(Op.make("psum", (f,), axes=tuple(sorted(v.vma))))
     # the body values no op reads (sinks): an op none of the outputs depends on is dead
-    # (jit drops it, and its cells count for nothing: 49% of the ops of seed 0's first
-    # 450 programs when outputs were drawn among all values), so the outputs take the
-    # sinks first, as many as max_outputs allows
+    # (jit drops it, and its cells count for nothing; with outputs drawn among all
+    # values about half the ops were dead), so the outputs take the sinks first, as
+    # many as max_outputs allows
     read = {j for o in body.ops for j in o.operands}
     sinks = [j for j in range(n_in, len(body.vals)) if j not in read and j not in firsts]
     n_out = max(n_out, len(firsts), min(len(sinks) + len(firsts), max_outputs))
@@ -788,8 +788,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     rank = _takeable_rank(draw, f.kind, rank)
     # a sweep group's other (compound) foci of a rank or dtype: the next arguments take them
     others = [c for c in group[1:] if any(d in ("rank", "dtype") or v == "middle" for g in c for d, v in g.parts)]
-    # (of a rank their op takes: seed 2's sweep gave up reduce_sum|dtype=int32|by_error
-    # and transpose|dtype=int8|by_error in every mode, their arguments drawn of rank 0 and 1)
+    # (of a rank their op takes: else a focus such as transpose|dtype=int8|by_error, its
+    # argument drawn of rank 0 or 1, is never held, and the sweep gives it up in every mode)
     more = [(_takeable_rank(draw, c[0].kind, r), d) for c in others for r, d in [argument_constraint(c[0], x64, c[1:])]]
     # a psum_scatter, all_to_all or pswapaxes over every usable axis (`_focus_axes`) needs
     # a dimension of the group's size (a multiple, tiled): the first argument has one
@@ -812,8 +812,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         n_args = max(n_args, 2 + len(more))  # (argument 1 stays float32)
     inputs, in_specs, vals = [], [], []
     scalars: list[int] = []  # arguments drawn of rank 1 for a varying scalar (their sum)
-    # a cast to float32 needs an operand of another dtype (its first argument's: arguments
-    # 0 and 1 were both float32, and `cast|dtype=float32` held in 12 of 30 draws)
+    # a cast to float32 needs an operand of another dtype (its first argument's: else
+    # arguments 0 and 1 are both float32, and `cast|dtype=float32` is seldom held)
     cast_to = _cast_to(group[0])
     for i in range(n_args):
         dts: tuple[str, ...] = ((dtype or "float32",) if i == 0 else ("float32",) if i == 1 else (DTYPES if x64 else _X32_DTYPES))

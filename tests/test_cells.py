@@ -375,8 +375,8 @@ def test_a_valid_lean_part_drops_the_arguments_nothing_uses() -> None:
 def test_a_lean_part_keeps_the_dead_op_that_turns_x64_on() -> None:
     """A dead cast to float64 is all that turns jax_enable_x64 on: the lean part (and
     any slice of the program) keeps it, or the sum of an int32 would be an int32, not an
-    int64, and the pairs claimed for the int64 cells would never be checked (fuzz seed
-    0, 60 s: smap `all_gather|dtype=int64`, claimed by a sweep program that ran)."""
+    int64, and the pairs claimed for the int64 cells (smap `all_gather|dtype=int64`, say)
+    would never be checked."""
     from harness.campaign.cells import checked_cells, lean, typed_cells
     from harness.judge.check import check_program
     from oracles import predict
@@ -548,8 +548,8 @@ def test_the_program_without_a_crashing_bug_runs_a_mode_that_may_hang_with_the_s
     """A negative-split all_to_all (jax fails on it: negative-all-to-all-split-axis)
     beside a zero-size tiled all_gather (its grad may hang in MLIR's verifier:
     zero-size-tiled-all-gather): the program without the all_to_all is checked too, and
-    its grad modes run with KNOWN_HANG_LIMIT_S as the program's own do (seed 3, 60 s:
-    that derived program's grad hung for the pool's 30 s)."""
+    its grad modes run with KNOWN_HANG_LIMIT_S as the program's own do (else its grad
+    can hang for the pool's whole timeout)."""
     import dataclasses
     import io
 
@@ -605,9 +605,9 @@ def test_a_crash_blocks_the_cells_of_every_known_entry_that_explains_it(tmp_path
 def test_a_derived_program_already_queued_runs_again_in_a_mode_it_was_not_queued_in(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The late (eager) part of a program diverges long after its other modes did, with
     the same known bug: the program without it, already queued for those modes, is
-    queued again for eager alone (it was skipped as known: fuzz seed 0, 60 s,
-    `mul|wrap=cond` was never checked in eager though its program's derived one ran in
-    every other mode)."""
+    queued again for eager alone (else, skipped as known, its cells such as
+    `mul|wrap=cond` are never checked in eager though the derived program ran in every
+    other mode)."""
     import io
 
     from harness.campaign.state import Run
@@ -639,9 +639,9 @@ def test_a_mode_that_raised_at_one_known_op_blocks_the_cells_of_the_others_jax_r
     """jax raises at the first op at fault and never reaches a later one a known entry
     says it raises at in that mode too; the program without the bugs rewrites both (a
     non-negative axis), so no program checks the later op's own cells there: they are
-    blocked by that entry, not missed (fuzz seed 3, 60 s: sweep programs of negative-axis
-    all_to_alls left `all_to_all|split_axis=middle&concat_axis=negative` missed in every
-    mode). The op of no entry stays open."""
+    blocked by that entry, not missed (else negative-axis all_to_alls leave cells such as
+    `all_to_all|split_axis=middle&concat_axis=negative` missed in every mode). The op of
+    no entry stays open."""
     import io
 
     from harness.campaign.state import Run
@@ -673,8 +673,8 @@ def test_an_invalid_program_that_missed_its_error_blocks_the_cells_of_every_op_a
     (ragged-all-to-all-typed-as-its-output-buffer names it for this error too) and a neg:
     abstract misses the error, explained at the pmin. The value tier claimed the ragged
     op's cells by error there as blocked by its entry (`claim`): they are, not missed
-    (fuzz seed 7, 60 s: four ragged_all_to_all cells by error were left missed in
-    abstract and lowering); the neg's stay open."""
+    (else its cells by error are listed missed in abstract and lowering); the neg's stay
+    open."""
     import io
 
     from harness.campaign.cells import checked_cells
@@ -708,8 +708,8 @@ def test_a_mode_that_runs_no_reduced_value_is_not_claimed_for_a_program_holding_
     """The workers' jax runs no program holding a reduced / unreduced value in some modes
     (vmap: no batching rule; harness/run/compat.py `ur_mode_gaps`): a program with a pcast
     to 'reduced' is not claimed there, so its other cells stay open in those modes for a
-    later program (seed 0 claimed pcast|axes=with_size_1 in vmap and vmap_spmd for one,
-    and neither mode ever checked it)."""
+    later program (else such a program claims pcast|axes=with_size_1 in vmap and
+    vmap_spmd, and neither mode ever checks it)."""
     from harness.campaign.cells import applies, checked_cells
 
     mesh = Mesh(("x", "y"), (2, 1))
@@ -757,7 +757,7 @@ def test_a_crash_gives_the_modes_it_kept_from_running_the_entrys_reason_where_it
     """A crash in jit kills the worker before the job's later modes run: where the known
     entry that explains it says jax fails in those modes too, its ops' cells there are
     listed with that reason (the program without the bug rewrites the op, so no program
-    checks them: seed 0 left vmap_spmd's negative concat_axis cells missed); a cell of
+    checks them: else vmap_spmd's negative concat_axis cells are listed missed); a cell of
     no entry's op is not."""
     import io
 
@@ -790,8 +790,8 @@ def test_the_program_without_a_known_bug_keeps_the_op_an_invalid_programs_error_
     """An invalid program whose known bug (a bf16 psum in a partial-manual shard_map, an
     abort) sits on one output: the program without it drops that output but keeps the
     op the error is at, dead or not, so it fails the same way and checks the other ops'
-    cells by error (without it the derived program was valid, and seed 0's psum_scatter
-    cells by error were never checked in eager)."""
+    cells by error (without it the derived program is valid, and the psum_scatter cells
+    by error of such a program are never checked in eager)."""
     from harness.campaign.cells import checked_cells
     from harness.judge.known import derived_program
     from harness.judge.known_load import load
@@ -815,8 +815,9 @@ def test_the_program_without_a_known_bug_keeps_the_op_an_invalid_programs_error_
 def test_the_program_without_a_known_bug_outputs_what_the_bug_op_reads() -> None:
     """The program without a known bug (a bf16 psum over a partial-manual axis, which
     aborts) keeps the ops that fed only the bug op, each read value made an output (a
-    varying scalar as its sum with a zero of shape (1,)): seed 0's pshuffle in a cond fed
-    such a psum, and `pshuffle|wrap=cond|by_error` was never checked in eager. A value a
+    varying scalar as its sum with a zero of shape (1,)): else a pshuffle in a cond that
+    feeds such a psum is dropped, and `pshuffle|wrap=cond|by_error` is never checked in
+    eager. A value a
     bug op makes, or one another bug op feeds, stays out."""
     from harness.campaign.cells import checked_cells
     from harness.judge.known import derived_program

@@ -89,7 +89,7 @@ def test_kink_near_the_point_is_reported_not_differentiated(monkeypatch) -> None
 def test_a_tie_within_the_large_step_is_not_a_smooth_point() -> None:
     """ppermute then minimum: at the grad point two elements of a minimum are within 1e-3
     of a tie along the direction. A single step of 1e-2 called the point smooth and
-    predicted a derivative 11% off (shardfuzz seed 10); now either no derivative is
+    predicted a derivative far outside its tolerance; now either no derivative is
     predicted or the one predicted matches a tiny step."""
     from oracles.derivatives import _g
     from programs.points import grad_point, tangents
@@ -107,8 +107,8 @@ def test_a_tie_within_the_large_step_is_not_a_smooth_point() -> None:
 
 def test_no_derivative_is_predicted_where_a_value_overflows_its_dtype() -> None:
     """float16: 60000 * x overflows at the grad point (max 65504), so jax's jvp and vjp
-    are inf or nan while the float64 differences stay finite (a 60 s default run: float16
-    times a uint32 4294967295); as for values, nothing is predicted there. In float32
+    are inf or nan while the float64 differences stay finite (as for float16 times a
+    uint32 4294967295); as for values, nothing is predicted there. In float32
     the same program has its derivative."""
     from programs.model import Input
 

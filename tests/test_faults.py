@@ -150,9 +150,8 @@ def test_crash_and_hang_cost_one_program(fork_server: bool) -> None:
 def test_the_modes_a_crash_kept_from_running_run_in_a_job_of_their_own(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A fuzz run: the worker dies in jit, and the job's later mode (vmap) comes back
     unrun; the scheduler runs it in a job of its own, so each mode gives its own result
-    (here a crash too). Before, vmap was left unchecked: fuzz seed 28, 60 s, cold, a
-    sweep program crashed in gspmd (a known abort) before vmap_spmd ran, and one of its
-    cells was never checked there."""
+    (here a crash too). Else a program that crashes in one mode (a known abort in
+    gspmd, say) leaves the job's later modes unrun, and its cells there unchecked."""
     import io
 
     from harness.campaign.config import RunConfig

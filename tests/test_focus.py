@@ -185,9 +185,9 @@ def test_a_cell_a_later_program_holds_first_outside_the_table_is_swept_at_once()
     (`CellLedger.seen`), is a focus of sweep programs drawn at once (`Sweep.new_cells`,
     then `draws` again): a by-error twin of a table cell, and a cell of an op XLA:CPU
     cannot run by value (the table leaves those kinds out; ragged_all_to_all's cells are
-    checked by abstract and lowering). Seed 3, 60 s: a stream program held
-    pmin|wrap=switch|by_error beside a pbroadcast (no mode but abstract runs it), and seven
-    modes missed it. A cell of no kind the sweep aims at (`=?` rank) draws nothing."""
+    checked by abstract and lowering). Else a cell only a stream program holds, beside
+    an op no mode but abstract runs (a pbroadcast), is missed in every other mode. A
+    cell of no kind the sweep aims at (`=?` rank) draws nothing."""
     from harness.campaign.cells import CellLedger, checked_cells
     from harness.campaign.sweep import Sweep, holds
     from harness.run.modes import DEFAULT_MODES
@@ -331,8 +331,8 @@ def test_a_focus_group_of_integer_ops_has_a_float_output_for_the_grad_modes() ->
 def test_a_sweep_groups_second_op_that_splits_a_dimension_has_an_argument_that_fits_it() -> None:
     """In a sweep group of foci of pswapaxes, all_to_all or psum_scatter with a dtype each,
     the argument each later focus's op takes has a dimension of the group's size too, as
-    the first one's does: its op is drawn over every usable axis (measured: the second
-    focus held in 7, 12 and 12 of 20 draws without it)."""
+    the first one's does: its op is drawn over every usable axis (else the second focus
+    is held in only some of the draws)."""
     from harness.campaign.sweep import _held, draw_group
     from harness.run.modes import DEFAULT_MODES
 
@@ -348,8 +348,8 @@ def test_a_sweep_groups_second_op_that_splits_a_dimension_has_an_argument_that_f
 
 def test_a_cast_to_float32_focus_draws_an_argument_of_another_dtype() -> None:
     """A cast's dtype cell is its result's: a focus on a cast to float32 needs an operand
-    of another dtype, and its first argument has one (the first two arguments were both
-    float32: it held in 12 of 30 draws)."""
+    of another dtype, and its first argument has one (else the first two arguments are
+    both float32, and the focus is seldom held)."""
     from harness.campaign.sweep import _held, draw_group
     from harness.run.modes import DEFAULT_MODES
 
@@ -361,9 +361,9 @@ def test_a_cast_to_float32_focus_draws_an_argument_of_another_dtype() -> None:
 def test_after_known_trouble_at_an_op_of_another_kind_a_group_is_drawn_without_that_kind() -> None:
     """An invalid sweep program at whose op of another kind than its foci jax is known to
     raise another error holds none of them (harness/campaign/sweep.py); the group's next
-    draws add no op of that kind besides the foci's (`programs_around(avoid=)`): seed 0
-    gave up pswapaxes|dtype=float64|by_error, each of its twelve draws holding a
-    psum_scatter, all_to_all or pmax jax was known to go wrong at."""
+    draws add no op of that kind besides the foci's (`programs_around(avoid=)`): else a
+    focus such as pswapaxes|dtype=float64|by_error whose every draw holds a
+    psum_scatter, all_to_all or pmax jax is known to go wrong at is given up."""
     from itertools import islice
 
     import harness.campaign.sweep as sweep
@@ -417,8 +417,8 @@ def test_after_known_trouble_at_an_op_of_another_kind_a_group_is_drawn_without_t
 def test_a_sweep_groups_later_reduce_sum_or_transpose_focus_has_an_argument_of_a_rank_it_takes() -> None:
     """A later focus of a sweep group that names a dtype gets an argument of that dtype;
     a reduce_sum takes no scalar and a transpose no value below rank 2, so that argument
-    has a rank they take (seed 2 gave up reduce_sum|dtype=int32|by_error and
-    transpose|dtype=int8|by_error in every mode: their arguments came out of rank 0 and 1)."""
+    has a rank they take (else a focus such as transpose|dtype=int8|by_error, its
+    argument drawn of rank 0 or 1, is never held, and is given up in every mode)."""
     from harness.campaign.sweep import _held, draw_group
     from harness.run.modes import DEFAULT_MODES
 
@@ -434,8 +434,8 @@ def test_a_sweep_groups_later_reduce_sum_or_transpose_focus_has_an_argument_of_a
 def test_after_known_trouble_at_its_defects_op_a_group_is_drawn_with_another_defect() -> None:
     """An invalid sweep program whose defect's own op (of another kind than the foci) is
     one jax is known to answer with another error holds none of its foci: the group's
-    next draws take another defect (seed 2: a bad_permutation's ppermute, which jax does
-    not check, cost reduce_sum|dtype=int32|by_error one of its tries)."""
+    next draws take another defect (else a bad_permutation's ppermute, which jax does
+    not check, costs the group's foci their tries)."""
     from itertools import islice
 
     import harness.campaign.sweep as sweep
@@ -471,9 +471,9 @@ def test_after_known_trouble_at_its_defects_op_a_group_is_drawn_with_another_def
 
 def test_a_binary_ops_dtype_focus_takes_a_partner_of_its_dtype() -> None:
     """A binary op's dtype cell is its result's: a partner of another dtype promotes it out
-    of the focus's dtype. The focus op's partner has the operand's dtype (seed 3's sweep
-    gave up add|dtype=uint32|by_error, its uint32 adds all promoted to float32 or int64;
-    groups of six such foci held 195 of 240 before, 230 now)."""
+    of the focus's dtype. The focus op's partner has the operand's dtype (else a focus
+    such as add|dtype=uint32|by_error, its adds promoted to float32 or int64 by their
+    partners, is rarely held and given up)."""
     from harness.campaign.sweep import _held, draw_group
     from harness.run.modes import DEFAULT_MODES
 
@@ -491,9 +491,8 @@ def test_a_binary_ops_dtype_focus_takes_a_partner_of_its_dtype() -> None:
 def test_the_sweep_aims_at_a_cell_outside_the_table_that_a_program_held() -> None:
     """A cell outside the table that some program drawn before held (`CellLedger.seen`,
     harness/campaign/plan.py `ValueTier.tier`) becomes a focus of the sweep, which draws a program holding
-    it (seed 1: cast|dtype=float64|by_error and psum|dtype=uint64|by_error, held by sweep
-    programs jax is known to answer with another error at another op, were checked in
-    abstract only, and no focus aimed at them)."""
+    it (else such a cell, e.g. cast|dtype=float64|by_error held only by programs jax is
+    known to answer with another error at another op, is checked by abstract alone)."""
     from harness.campaign.cells import CellLedger, checked_cells
     from harness.campaign.sweep import sweep_draws
     from harness.run.modes import DEFAULT_MODES
@@ -548,10 +547,7 @@ def test_focus_collectives_read_operands_that_differ_along_their_axes() -> None:
     usable axis and of rank 1 or more (three times in four each), its operand is drawn
     among the values that vary along its axes, and a rank-0 focus reads the sum of a
     split rank-1 argument (strategies/programs.py `_argument`, `_focus_operand`,
-    `_focused`). Measured on the first 60 valid sweep programs of seeds 1 and 2: 195 of
-    445 such collectives read an operand the same along all their axes before, 56 of
-    416 after; of 24 draws around `ppermute|rank=0`, 1 of 15 such ops read a scalar
-    that differs along its axes before, 12 of 17 after."""
+    `_focused`); docs/scheduling.md ("Focus draws") has the measured shares."""
     from itertools import islice
 
     from harness.campaign.cells import value_types

@@ -268,8 +268,8 @@ def test_a_crash_keeps_its_cause_line(pool: Pool) -> None:
 
 def test_a_lowering_error_is_put_on_an_op_only_by_the_same_error() -> None:
     """jit's lowering error takes the op eager raised the same error at; another mode's
-    different error of the same class (another bug) does not move it (qualify seed 3:
-    a dead negative psum_scatter's lowering error had been put on a vmap_spmd bug's mul)."""
+    different error of the same class (another bug) does not move it (else a dead
+    negative psum_scatter's lowering error is put on a vmap_spmd bug's mul)."""
     from harness.judge.check import _localise
     from harness.judge.divergence import Divergence, DivergenceKind
 
@@ -299,8 +299,8 @@ def test_the_size_1_explicit_axis_feature_reads_the_axis_types_outside_explicit_
     """explicit_axes(axes='data') around the call: 'data' is Explicit inside (the
     program's mesh) and Auto outside, where the output is laid out; out_spec
     P(None, ('data', 'pipe', 'model')) then names the size-1 Explicit 'pipe' beside the
-    Auto 'data' of size 4 (jax 0.10.2 lays it out P('data') and loses 'pipe': seed 0's
-    3a615b1ac57f). Inside, no axis of size > 1 is Auto: without the wrapper it does not hold."""
+    Auto 'data' of size 4 (jax 0.10.2 lays it out P('data') and loses 'pipe'). Inside,
+    no axis of size > 1 is Auto: without the wrapper it does not hold."""
     from dataclasses import replace
 
     from harness.judge.known_features import PROGRAM_FEATURES
@@ -368,8 +368,8 @@ def replace_kind(p: Program, kind: str) -> Program:
 
 def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a_later_defect() -> None:
     """Eagerly, a negative-split all_to_all runs (and fails MLIR verification with a
-    garbage split size) before a later op's defect is traced (seed 0's 2000-program value
-    run, harness/data/corpus/known/neg_split_eager_invalid.json). The entry explains that wrong
+    garbage split size) before a later op's defect is traced
+    (harness/data/corpus/known/neg_split_eager_invalid.json). The entry explains that wrong
     error where jax raised at the all_to_all, and not where it raised at the psum, nor
     for the same program with the axis non-negative."""
     from dataclasses import replace
@@ -402,7 +402,7 @@ def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a
 def test_a_negative_scatter_psum_scatter_explains_vmaps_carry_type_error_before_a_later_defect() -> None:
     """Under vmap, an untiled psum_scatter with scatter_dimension=-1 in a fori loop
     scatters the wrong dimension, and the loop's carry check raises TypeError before the
-    invalid program's out_specs defect (fuzz --seed 2, 60 s; harness/data/corpus/known/
+    invalid program's out_specs defect (harness/data/corpus/known/
     neg_scatter_vmap_fori_invalid.json). The entry explains that TypeError in the vmap
     modes only, not for the same program with the dimension non-negative, nor on a jax
     that has the fix."""
@@ -431,7 +431,7 @@ def test_a_negative_scatter_psum_scatter_explains_vmaps_carry_type_error_before_
 def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_its_cone() -> None:
     """Untiled over a size-1 axis with split_axis=-1, jax 0.10.2's all_to_all keeps its
     operand's shape, so a following pswapaxes of the oracle's (valid) shape raises
-    ValueError (fuzz seed 0, 60 s: harness/data/corpus/known/neg_split_downstream_swap.json).
+    ValueError (harness/data/corpus/known/neg_split_downstream_swap.json).
     The entry explains that error at the pswapaxes, which depends on the all_to_all, and
     not at a pswapaxes of the argument itself, nor with the axis non-negative, nor on a
     jax that normalises negative axes."""
@@ -462,8 +462,8 @@ def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_it
 
 def test_an_out_of_order_ppermute_inside_a_transform_explains_the_transforms_wrong_value() -> None:
     """The probe sees a derivative transform as one op, so a ppermute out of mesh order
-    among its steps makes the transform the first op going wrong (a 60 s default run of
-    seed 0, harness/data/corpus/known/ppermute_order_transform.json). The entry explains the
+    among its steps makes the transform the first op going wrong
+    (harness/data/corpus/known/ppermute_order_transform.json). The entry explains the
     output that reads that transform, not one that does not."""
     from programs.serialize import from_json
 
@@ -477,7 +477,7 @@ def test_an_out_of_order_ppermute_inside_a_transform_explains_the_transforms_wro
 
 
 def test_a_bf16_vjp_that_sums_its_cotangent_in_partial_manual_is_the_abort_entry() -> None:
-    """bf16-partial-manual-transform-cotangent-abort (a default 60 s run of seed 1): a vjp
+    """bf16-partial-manual-transform-cotangent-abort: a vjp
     whose pshuffle makes a P() bfloat16 operand vary sums its cotangent over those manual
     axes, the bfloat16 all-reduce XLA:CPU aborts on. The feature holds there, not for a
     float32 operand, not for a jvp (no transpose)."""
@@ -513,7 +513,7 @@ def test_a_bf16_vjp_that_sums_its_cotangent_in_partial_manual_is_the_abort_entry
 def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotangent_error_only() -> None:
     """A derivative transform in the body transposes its steps in every mode, so the
     untiled all_to_all's wrong transpose raises at the transform in abstract, jit, eager
-    ... (a 60 s default run of seed 0; harness/data/corpus/known/a2a_untiled_transform.json).
+    ... (harness/data/corpus/known/a2a_untiled_transform.json).
     The entry explains that error at a transform holding an untiled all_to_all, not at
     one holding a tiled one, nor one of the 0.8 shape where the cotangent is returned."""
     from dataclasses import replace
@@ -545,8 +545,8 @@ def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotang
 
 def test_a_zero_size_psum_scatter_explains_eagers_wrong_error_only_when_it_raised_there() -> None:
     """Eager runs each op as it comes, so in a program whose defect jax checks at the end
-    (a duplicate out_spec axis) a zero-size psum_scatter raises first (a 60 s default
-    run of seed 0; harness/data/corpus/known/zero_psum_scatter_eager_invalid.json). The entry
+    (a duplicate out_spec axis) a zero-size psum_scatter raises first
+    (harness/data/corpus/known/zero_psum_scatter_eager_invalid.json). The entry
     explains that wrong error in eager, at the psum_scatter, and not at another op."""
     from programs.serialize import from_json
 
@@ -568,7 +568,7 @@ def test_a_zero_size_psum_scatter_explains_eagers_wrong_error_only_when_it_raise
 def test_an_untiled_all_to_all_transposed_in_a_transform_explains_an_invalid_programs_wrong_error_only_there() -> None:
     """In an invalid program whose defect jax finds after tracing the body (an out_specs
     structure), a derivative transform holding an untiled all_to_all raises its cotangent
-    ValueError first (a 60 s default run of seed 0; harness/data/corpus/known/
+    ValueError first (harness/data/corpus/known/
     a2a_untiled_transform_invalid.json). The entry explains that wrong error at such a
     transform, not with its all_to_all tiled, and not at a plain untiled all_to_all (no
     transpose there)."""
@@ -606,9 +606,9 @@ def test_an_untiled_all_to_all_transposed_in_a_transform_explains_an_invalid_pro
 def test_a_negative_axis_all_to_all_explains_a_grad_hang_and_gives_it_the_short_limit(case: str, axis: str, entry_id: str) -> None:
     """An all_to_all with a negative axis hands XLA a garbage size in the grad modes
     (untiled split_axis=-1: 'split dimension has size 140728018265312'; concat_axis=-1,
-    tiled: the backward all_to_all gets it as its split axis), which raise or hang: a 60 s
-    default run of seed 0 (split) and one of seed 2 (concat, reported new) each lost a
-    worker for 30 s (harness/data/corpus/known/CASE). The entry explains a grad timeout of
+    tiled: the backward all_to_all gets it as its split axis), which raise or hang: a
+    hang unexplained is reported new and costs a worker the pool's whole timeout
+    (harness/data/corpus/known/CASE). The entry explains a grad timeout of
     such a program, and the scheduler gives its grad modes KNOWN_HANG_LIMIT_S; with the
     axis non-negative (its rewrite) neither, nor on 0.12."""
     from harness.campaign.cells import value_types
@@ -636,8 +636,7 @@ def test_a_negative_axis_all_to_all_explains_a_grad_hang_and_gives_it_the_short_
 def test_a_negative_scatter_dimension_explains_a_nested_shard_map_raising_after_it() -> None:
     """An untiled psum_scatter with scatter_dimension=-2 scatters the wrong dimension
     under vmap, and a nested shard_map after it raises that its argument does not divide
-    (a cold 60 s run of seed 6 reported it NEW;
-    harness/data/corpus/known/neg_scatter_nested_shard_map.json). Run on this jax: every
+    (harness/data/corpus/known/neg_scatter_nested_shard_map.json). Run on this jax: every
     divergence is explained by negative-scatter-dimension on 0.10.2, the vmap one at the
     nested shard_map included, and the rewrite (scatter_dimension 0) runs clean; the
     entry does not cover 0.12.0 (fixed upstream)."""
@@ -663,8 +662,8 @@ def test_a_negative_scatter_dimension_explains_a_nested_shard_map_raising_after_
 
 def test_a_zero_size_output_under_explicit_axes_explains_its_lost_sharding_type_only() -> None:
     """Inside jax.sharding.explicit_axes on a mixed mesh, a zero-size output split over
-    an Explicit axis loses it from its sharding type in jit, gspmd and eager (a cold 60 s
-    run of seed 12 reported it NEW; harness/data/corpus/known/explicit_axes_zero_size_type.json).
+    an Explicit axis loses it from its sharding type in jit, gspmd and eager
+    (harness/data/corpus/known/explicit_axes_zero_size_type.json).
     Run on this jax: explicit-axes-zero-size-output-type explains each of those
     divergences; with a non-zero-size argument the program runs clean."""
     from dataclasses import replace
@@ -688,9 +687,9 @@ def test_a_zero_size_output_under_explicit_axes_explains_its_lost_sharding_type_
 def test_the_program_without_a_dead_bug_op_drops_it() -> None:
     """A known entry's op that no output reaches (eager and abstract trace dead ops, and
     jax raised there): the program without the bug is the program without it, every
-    output kept (fuzz seed 12, 60 s: a dead pcast to 'unreduced' of a precv result made
-    abstract raise, and the program's pbroadcast cells, checked by abstract only, were
-    left missed: there was no program without the bug)."""
+    output kept (else, with no program without the bug, a dead pcast to 'unreduced' of
+    a precv result that makes abstract raise leaves the program's cells that abstract
+    alone checks, such as its pbroadcast's, missed)."""
     pmax = next(e for e in ENTRIES if e.id == "pmax-no-differentiation-rule")
     p = Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"),), (P("x"),),
                 (op("neg", 0), op("pmax", 0, axes=("x",))), (1,), (P("x"),))
@@ -728,10 +727,10 @@ def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error()
 
 def test_a_known_crash_before_an_invalid_programs_error_is_eager_trouble_at_its_ops() -> None:
     """Eager runs the body op by op: an op a crash entry names, before the op the error
-    is at, aborts eager before the error (fuzz seed 33, 60 s, cold: a bf16 pmean in a
-    partial-manual program aborted eager before a dead psum over a non-manual axis
-    raised, and the program's other pmean cells by error were counted checked in eager,
-    and never were). Trouble in eager only, at the ops before the error; none where the
+    is at, aborts eager before the error (else, when a bf16 pmean in a partial-manual
+    program aborts eager before a dead psum over a non-manual axis raises, the
+    program's other pmean cells by error are counted checked in eager, and never are).
+    Trouble in eager only, at the ops before the error; none where the
     error comes first, nor in the modes that trace the whole body before they run it."""
     from harness.campaign.known_queries import error_trouble_modes
     from oracles.interpreter import trace
@@ -785,7 +784,7 @@ def test_a_wrong_error_jax_raises_after_tracing_the_whole_body_may_come_from_any
     fails StableHLO verification there, before the bad perm of a later ppermute (the
     program's defect) is checked. The wrong error names no op (raised_at: after the body),
     so the psum_scatter's known entry explains it, not only an entry of the predicted
-    error's op (fuzz seed 1, 60 s: a NEW bucket before)."""
+    error's op (else the wrong error is reported as a new bucket)."""
     from harness.judge.check import check_program
     from harness.judge.known import explain_all
     from harness.judge.known_load import load

@@ -181,7 +181,7 @@ def test_psum_over_no_axes_is_its_operand() -> None:
 
 
 def test_check_vma_false_blocks_resharded_by_auto_axes_may_each_keep_their_own() -> None:
-    """qualify seed 3, s3-1850: check_vma=False, an output varying over 'data' that its
+    """check_vma=False, an output varying over 'data' that its
     out_spec P(None, 'model') leaves out, inside auto_axes(axes='data', out_sharding=P()).
     The global value is unspecified along 'data' (any device's block there), and the
     reshard to P() leaves each device with the whole value as it saw it: every device
@@ -208,7 +208,7 @@ def test_a_wrapped_output_without_one_global_value_is_each_groups_array() -> Non
     """check_vma=False, out_spec P('model') of a value that differs along 'data' (left
     out): no one global value. auto_axes(axes='model', out_sharding=P()) gathers it along
     'model' within each 'data' group, so device (d, m) holds its group's whole array
-    (measured on jax 0.10.2: fuzz seed 0, 7289f623eb8a), not the out_spec's block."""
+    (measured on jax 0.10.2), not the out_spec's block."""
     mesh = Mesh(("data", "model"), (2, 2), ("explicit", "auto"))
     p = replace(prog(mesh, Spec((("model",),)), in_spec=Spec((("data",),)), shape=(4,), check_vma=False),
                 mesh_context=True, reshard=True, wrap="auto_axes", wrap_axes=("model",), wrap_specs=(Spec(()),))

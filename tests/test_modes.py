@@ -151,9 +151,9 @@ def test_the_grad_modes_list_a_while_loop_as_a_gap() -> None:
 def test_the_probe_leaves_out_unreduced_values_and_still_finds_the_op_going_wrong() -> None:
     """The probe runs with check_vma=False, where jax refuses pcast(to='unreduced') of a
     value it types invariant: it leaves out the ops the oracle types unreduced (and those
-    reading them), so a wrong psum elsewhere in the body is still put on the psum (before,
-    every probe failed and the divergence stayed on the output's producer, neg: seed 0's
-    f10519fcdad8, a wrong ppermute bucketed as value|jit|transpose)."""
+    reading them), so a wrong psum elsewhere in the body is still put on the psum (else
+    every probe fails and the divergence stays on the output's producer: a wrong
+    ppermute is bucketed as value|jit|transpose)."""
     from harness.judge.check import check_in_pool
     from harness.run.modes import probe_program, probe_values
 

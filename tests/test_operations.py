@@ -58,8 +58,8 @@ def test_kill_9_loses_no_found_program(tmp_path: Path) -> None:
 
 def test_corpus_replay_reports_fixed(tmp_path: Path) -> None:
     rep1, rep2, corpus = tmp_path / "a", tmp_path / "b", tmp_path / "corpus"
-    # (seed 3: its first 100 programs show the psum fault and nothing else since the
-    # transform op came into the stream; seed 21's met a real jax bug too)
+    # (seed 3: its first 100 programs show the psum fault and nothing else; a seed whose
+    # programs also meet a real jax bug would not do)
     r = sf("fuzz", "--seed", "3", "--max-examples", "100", "--invalid", "0", "--report", str(rep1), "--corpus", str(corpus), *FAST,
            env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
     assert r.returncode == 1, r.stdout[-1500:] + r.stderr[-1500:]
@@ -100,8 +100,8 @@ def test_unknown_profile_is_exit_2(tmp_path: Path) -> None:
 
 def test_minimize_total_budget_goes_to_the_most_frequent_bucket_first(tmp_path: Path) -> None:
     rep = tmp_path / "rep"
-    # (seed 5: its first 60 programs make three new buckets from two cases with the psum
-    # fault since focused generation came into the stream; seed 3's make one)
+    # (seed 5: its first 60 programs make several new buckets, from two cases with the
+    # psum fault, for the total budget to choose among)
     r = sf("fuzz", "--seed", "5", "--max-examples", "60", "--report", str(rep), "--modes", "jit,eager,vmap", "--workers", "1",
            "--value-share", "1", "--invalid", "0", "--minimize-budget", "5", "--minimize-total", "1",
            env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})
@@ -157,8 +157,7 @@ def test_console_json_junit_and_html_give_the_same_counts(tmp_path: Path) -> Non
     from harness.report.summary import RunSummary
 
     rep = tmp_path / "rep"
-    # (seed 1: its first 40 programs reach the psum fault and known entries under the
-    # strategy with the loop wrappers and no target phase; seed 0 no longer does)
+    # (seed 1: its first 40 programs reach the psum fault and known entries)
     r = sf("fuzz", "--seed", "1", "--max-examples", "40", "--report", str(rep), "--modes", "abstract,jit,eager",
            "--workers", "1", "--value-share", "1", "--invalid", "0.4", "--minimize-budget", "0",
            env={"SHARDFUZZ_FAULTS": "psum_counts_device0_twice"})

@@ -328,7 +328,7 @@ def test_a_known_bug_never_excuses_the_rest_of_the_program_in_qualify(tmp_path: 
 
 
 def test_a_pass_where_the_bugs_mode_could_not_run_is_no_range() -> None:
-    """qualify seed 3: jax 0.9.2 passes 179 unreduced programs whose eager mode it cannot
+    """jax 0.9.2 passes unreduced programs whose eager mode it cannot
     run, where 0.10.2's known bug (eager-unreduced-intermediate) shows: '(passes on
     0.9.2)' would claim a range nothing measured. Such a transition is 'first seen', is
     not bisected, and a failure in a mode the earlier pass did not run sets no exit code."""

@@ -43,9 +43,9 @@ def _same_error(p, q) -> None:  # type: ignore[no-untyped-def]
 
 def test_nonnegative_axes_rewrites_an_invalid_program_where_the_axis_is_in_range() -> None:
     """An invalid program's in-range negative axes become non-negative, and it fails the
-    same way (fuzz seed 0: eager segfaulted at a negative split_axis of a sweep program
-    whose out_spec drops a varying axis; without the rewrite its other all_to_alls'
-    cells were never checked by error in eager). An out-of-range axis is a defect of
+    same way (eager can segfault at a negative split_axis of a program whose out_spec
+    drops a varying axis; without the rewrite its other all_to_alls' cells are never
+    checked by error in eager). An out-of-range axis is a defect of
     its own: it stays."""
     drops = prog(XY, [iota(8, 4), iota(8, 4)], [P("x"), P("x")],
                  [op("all_to_all", 0, axes=("y",), split_axis=-1, concat_axis=-2, tiled=True), op("neg", 1)],

@@ -115,8 +115,8 @@ def test_a_program_run_together_leaves_the_workers_probes_of_jax_as_they_are() -
     """`compat.unsupported_features` probes this jax once per worker (cached). Asked for
     the first time inside a program's mesh context (an Explicit axis: jax.set_mesh), the
     probe of jax.grad inside a checked body failed, and every later program of that
-    worker holding one came back "unsupported" in every mode, abstract included (4 of 11
-    cold 60 s fuzz runs, from ~50 s on: their cells were checked nowhere)."""
+    worker holding one came back "unsupported" in every mode, abstract included: their
+    cells were checked nowhere."""
     from programs.model import Op, Spec
 
     grad = Op.make("transform", (0,), transform="grad", custom="none", steps=(("mul", (0, 0), ()),))

@@ -172,7 +172,7 @@ def test_transform_errors() -> None:
 def test_product_rule_broadcasts_a_rank_0_step_per_device() -> None:
     # f(c) = sum(c) * c, c = [0, 1 | 2, 3] split over i: grad of sum(f) = sum(c)^2 per
     # device is 2 sum(c), per device (2, 10); a rank-0 step times the operand must
-    # broadcast per device, not against the device dimension (qualify seed 3, s3-0440)
+    # broadcast per device, not against the device dimension
     steps = (step("reduce_sum", 0, axis=0), step("mul", 1, 0))
     got, vma, _ = _out(_prog("grad", steps, P(("i",)), P(("i",))))
     assert got.shape == (2, 2) and np.allclose(got, [[2.0, 2.0], [10.0, 10.0]]), got

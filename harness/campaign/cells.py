@@ -68,8 +68,8 @@ def lean(p: Program, keep: tuple[int, ...] | None = None) -> Program:
     (programs/graph.py `lean_part`) and its unused arguments: a valid program's, and an
     invalid one's whose defect jax finds after tracing the body (strategies/invalid.py
     `TRACED_DEFECTS`: no in_spec of theirs) where the oracle predicts the same error
-    without them. Eager moves each argument with a compile of its own: seed 0's sweep
-    sent 92 unused arguments in its invalid eager parts (of ~2000 eager compiles).
+    without them. Eager moves each argument with a compile of its own, so an unused one
+    costs it a compile and checks nothing.
 
     An invalid program is cut only where the cut keeps its error (`_error_cut`): the
     outputs `keep` and, if the oracle's error needs one more (an out_spec's duplicate
@@ -102,9 +102,7 @@ def _error_cut(p: Program, keep: tuple[int, ...]) -> tuple[int, ...] | None:
     runs: `keep` where the oracle predicts the same error for `p` cut to them (kind,
     facts, the op and output it names, renumbered), else `keep` and the first other
     output with which it does, else None (the whole program). Eager runs every op of
-    the body before jax checks the out_specs, so each output cut saves its ops' compiles
-    (seed 1's sweep: an invalid program's eager part 35 compiles for 21 cells by error,
-    a valid one's 20 for 18)."""
+    the body before jax checks the out_specs, so each output cut saves its ops' compiles."""
     want = predict(p, values=False).error
     at = failing_op(p)
     also = frozenset() if at is None else frozenset({at})
@@ -193,11 +191,11 @@ def trouble_cells(p: Program, bad: frozenset[int]) -> frozenset[str]:
     known entry says jax raises another error than predicted, or none
     (harness/judge/known.py `error_trouble_modes`). In the modes jax goes wrong in, `p`
     checks none of its cells by error, and the run blocks these (the entry explains jax
-    there: harness/campaign/state.py `_entry_cells`); the others stay open. Seed 6, 60 s:
-    a program by error with two pmins of several groups (grouped-pmin-claims-invariance:
-    jax misses the out_specs defect) held the foci of its int8 and uint32 pmins, of one
-    group and none, as the sweep held every focus of the ops' kind; neither was checked
-    by error in six modes, nor drawn again."""
+    there: harness/campaign/state.py `_entry_cells`); the others stay open. Else a
+    program by error with known trouble at some of its ops (grouped-pmin-claims-invariance:
+    jax misses the out_specs defect at a pmin of several groups) would claim the cells
+    of its other ops too (its pmins of one group or none): no mode would check them by
+    error, and the sweep, counting them held, would not draw them again."""
     return by_error(ops_cells(p, bad, _typed(p)[0]))
 
 
@@ -320,8 +318,8 @@ class CellLedger:
     reopens: dict[str, int] = field(default_factory=dict)
     # the modes that run no program holding a reduced / unreduced value on the workers'
     # jax, with why (harness/run/compat.py `ur_mode_gaps`): `claim` and the sweep do not
-    # count on them for such a program (seed 0 claimed pcast|axes=with_size_1 in vmap
-    # for a program with a pcast to 'reduced', and vmap never checked it)
+    # count on them for such a program (else a program with a pcast to 'reduced' claims
+    # its cells in vmap, which never checks them)
     ur_gaps: dict[str, str] = field(default_factory=dict)
     # every cell of the programs drawn so far, as the value tier saw them (every program
     # is checked abstractly at least: harness/campaign/plan.py `ValueTier.tier`): the sweep

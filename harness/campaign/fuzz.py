@@ -414,9 +414,9 @@ def _generate(sched: _Executor, fixed: Iterable[Program] | None, stats: list[dic
 
         def check(p: Program) -> None:
             # a cell the stream's program held first, outside the table, is a focus of a
-            # sweep program drawn at once (Sweep.new_cells: the programs drawn decide it).
-            # Seed 3, 60 s: a stream program at 55 s held pmin|wrap=switch|by_error beside
-            # a pbroadcast (no mode but abstract runs it), and seven modes missed it
+            # sweep program drawn at once (Sweep.new_cells: the programs drawn decide it):
+            # else a cell only a stream program holds, beside an op no mode but abstract
+            # runs (a pbroadcast), is checked by abstract alone and missed in every other mode
             sched.check(p)
             if sweep.new_cells():
                 swept()

@@ -224,9 +224,9 @@ def error_trouble_modes(entries: Sequence[KnownDivergence], p: Program, types: S
     it traces. (pmin-no-differentiation-rule names every pmin in the grad modes only,
     grouped-pmin-claims-invariance the grouped ones in every mode: in jit, a program's
     ungrouped pmin is checked by error. axis-index-groups-not-checked-pmax names every
-    grouped pmax, for a collective_param error only: seed 2's program by error of
-    out_specs held, and never had checked or blocked, the foci of its pmaxes of one
-    group.) A `crash` or `timeout` signature naming a mode that runs the body op by op
+    grouped pmax, for a collective_param error only: a program by error of out_specs
+    still checks, or the entry blocks, the foci of its pmaxes of one group.) A `crash`
+    or `timeout` signature naming a mode that runs the body op by op
     (`OP_BY_OP_MODES`: eager) is trouble there at its ops before the error's."""
     out: dict[str | None, set[int]] = {}
     for e in entries:

@@ -69,7 +69,8 @@ KNOWN_HANG_LIMIT_S = 2.0
 LATE_BOUND = 2  # late parts (a program's costly modes) waiting before they go out first
 # During the sweep, one late part goes out per SWEEP_LATE_EVERY programs: a sweep program's
 # cheap modes bring many new pairs in little time, its eager part few in more, so eager
-# waits for most of the sweep (one per 5 and none both reached fewer pairs by 60 s).
+# waits for most of the sweep (one per 5, or none, each checked fewer pairs within a
+# budget: docs/scheduling.md, "Late parts").
 SWEEP_LATE_EVERY = 10
 
 

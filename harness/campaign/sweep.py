@@ -9,9 +9,9 @@ each a focus and one open focus of every other dimension (dtype, rank, wrapper,
 parameter class, ...) that one op can have with it, so one op checks several cells. A
 group is formed when its program is drawn, of the foci still open in the run's cell
 ledger (the programs before it, swept or not, bring many cells besides their foci), and
-a focus its program did not hold is drawn again later. Measured on seed 0 (jax 0.10.2,
-no run): 415 programs with one-cell foci in fixed groups of 4 held 7175 of the table's
-8602 reachable (cell, mode) pairs; 211 with compound foci in open groups of 6 hold 8050.
+a focus its program did not hold is drawn again later. Compound foci in open groups
+hold more of the table's reachable (cell, mode) pairs, with fewer programs, than
+one-cell foci in fixed groups (docs/scheduling.md, "The sweep", has the figures).
 """
 
 from __future__ import annotations
@@ -46,12 +46,10 @@ from strategies.invalid import DEFECTS
 from strategies.programs import programs_around
 
 # (compound) foci per sweep program. Fewer, larger programs cost the cheap modes less (a
-# program's trace and compile are mostly fixed cost). Measured cold (empty compilation
-# cache), `fuzz --budget 60`, 2 cores, one run per seed, groups of 6 / 9 / 12 / 16 / 24 on
-# seeds 7 and 10-18 / 10-13 / 10-15 / 10-17 / 10-15: the modes but eager took 69.1, 62.9,
-# 61.1, 57.7 and 63.8 s of worker time; their pairs 99% checked at 43.2, 38.6, 37.5, 35.8
-# and 39.2 s; all pairs checked by 60 s 96.0, 96.7, 96.9, 97.1 and 95.7% (runs of one
-# seed differ by up to 6 points)
+# program's trace and compile are mostly fixed cost); much larger ones cost more again
+# and check fewer pairs within a budget. Of 6, 9, 12, 16 and 24, 16 took the least worker
+# time and checked the most pairs (docs/scheduling.md, "Group size", has the
+# measurements; benchmarks/reach.py measures a default run's reach)
 SWEEP_GROUP = 16
 
 
@@ -379,12 +377,12 @@ class Sweep:
     def _aim_at_seen(self) -> None:
         # a cell outside the table that a program drawn before held (`CellLedger.seen`:
         # the programs drawn, never the results, decide it) is a focus too, in each profile that can hold
-        # it: seed 1's sweep programs held cast|dtype=float64|by_error and
-        # psum|dtype=uint64|by_error, twins of table cells, in programs jax is known to
-        # answer with another error at a psum_scatter, and no mode but abstract
-        # checked them (the table lists what unfocused generation and the foci reach:
-        # with every such twin, 88 cells and ~20 sweep programs more, eager missed
-        # 90 to 170 pairs more at seeds 0 to 2)
+        # it: else such a cell (a twin of a table cell, e.g. cast|dtype=float64|by_error,
+        # held by a program jax is known to answer with another error at another op) is
+        # checked by abstract alone. They are aimed at as they show up, not listed in the
+        # table (which lists what unfocused generation and the foci reach): every twin
+        # listed there costs every run more sweep programs, and eager more missed pairs
+        # than it gains
         assert self.ledger is not None
         for c in sorted(self.ledger.seen - self.aimed):
             self.aimed.add(c)
@@ -445,10 +443,9 @@ class Sweep:
                 continue
             held, p, kept = best
             # without its dead ops (they check no cell, and cost every mode a trace and eager
-            # a dispatch each: 37% of the ops seed 0's sweep drew), and without its unused
-            # arguments where that keeps its verdict (valid, or invalid after the body: cells.py
-            # `lean`; eager moves each with a compile: 37% of the arguments of seed 0's first
-            # 80 eager parts): the stream's programs keep theirs
+            # a dispatch each), and without its unused arguments where that keeps its
+            # verdict (valid, or invalid after the body: cells.py `lean`; eager moves each
+            # with a compile): the stream's programs keep theirs
             p = lean(p)
             for f in members:
                 if f not in held:

@@ -65,7 +65,7 @@ def codegen_flags(setting: str) -> list[str]:
     `fast` (the default) turns down XLA's CPU backend: LLVM optimisation level 0 and,
     where this jaxlib has them (not 0.4.35), the loop emitters instead of the MLIR
     fusion emitters. About 80% of a small program's compile is that backend; `fast`
-    compiles it about 1.5x faster (harness/benchmarks: 36.6 -> 24.5 ms per jit). Every
+    compiles it about 1.5x faster (benchmarks/throughput.py times jit in both). Every
     shard_map-specific step (tracing, Shardy, the SPMD partitioner, collective
     lowering: the HLO passes) is untouched. `default` is XLA as a user runs it."""
     if setting == "default":

@@ -66,8 +66,8 @@ class Pool:
     ) -> None:
         """`depth`: the jobs a worker holds at once, the one it runs and those waiting in
         its stdin. With 2, a worker starts its next job as soon as it finishes one,
-        while the parent evaluates the finished one and draws the next program (it
-        otherwise sat idle about 17 ms a job: 6.5 s of a 60 s run's two workers)."""
+        while the parent evaluates the finished one and draws the next program; with 1
+        it sits idle for that on every job (docs/execution.md has the measured cost)."""
         self.n = max(1, n)
         self.python = python or sys.executable
         self.timeout_s = timeout_s
