@@ -814,3 +814,28 @@ def test_a_value_feature_the_program_lacks_is_no_known_trouble() -> None:
     assert "zero-size-output-blocks" in [e.id for e in ENTRIES if known_trouble([e], zero, predict(zero), "0.10.2", "jit")]
 
 
+
+
+@pytest.mark.parametrize("name, causes", [
+    # a negative scatter_dimension: jit and eager raise at the psum_scatter (the entry's
+    # signature), vmap gives a wrong shape that raises at the add after it
+    ("negative_scatter_then_vmap_add.json", {"negative-scatter-dimension"}),
+    # a negative split_axis in an untiled all_to_all: the wrong shape shows at the cast
+    # after it until the precv beside it is repaired away, then at the all_to_all
+    ("precv_and_negative_a2a_then_cast.json", {"negative-all-to-all-split-axis-untiled-shape"}),
+])
+def test_a_known_bug_under_another_guise_is_known_by_its_repair(pool: Pool, name: str, causes: set[str]) -> None:
+    """A divergence no entry's signature matches (another op, another mode) is known when
+    a repaired program, repaired only of known bugs, no longer shows it: one root cause,
+    one bucket."""
+    from harness.judge.check import check_in_pool
+    from harness.judge.repair import judge
+
+    jv = pool.info.get("jax_version", "")
+    p = from_json((Path(__file__).parent / "cases" / name).read_text())
+    res = check_in_pool(pool, p, DEFAULT_MODES)
+    assert any(x.entry is None for x in explain_all(ENTRIES, res.divergences, p, res.prediction, jv)), (
+        "the case must hold a divergence no entry's signature matches")
+    v = judge(ENTRIES, res, lambda q, ms: check_in_pool(pool, q, ms), jv)
+    assert not v.new(), [d.signature for d in v.new()]
+    assert causes <= set(v.known()), v.known()

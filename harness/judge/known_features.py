@@ -93,16 +93,19 @@ PROGRAM_FEATURES = {
 
 
 def _size_1_explicit_with_auto(p: Program, k: int) -> bool:
-    """Output `k`'s out_spec names an Explicit axis of size 1 and an Auto axis of size > 1
-    (the types of the mesh the output leaves to: outside explicit_axes its axes are Auto),
+    """Output `k`'s out_spec names an Explicit axis of size 1 and an Auto axis of size > 1,
+    or the shard_map leaves one free (the types of the mesh the output leaves to: outside explicit_axes its axes are Auto),
     or around auto_axes its out_sharding (`wrap_specs`) names the size-1 axis it makes
     Explicit outside and the shard_map's out_spec an Auto axis of size > 1."""
     s = p.out_specs[k]
     if s.kind != "P":
         return False
     m = p.outer_mesh() if p.wrap == "explicit_axes" else p.mesh
+    # the Auto axis jit lays the output out along: one the out_spec names, or one of
+    # size > 1 the shard_map leaves free (partial manual)
+    free = [a for a in m.names if a not in p.manual_axes]
     if (any(m.axis_type(a) == "explicit" and m.axis_size(a) == 1 for a in s.axes())
-            and any(m.axis_type(a) == "auto" and m.axis_size(a) > 1 for a in s.axes())):
+            and any(m.axis_type(a) == "auto" and m.axis_size(a) > 1 for a in (*s.axes(), *free))):
         return True
     if p.wrap != "auto_axes" or k >= len(p.wrap_specs):
         return False

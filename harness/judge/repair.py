@@ -133,5 +133,64 @@ def judge(entries: Sequence[KnownDivergence], res: CheckResult, check: Callable[
     for job in repair_jobs(explained, res):
         v = judge(entries, check(job.program, job.modes), check, jax_version, depth + 1)
         done.append((job, v))
-    judged = confirm(explained, [(job, v.judged) for job, v in done])
+    judged = attribute(confirm(explained, [(job, v.judged) for job, v in done]), res.program, done, explained)
     return replace(Verdict(res, judged), repaired=tuple(done))
+
+
+def _modes(d: Divergence) -> set[str]:
+    return set(d.mode.split(","))
+
+
+def _keeps_outputs(job: RepairJob, p: Program) -> bool:
+    """Whether the repaired program checks every output of `p` at the same index: a
+    rewrite, or a program without ops no output reads."""
+    return job.whole or (len(job.program.outputs) == len(p.outputs) and job.program.out_specs == p.out_specs)
+
+
+def _removed_by(d: Divergence, p: Program, job: RepairJob, v: Verdict) -> KnownDivergence | None:
+    """The entry whose repair removed `d` in the repaired program `job` (judged `v`):
+    None unless the repaired program keeps `d`'s output, ran in `d`'s modes, and shows
+    nothing new there (at `d`'s output, or anywhere for a divergence of no output). The
+    entry named is the one that explains what the repaired program still showed at that
+    output in those modes (a repair may move where a bug shows), else the job's own."""
+    if not _keeps_outputs(job, p) or not (_modes(d) & set(job.modes)):
+        return None
+    if any(_modes(n) & _modes(d) and (d.output is None or n.output is None or n.output == d.output) for n in v.new()):
+        return None
+    for y in v.judged:
+        if y.entry is not None and _modes(y.divergence) & _modes(d) and (d.output is None or y.divergence.output == d.output):
+            return y.entry
+    for sub_job, sub in v.repaired:
+        e = _removed_by(d, v.result.program, sub_job, sub)
+        if e is not None:
+            return e
+    return None
+
+
+def attribute(judged: Sequence[Explained], p: Program, done: Sequence[tuple[RepairJob, Verdict]],
+              explained: Sequence[Explained]) -> tuple[Explained, ...]:
+    """Each divergence no entry's signature matched, but that a repaired program of `p`
+    no longer shows (in its modes, at its output) while that program was repaired only of
+    known bugs: known, by the entry whose repair removed it (a known bug showing under
+    another guise: a wrong shape raised at the op after the buggy one, a mode the entry
+    does not list). A mode disagreement left is then known when every other divergence is."""
+    own_entries = {x.entry.id: x.entry for x in explained if x.entry is not None}
+    out = []
+    for x in judged:
+        if x.entry is not None:
+            out.append(x)
+            continue
+        e = None
+        for job, v in done:
+            e = _removed_by(x.divergence, p, job, v)
+            if e is None and _keeps_outputs(job, p) and _modes(x.divergence) & set(job.modes) and not any(
+                    _modes(n) & _modes(x.divergence) for n in v.new()):
+                e = own_entries.get(job.entries[0])
+            if e is not None:
+                break
+        out.append(Explained(x.divergence, e))
+    own = [x for x in out if x.divergence.kind != DivergenceKind.MODE_DISAGREEMENT]
+    if own and all(x.entry is not None for x in own):
+        first = own[0].entry
+        out = [Explained(x.divergence, first) if x.entry is None else x for x in out]
+    return tuple(out)
