@@ -839,3 +839,33 @@ def test_a_known_bug_under_another_guise_is_known_by_its_repair(pool: Pool, name
     v = judge(ENTRIES, res, lambda q, ms: check_in_pool(pool, q, ms), jv)
     assert not v.new(), [d.signature for d in v.new()]
     assert causes <= set(v.known()), v.known()
+
+
+def test_a_fuzz_run_files_a_known_bug_under_another_guise_by_its_repair(tmp_path: Path) -> None:
+    """In a run, a divergence no entry's signature matches waits for the program repaired
+    of the known bugs beside it (harness/campaign/repair_waits.py): known when that
+    program no longer shows it; new when it does, as an unrelated fault downstream of the
+    buggy op does."""
+    import io
+
+    from harness.campaign.config import RunConfig
+    from harness.campaign.fuzz import fuzz
+
+    cases = [from_json((Path(__file__).parent / "cases" / n).read_text())
+             for n in ("negative_scatter_then_vmap_add.json", "precv_and_negative_a2a_then_cast.json")]
+
+    def run(progs: list[Program], report: Path, faults: str = "") -> object:
+        return fuzz(RunConfig(seed=0, max_examples=len(progs), workers=1, report_dir=report, progress=io.StringIO(),
+                              minimize_budget_s=0, suppressions=ENTRIES, value_share=1.0,
+                              worker_env={"SHARDFUZZ_FAULTS": faults} if faults else {}), fixed=progs)
+
+    s = run(cases, tmp_path / "clean")
+    assert s.counts.new_buckets == 0 and s.counts.failing_programs == 0, [b.signature for b in s.buckets if b.new]
+    guises = {b.signature: b.suppressed_by for b in s.buckets}
+    assert guises.get("unexpected_error|vmap|add->TypeError") == "negative-scatter-dimension", guises
+    assert guises.get("shape|abstract|cast") == "negative-all-to-all-split-axis-untiled-shape", guises
+    e = next(x for x in ENTRIES if x.id == "negative-scatter-dimension")
+    faulty = with_downstream_psum(cases[0], e)
+    assert faulty is not None
+    s2 = run([faulty], tmp_path / "fault", "psum_counts_device0_twice")
+    assert any(b.new and b.kind == "value" for b in s2.buckets), [(b.signature, b.suppressed_by) for b in s2.buckets]

@@ -50,14 +50,15 @@ class DerivedQueue:
         self.modes.setdefault(program_id(q), set()).update(modes)
 
     def per_mode(self, res: CheckResult, explained: Sequence[Explained], unrun: set[str], checked: Container[str],
-                 run_modes: tuple[str, ...]) -> None:
+                 run_modes: tuple[str, ...]) -> list[tuple[Program, tuple[str, ...]]]:
         """The program without its known bugs, per mode: each mode's derived program
         drops only the bugs of the entries that explained its own divergences (an entry
         for a grad-only bug at an op does not cost vmap the rest of the program), and
         runs in the modes whose entries give that same program. A mode a crash or hang
         kept from running (`unrun`) goes with the mode it happened in. A rewrite checks
         the rewritten program whole: in every mode the program ran in. `checked`: the ids
-        of the programs checked already (not derived again)."""
+        of the programs checked already (not derived again). Returns each derived program
+        still to be checked with the modes it is queued in for this result."""
         p = res.program
         ran = tuple(dict.fromkeys(o.mode for o in res.observations if o.mode != "probe"))
         per_mode: dict[str, dict[str, KnownDivergence]] = {}
@@ -81,6 +82,7 @@ class DerivedQueue:
             modes.add(m)
             if any(e.rewrite is not None for e in entries.values()):
                 modes.update(ran)
+        out = []
         for q, modes in groups.values():
             # a derived program already queued runs again only in the modes it was not
             # queued in: a costly mode's late part (eager) raises long after the other
@@ -88,3 +90,5 @@ class DerivedQueue:
             new = modes - self.modes.get(program_id(q), set())
             if new:
                 self.queue(q, p, tuple(m for m in dict.fromkeys((*run_modes, *ran)) if m in new))
+            out.append((q, tuple(sorted(modes))))
+        return out

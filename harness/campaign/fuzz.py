@@ -208,7 +208,7 @@ class _Feedback:
             return
         confirm = self.planner.confirm(res, parent)
         if confirm is not None:
-            self.run.save_unconfirmed(res)  # (on disk before it runs again)
+            self.run.cases.save_unconfirmed(res, self.run.jax_version)  # (on disk before it runs again)
             self.resubmit(confirm)
             return
         self.probe_or_record(res, parent)
@@ -223,7 +223,7 @@ class _Feedback:
         assert first is not None
         run, alone = self.run, {o.mode: o for o in again}
         planned = {o.mode for o in part.kept} | set(part.modes)
-        case = str(run.case_path(first.program))
+        case = str(run.cases.path(first.program))
         for o in first.observations:
             if o.mode not in planned:
                 continue
@@ -243,7 +243,7 @@ class _Feedback:
             self.run.record(res, parent=parent)
             return
         if not res.probed:
-            self.run.save_case(res)  # on disk before the probe run, in case anything dies
+            self.run.cases.save(res, self.run.jax_version)  # on disk before the probe run, in case anything dies
         self.resubmit(probe)
 
 
@@ -466,6 +466,7 @@ def fuzz(cfg: RunConfig, fixed: Iterable[Program] | None = None, pool: Pool | No
             sched.drain()
             if pool is not None:
                 pool.deadline = run.stop_at
+        run.settle_waits()  # (what still waits for a repaired program the run did not check: new)
         run.progress(force=True)
 
         def minimize() -> None:

@@ -21,9 +21,16 @@ from harness.campaign.cells import CellLedger, by_error, program_cells
 from harness.campaign.config import NO_LIMIT, RunConfig
 from harness.campaign.derived import DerivedQueue
 from harness.campaign.known_queries import KnownQueries
+from harness.campaign.repair_waits import RepairWaits, Waiting
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence
-from harness.judge.known import checked_in_full, derived_program, explain_all
+from harness.judge.known import (
+    Explained,
+    KnownDivergence,
+    checked_in_full,
+    derived_program,
+    explain_all,
+)
 from harness.report.console import Progress
 from harness.report.markup import write as atomic_write
 from harness.report.summary import AloneRerun, BucketSummary, NotDone
@@ -99,6 +106,46 @@ def coverage_keys(res: CheckResult) -> set[tuple[str, int, str, str, str]]:
     return keys
 
 
+class CaseFiles:
+    """The failing programs' case files, in the report (and the corpus, when there is one)."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        self.cfg = cfg
+        self.divergences: dict[str, list[Divergence]] = {}  # program id -> the divergences its case holds
+
+    def save(self, res: CheckResult, jax_version: str, from_corpus: bool = False) -> Path:
+        """The failing program goes to disk first, named by its program id (so a later
+        re-labelling overwrites it), atomically: into the corpus (when there is one)
+        and then the report, so a case in the report is always in the corpus too. A
+        program recorded in parts keeps the divergences of its other parts' modes."""
+        pid = program_id(res.program)
+        modes = {d.mode for d in res.divergences}
+        divs = [d for d in self.divergences.get(pid, []) if d.mode not in modes] + list(res.divergences)
+        self.divergences[pid] = divs
+        doc = case_document(res.program, tuple(divs), jax_version)
+        if self.cfg.corpus is not None and not from_corpus:
+            atomic_write(self.cfg.corpus / f"{pid}.json", doc)
+        path = self.path(res.program)
+        atomic_write(path, doc)
+        return path
+
+    def save_unconfirmed(self, res: CheckResult, jax_version: str) -> Path:
+        """A crash or timeout about to be run again alone (harness/campaign/plan.py
+        `PartKind.ALONE`) goes to disk first, into the report only: the corpus gets it
+        when it is recorded, not when it turns out slow or flaky. The case keeps the
+        divergences earlier parts of the program recorded."""
+        pid = program_id(res.program)
+        modes = {d.mode for d in res.divergences}
+        divs = [d for d in self.divergences.get(pid, []) if d.mode not in modes] + list(res.divergences)
+        path = self.path(res.program)
+        atomic_write(path, case_document(res.program, tuple(divs), jax_version))
+        return path
+
+    def path(self, p: Program) -> Path:
+        """Where `p`'s case goes in the report."""
+        return self.cfg.report_dir / "cases" / f"{program_id(p)}.json"
+
+
 class Admission(Enum):
     """What becomes of a drawn program (`Run.admit`)."""
 
@@ -141,6 +188,7 @@ class Run:
         self.stream_index: dict[str, int] = {}
         self.elsewhere: set[str] = set()  # drawn programs another shard checks (--shard)
         self.derived = DerivedQueue(self.stream_index)  # programs without their known bugs, and CPU-runnable parts
+        self.waits = RepairWaits()  # divergences no entry names, waiting for a repaired program's verdict
         self.derived_checked = 0
         self.with_known = 0  # programs (drawn or derived) with a divergence a known entry explains
         self.in_full_by_rewrite = 0  # ... checked in full all the same (harness/judge/known.py checked_in_full)
@@ -151,7 +199,7 @@ class Run:
         # recorded once per part: counted once, its case holding every part's divergences
         self.recorded: dict[str, int] = {}  # program id -> its index (self.n) when first recorded
         self.counted: set[tuple[str, str]] = set()  # (what, program id): "divergent", "failing", "known"
-        self.case_divergences: dict[str, list[Divergence]] = {}  # program id -> the divergences its case holds
+        self.cases = CaseFiles(cfg)  # the failing programs' case files
         # program id -> the modes a crash or hang in an earlier mode of its job kept from
         # running (harness/run/pool.py `Completed.unrun`): `record` reopens their cells and
         # checks them on the program without the crash's known bug
@@ -209,39 +257,6 @@ class Run:
         for o in observations:
             runs, secs = self.mode_time.get(o.mode, (0, 0.0))
             self.mode_time[o.mode] = (runs + 1, secs + o.elapsed_s)
-
-    def save_case(self, res: CheckResult, from_corpus: bool = False) -> Path:
-        """The failing program goes to disk first, named by its program id (so a later
-        re-labelling overwrites it), atomically: into the corpus (when there is one)
-        and then the report, so a case in the report is always in the corpus too. A
-        program recorded in parts keeps the divergences of its other parts' modes."""
-        pid = program_id(res.program)
-        name = f"{pid}.json"
-        modes = {d.mode for d in res.divergences}
-        divs = [d for d in self.case_divergences.get(pid, []) if d.mode not in modes] + list(res.divergences)
-        self.case_divergences[pid] = divs
-        doc = case_document(res.program, tuple(divs), self.jax_version)
-        if self.cfg.corpus is not None and not from_corpus:
-            atomic_write(self.cfg.corpus / name, doc)
-        path = self.case_path(res.program)
-        atomic_write(path, doc)
-        return path
-
-    def save_unconfirmed(self, res: CheckResult) -> Path:
-        """A crash or timeout about to be run again alone (harness/campaign/plan.py
-        `PartKind.ALONE`) goes to disk first, into the report only: the corpus gets it
-        when it is recorded, not when it turns out slow or flaky. The case keeps the
-        divergences earlier parts of the program recorded."""
-        pid = program_id(res.program)
-        modes = {d.mode for d in res.divergences}
-        divs = [d for d in self.case_divergences.get(pid, []) if d.mode not in modes] + list(res.divergences)
-        path = self.case_path(res.program)
-        atomic_write(path, case_document(res.program, tuple(divs), self.jax_version))
-        return path
-
-    def case_path(self, p: Program) -> Path:
-        """Where `p`'s case goes in the report."""
-        return self.cfg.report_dir / "cases" / f"{program_id(p)}.json"
 
     def is_known(self, q: Program) -> bool:
         """Whether `q` was already checked, drawn or derived."""
@@ -301,38 +316,59 @@ class Run:
         for m in ({o.mode for o in res.observations if o.mode != "probe"} | unrun) - set(checked):
             self.cells.reopen(mine, m, counted=not derived)
         if not res.divergences:
+            self._settle(res, (), ())
             return
-        path = self.save_case(res, from_corpus)  # (again, if a probe run re-labelled it)
+        path = self.cases.save(res, self.jax_version, from_corpus)  # (again, if a probe run re-labelled it)
         explained = explain_all(self.cfg.suppressions, res.divergences, p, res.prediction, self.jax_version)
         if not derived and self._first("divergent", pid):
             self.n_with_divergences += 1
-        if any(x.entry is None for x in explained) and self._first("failing", pid):
-            self.n_failing_programs += 1  # (a derived program's new divergence is its parent's failure)
         block_known(self.cells, self.known, res, explained, checked, types, own)
         block_stopped(self.cells, self.known, res, explained, unrun, types, own)
         used = list({x.entry.id: x.entry for x in explained if x.entry is not None}.values())
+        waiting: list[Divergence] = []
         if used:
             q = derived_program(used, p, res.prediction)
             if not derived and self._first("known", pid):
                 self.with_known += 1
                 self.in_full_by_rewrite += checked_in_full(explained, p, q)
-            self.derived.per_mode(res, explained, unrun, self.checked, self.cfg.modes)
+            repaired = self.derived.per_mode(res, explained, unrun, self.checked, self.cfg.modes)
+            ws = [Waiting(x.divergence, pid, path, from_corpus, tuple(used)) for x in explained if x.entry is None]
+            left = self.waits.defer(ws, repaired, p)
+            waiting = [w.divergence for w in ws if w not in left]
+        self._settle(res, explained, waiting)
         for x in explained:
-            d, sup = x.divergence, x.entry
-            if sup is not None:
-                self.entry_matches[sup.id] += 1
-            bucket = (d.signature, sup.id if sup else None)
-            b = self.buckets.get(bucket)
-            if b is None:
-                b = Bucket(d.signature, d.kind.value, d.mode, case=str(path), message=d.message,
-                           suppressed_by=sup.id if sup else None, new=not from_corpus and sup is None,
-                           first_seen_at=self.n, first_seen_s=round(self.elapsed(), 2),
-                           first_seen_index=-1 if from_corpus else self.stream_index.get(pid, -1))
-                self.buckets[bucket] = b
-                self.cfg.console.found(BucketSummary(b.signature, b.kind, b.mode, 1, b.case, b.message, b.suppressed_by, b.new))
-            b.count += 1
-            if len(b.programs) < 5:
-                b.programs.append(str(path))
+            if x.divergence not in waiting:
+                self._file(x.divergence, x.entry, path, from_corpus, pid)
+
+    def _settle(self, res: CheckResult, explained: Sequence[Explained], waiting: Sequence[Divergence]) -> None:
+        """File the divergences that waited for `res`, a repaired program (RepairWaits)."""
+        for w, e in self.waits.settle(res, explained, waiting):
+            self._file(w.divergence, e, w.path, w.from_corpus, w.parent)
+
+    def settle_waits(self) -> None:
+        """The run is over: every divergence still waiting for a repaired program is new."""
+        for w in self.waits.pop_all():
+            self._file(w.divergence, None, w.path, w.from_corpus, w.parent)
+
+    def _file(self, d: Divergence, sup: KnownDivergence | None, path: Path, from_corpus: bool, pid: str) -> None:
+        """Divergence `d` of program `pid` (its case at `path`) into its bucket: known by
+        `sup`, or new (a derived program's new divergence is its parent's failure)."""
+        if sup is not None:
+            self.entry_matches[sup.id] += 1
+        elif self._first("failing", pid):
+            self.n_failing_programs += 1
+        bucket = (d.signature, sup.id if sup else None)
+        b = self.buckets.get(bucket)
+        if b is None:
+            b = Bucket(d.signature, d.kind.value, d.mode, case=str(path), message=d.message,
+                       suppressed_by=sup.id if sup else None, new=not from_corpus and sup is None,
+                       first_seen_at=self.n, first_seen_s=round(self.elapsed(), 2),
+                       first_seen_index=-1 if from_corpus else self.stream_index.get(pid, -1))
+            self.buckets[bucket] = b
+            self.cfg.console.found(BucketSummary(b.signature, b.kind, b.mode, 1, b.case, b.message, b.suppressed_by, b.new))
+        b.count += 1
+        if len(b.programs) < 5:
+            b.programs.append(str(path))
 
     def _first(self, what: str, pid: str) -> bool:
         """Whether program `pid` is counted as `what` for the first time (and count it)."""
