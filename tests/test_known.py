@@ -869,3 +869,22 @@ def test_a_fuzz_run_files_a_known_bug_under_another_guise_by_its_repair(tmp_path
     assert faulty is not None
     s2 = run([faulty], tmp_path / "fault", "psum_counts_device0_twice")
     assert any(b.new and b.kind == "value" for b in s2.buckets), [(b.signature, b.suppressed_by) for b in s2.buckets]
+
+
+def test_a_run_without_an_entrys_mode_does_not_call_it_fixed(tmp_path: Path) -> None:
+    """An entry's own case is checked after a run only where the run has the mode its
+    reproducer runs in: the abstract tier alone shows no wrong value, and would call every
+    value bug fixed."""
+    import io
+
+    from harness.campaign.config import RunConfig
+    from harness.campaign.fuzz import fuzz
+
+    s = fuzz(RunConfig(seed=0, max_examples=1, modes=("abstract",), workers=1, report_dir=tmp_path,
+                       progress=io.StringIO(), minimize_budget_s=0, suppressions=ENTRIES),
+             fixed=[prog(XY, [iota(4, 4)], [P("x")], [op("neg", 0)], [1], [P("x")])])
+    status = {e.id: e.status for e in s.known_entries}
+    fixed = [i for i, st in status.items() if st == "fixed"]
+    assert not fixed, fixed
+    value_bug = next(e for e in ENTRIES if e.id == "ppermute-multi-axis-order")
+    assert status[value_bug.id] == "unseen"

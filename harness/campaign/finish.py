@@ -29,7 +29,14 @@ from harness.campaign.minimize import (
 )
 from harness.campaign.state import Run, case_document
 from harness.judge.check import CheckResult, check_program, evaluate
-from harness.judge.known import KnownDivergence, case_path, entry_case_shows, entry_modes, statuses
+from harness.judge.known import (
+    KnownDivergence,
+    case_path,
+    entry_case_shows,
+    entry_modes,
+    shown_in,
+    statuses,
+)
 from harness.report.console import VERBOSE
 from harness.report.markup import write as atomic_write
 from harness.report.reports import write_reports
@@ -55,8 +62,8 @@ def check_entry_cases(run: Run, pool: Pool | None) -> None:
     bug on this jax? No: the entry is reported `fixed` (stale); yes: `unseen`."""
     todo = []
     for e in run.cfg.suppressions:
-        if e.id in run.entry_matches or not e.covers(run.jax_version):
-            continue
+        if e.id in run.entry_matches or not e.covers(run.jax_version) or not shown_in(e, run.cfg.modes):
+            continue  # (matched; or this run cannot tell: another jax, or none of its modes)
         try:
             q = from_json(case_path(e).read_text())  # (a bare program or a case file)
         except (OSError, ValueError, KeyError, ProgramFormatError):

@@ -479,6 +479,13 @@ def entry_modes(e: KnownDivergence, modes: Sequence[str]) -> tuple[str, ...]:
     return tuple(m for m in modes if m in named) or tuple(modes)
 
 
+def shown_in(e: KnownDivergence, modes: Sequence[str]) -> bool:
+    """Whether a run in `modes` can say that its own case still shows its bug: it runs
+    the mode its reproducer runs in (a run of the abstract tier alone shows no wrong
+    value, and would call every value bug fixed)."""
+    return e.mode in modes and any(pat.modes is None or set(pat.modes) & set(modes) for pat in e.patterns)
+
+
 def case_path(e: KnownDivergence) -> Path:
     """An entry's own case, from the data root (harness/data; or absolute)."""
     p = Path(e.case)
