@@ -4,8 +4,10 @@
 explicit-sharding.md "sharding in types"; `jax.typeof(out)` shows `float32[8@x,4]`).
 
 - Under a mesh whose every axis is Explicit, with every axis manual, each in_spec (padded
-  to its argument's rank) must be the argument's own sharding: a NumPy argument is
-  unsharded (P()), so a split in_spec needs `jax.sharding.reshard` first.
+  to its argument's rank) must be the argument's own sharding: a NumPy argument (or a
+  Python scalar) is unsharded (P()), so a split in_spec needs `jax.sharding.reshard`
+  first; one placed (`programs.model.Place`: committed, device_put or reshard to a
+  NamedSharding) has that sharding's Explicit axes, and must be placed by the in_spec.
 - Outside the body, `jax.typeof(out).sharding.spec` shows the out_spec's Explicit axes
   (Auto axes are not part of the type) and its unreduced / reduced axes.
 - A spec's unreduced / reduced axes are allowed only when every mesh axis is manual and
@@ -51,7 +53,16 @@ def argument_sharding(p: Program, i: int) -> Spec:
         return p.reshard_spec(i)
     # explicit_axes(f, in_sharding=) reshards each argument to its spec inside (auto_axes:
     # to its own sharding's axes still Explicit inside: a NumPy argument's P())
-    return p.wrap_specs[i] if p.wrap == "explicit_axes" else Spec(())
+    if p.wrap == "explicit_axes":
+        return p.wrap_specs[i]
+    place = p.inputs[i].place
+    if place is not None and place.how != "scalar":
+        # committed, device_put or reshard to a NamedSharding: its type is that sharding
+        # over the Explicit axes (Auto axes are not part of a type; a Python scalar, like
+        # a NumPy array, is unsharded)
+        explicit = set(p.explicit_axes)
+        return Spec(tuple(tuple(a for a in e if a in explicit) or None if e else None for e in place.spec.entries))
+    return Spec(())
 
 
 def _padded(s: Spec, rank: int) -> tuple[tuple[str, ...] | None, ...]:
@@ -65,7 +76,7 @@ def check_arg_shardings(p: Program) -> None:
     if not p.mesh.names or set(p.manual_axes) != set(p.mesh.names) or len(p.explicit_axes) != len(p.mesh.names):
         return
     for i, (x, s) in enumerate(zip(p.inputs, p.in_specs)):
-        if s.kind != "P":
+        if s.kind != "P" or x.closure is not None:  # (a closed-over value is no argument)
             continue
         arg = argument_sharding(p, i)
         rank = len(x.shape)

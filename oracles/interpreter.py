@@ -18,6 +18,7 @@ import numpy as np
 
 from oracles.checks import check_in_specs, check_out_specs, check_spec_types_and_axes
 from oracles.devices import assemble_global, np_dtype, split_global
+from oracles.effects import effect_predictions
 from oracles.explicit import check_arg_shardings, check_out_ur, check_unreduced_specs, out_sharding
 from oracles.ops import OPS, Ctx
 from oracles.prediction import (
@@ -167,4 +168,7 @@ def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
                 out_sharding(p, k, len(t.shape)), unchecked,
             )
         )
-    return Prediction(None, tuple(outs), tuple(st.types), manual, region)
+    effects = effect_predictions(
+        p, st.values if values else None,
+        [(lambda t: (t[0], t[2], t[3]))(tolerance(st, e.value)) for e in p.effects] if values else None)
+    return Prediction(None, tuple(outs), tuple(st.types), manual, region, effects=effects)

@@ -111,26 +111,121 @@ def specs_src(specs: tuple[Spec, ...]) -> str:
     return "(" + ", ".join(repr(s) for s in specs) + ("," if len(specs) == 1 else "") + ")"
 
 
+def _outer(p: Program) -> list[int]:
+    """The arguments the body closes over that are values of the called function."""
+    return [i for i, x in enumerate(p.inputs) if x.closure == "outer"]
+
+
+EFFECT_TAG = "shardfuzz-effect"  # the first word of a jax.debug.print effect's line
+
+
+def _effect_lines(p: Program, v: int, names: list[str]) -> list[str]:
+    """The effects reading value `v` (programs/model.py `Effect`): a jax.debug.callback
+    of `record_call(k)` or a jax.debug.print, with each manual axis' index."""
+    idx = [f"jax.lax.axis_index({a!r})" for a in p.mesh.names if a in p.manual_axes]
+    out = []
+    for k, e in enumerate(p.effects):
+        if e.value != v:
+            continue
+        if e.kind == "callback":
+            out.append(f"jax.debug.callback(record_call({k}), {', '.join([*idx, names[v]])})")
+        else:
+            fmt = f"{EFFECT_TAG} {k} " + " ".join("{}" for _ in idx) + ": {}"
+            out.append(f"jax.debug.print({fmt!r}, {', '.join([*idx, names[v]])})")
+    return out
+
+
 def body_source(p: Program, fn: str = "body", record: str = "") -> str:
     """The shard_map body as a Python function. `record`: the name of a function called,
     before the return, with every value by name (`record(a0=a0, v0=v0, ...)`), so that a
-    reproducer can read `jax.typeof` of each while jax traces the body."""
+    reproducer can read `jax.typeof` of each while jax traces the body.
+
+    It takes the arguments the shard_map is given (`Program.passed`); a NumPy constant it
+    closes over is `jnp.asarray(Cn)` (`closure_src`), and where it closes over values of
+    the called function (`Program.inputs[i].closure == "outer"`), it is made by
+    `make_body(a1, ...)` of those values (`call_src`). Each effect follows the line
+    making its value."""
     names = value_names(p)
-    args = ", ".join(names[: len(p.inputs)])
-    lines = [f"def {fn}({args}):"]
+    n_in = len(p.inputs)
+    args = ", ".join(names[i] for i in p.passed)
+    outer = _outer(p)
+    pad = "  " if outer else ""
+    lines = [f"def make_{fn}({', '.join(names[i] for i in outer)}):  # the values of the called function it closes over"] if outer else []
+    lines.append(f"{pad}def {fn}({args}):")
+    for i, x in enumerate(p.inputs):
+        if x.closure == "numpy":
+            lines.append(f"{pad}  {names[i]} = jnp.asarray(C{i})  # a NumPy constant")
+    for i in range(n_in):
+        lines += [f"{pad}  {e}" for e in _effect_lines(p, i, names)]
     for i, op in enumerate(p.body):
-        lines.append(f"  {names[len(p.inputs) + i]} = {op_source(op, names)}")
+        lines.append(f"{pad}  {names[n_in + i]} = {op_source(op, names)}")
+        lines += [f"{pad}  {e}" for e in _effect_lines(p, n_in + i, names)]
     if record:
-        lines.append(f"  {record}(" + ", ".join(f"{n}={n}" for n in names) + ")")
+        lines.append(f"{pad}  {record}(" + ", ".join(f"{n}={n}" for n in names) + ")")
     outs = ", ".join(names[o] for o in p.outputs)
-    lines.append(f"  return {outs}" + ("," if len(p.outputs) == 1 else ""))
+    lines.append(f"{pad}  return {outs}" + ("," if len(p.outputs) == 1 else ""))
+    if outer:
+        lines.append(f"{pad}return {fn}")
     return "\n".join(lines)
+
+
+def closure_src(p: Program) -> list[str]:
+    """The NumPy constants the body closes over (`C<i>`, argument i's values), and where
+    the body has effects, the callback that records each call (`CALLS`)."""
+    out = [f"C{i} = {input_expr(p, i)}  # a NumPy constant the body closes over" for i, x in enumerate(p.inputs) if x.closure == "numpy"]
+    if any(e.kind == "callback" for e in p.effects):
+        out += [
+            "CALLS = []  # each jax.debug.callback call: (effect, the device's manual coordinates, the value)",
+            "",
+            "",
+            "def record_call(k):",
+            "  return lambda *xs: CALLS.append((k, tuple(int(c) for c in xs[:-1]), np.asarray(xs[-1])))",
+            "",
+        ]
+    return out
+
+
+def place_src(p: Program) -> list[str]:
+    """`def place(a0, ...)`: how each argument reaches the call (`Place`): committed to a
+    NamedSharding (`jax.device_put`), or a Python scalar; a donated one as a jax array.
+    None where every argument is passed as it is made (a NumPy array)."""
+    lines = []
+    for i, x in enumerate(p.inputs):
+        pl = x.place
+        if pl is not None and pl.how == "scalar":
+            lines.append(f"  a{i} = a{i}.item()  # a Python scalar")
+        elif pl is not None and pl.how == "committed":
+            batched = Spec((None, *pl.spec.entries))  # (under vmap: the batch dimension first, unsplit)
+            lines.append(f"  a{i} = jax.device_put(a{i}, jax.sharding.NamedSharding(mesh, {batched!r} if batched else {pl.spec!r}))"
+                         "  # committed to this sharding")
+        elif i in p.donate and x.closure != "numpy":
+            lines.append(f"  a{i} = jnp.asarray(a{i})  # a jax array, to donate")
+    if not lines:
+        return []
+    args = args_src(p)
+    return [f"def place({args}, batched=False):  # how each argument reaches the call (batched: under vmap)", *lines,
+            f"  return {args}{',' if len(p.inputs) == 1 else ''}"]
+
+
+def placed_args(p: Program, args: str) -> str:
+    """`args` as the call receives them (`place_src`): `*place(a0, a1)`, or `args` itself."""
+    return f"*place({args})" if place_src(p) else args
+
+
+def donate_src(p: Program) -> list[str]:
+    return [f"DONATE = {p.donate!r}  # jax.jit(f, donate_argnums=DONATE)"] if p.donate else []
+
+
+def jit_src(p: Program, f: str = "f") -> str:
+    """`jax.jit(f)`, with donate_argnums=DONATE where the program donates."""
+    return f"jax.jit({f}, donate_argnums=DONATE)" if p.donate else f"jax.jit({f})"
 
 
 def shard_map_kwargs_src(p: Program) -> str:
     kw = [
         *([] if p.mesh_context else ["mesh=mesh"]),
-        f"in_specs={specs_src(p.in_specs)}",
+        # (a closed-over argument is not the shard_map's: no in_spec)
+        f"in_specs={specs_src(tuple(p.in_specs[i] for i in p.passed) if len(p.passed) < len(p.inputs) else p.in_specs)}",
         f"out_specs={specs_src(p.out_specs)}",
     ]
     if p.axis_names is not None:
@@ -201,11 +296,35 @@ def reshard_src(p: Program, f: str = "f") -> list[str]:
     return [f"_{f}_shard_map = {f}", f"def {f}({args}):", f"  return _{f}_shard_map({call})"]
 
 
+def _called_src(p: Program, body: str) -> list[str] | None:
+    """`def f(a0, ...)`, the called function, where the shard_map is not all of it: the
+    arguments placed inside it (`jax.device_put` / `jax.sharding.reshard`, traced under
+    jit), the values its body closes over (`make_body(a1, ...)`), then the shard_map of
+    the others. None where `f = shard_map(body, ...)` says it all."""
+    traced = [(i, x.place) for i, x in enumerate(p.inputs) if x.place is not None and x.place.how in ("device_put", "reshard")]
+    outer = _outer(p)
+    if not traced and len(p.passed) == len(p.inputs):
+        return None
+    args = args_src(p)
+    lines = [f"def f({args}):  # the called function (traced under jit)"]
+    for i, pl in traced:
+        fn = "jax.device_put" if pl.how == "device_put" else "jax.sharding.reshard"
+        lines.append(f"  a{i} = {fn}(a{i}, jax.sharding.NamedSharding(mesh, {pl.spec!r}))")
+    for i in outer:
+        lines.append(f"  a{i} = jnp.asarray(a{i})  # closed over by the body")
+    made = body.replace("body", f"make_body({', '.join(f'a{i}' for i in outer)})") if outer else body
+    passed = ", ".join(f"a{i}" for i in p.passed)
+    lines.append(f"  return shard_map({made}, {shard_map_kwargs_src(p)})({passed})")
+    return lines
+
+
 def call_src(p: Program, body: str = "body") -> list[str]:
-    """`f`, the call: the shard_map (its arguments resharded: `reshard_src`); with
+    """`f`, the call: the shard_map (its arguments resharded: `reshard_src`), in a `def f`
+    where arguments are placed inside the call or closed over (`_called_src`); with
     `Program.wrap`, made inside `def call` under jax.sharding.auto_axes / explicit_axes
     (a shard_map made outside keeps the mesh it saw then)."""
-    lines = [f"f = shard_map({body}, {shard_map_kwargs_src(p)})", *reshard_src(p)]
+    called = _called_src(p, body)
+    lines = [*(called or [f"f = shard_map({body}, {shard_map_kwargs_src(p)})"]), *reshard_src(p)]
     if p.wrap is None:
         return lines
     args = args_src(p)
@@ -280,12 +399,15 @@ def reproducer_mode(mode: str) -> str:
 def _call_lines(p: Program, mode: str, args: str) -> list[str]:
     """The lines (inside `try:`) that run `f` the way the harness mode does."""
     shapes = f"*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in ({args},)]"
+    if any(x.place is not None for x in p.inputs):  # (a committed argument's sharding, a Python scalar as it is)
+        shapes = (f"*[a if isinstance(a, (bool, int, float)) else jax.ShapeDtypeStruct(a.shape, a.dtype, "
+                  f"sharding=getattr(a, 'sharding', None)) for a in ({args},)]")
     if mode == "multiprocess":  # (this plain form runs it in one process; the asserting reproducer launches two)
         return ["  # multiprocess: `shardfuzz emit --mode multiprocess` writes the two-process reproducer",
                 f"  outs = jax.jit(f)({args})", *_print_values()]
     if mode in ("jit", "eager", "gspmd"):
         pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
-        return pre + [f"  outs = {'f' if mode == 'eager' else 'jax.jit(f)'}({args})", *_print_values()]
+        return pre + [f"  outs = {'f' if mode == 'eager' else jit_src(p)}({args})", *_print_values()]
     if mode == "smap":
         form = p.smap_form()
         if isinstance(form, str):
@@ -371,12 +493,15 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         *context_src(p),
         *inputs_src(p),
         *(inputs_fn_src(p) if mode in ("vmap", "vmap_spmd") else []),
+        *closure_src(p),
+        *place_src(p),
+        *donate_src(p),
         "",
         body_source(p),
         "",
         *call_src(p, body),
         "try:",
-        *_call_lines(p, mode, args),
+        *_call_lines(p, mode, placed_args(p, args)),
         "except Exception as e:",
         '  print(f"{type(e).__name__}: {e}")',
         "  raise SystemExit(1)",

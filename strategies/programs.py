@@ -25,11 +25,12 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.cells import PAIRED, axis_class
+from programs.cells import FEATURE_KINDS, PAIRED, axis_class
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import BINARY_OPS, COLLECTIVES
 from strategies import reuse
 from strategies.body import ACROSS, _Body
+from strategies.edges import EDGE_FEATURES, draw_edges, feature_mesh, feature_want, scalar_arguments
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
@@ -237,7 +238,7 @@ def _check_program_args(
 # kinds instead of every program thin in all of them. Drawn with st.booleans, one per
 # kind and feature, so Hypothesis shrinks and replays them like any other choice (a
 # disabled feature shrinks to enabled: the default program).
-SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis", "float64")
+SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis", "float64", *EDGE_FEATURES)
 
 
 @st.composite
@@ -502,6 +503,8 @@ def programs(
         in_specs.append(s)
         vals.append(v)
     body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
+    if not big:  # (before the ops: a Python scalar is weak, which the ops' draws respect)
+        inputs = scalar_arguments(draw, inputs, in_specs, body, features)
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
         for _attempt in range(4):
@@ -522,7 +525,12 @@ def programs(
             event(f"collective: {o.kind}")
     program = _program(body, inputs, in_specs, outputs, out_specs)
     program = call_form(draw, program)  # jax.set_mesh or mesh=, and reshard
-    return _maybe_invalid(draw, program, body, invalid, defects)
+    program = _maybe_invalid(draw, program, body, invalid, defects)
+    # placements, closures, effects, donation (strategies/edges.py); none on an invalid
+    # program (a defect is one mistake: its Python scalars become NumPy arguments again)
+    if program.defect is not None:
+        return replace(program, inputs=tuple(replace(x, place=None) for x in program.inputs))
+    return draw_edges(draw, program, body, features) if not big else program
 
 
 # the chain of strategies/explicit.py `draw_reduced` that holds each (kind, to=) cell
@@ -763,7 +771,71 @@ def programs_around(draw: st.DrawFn, f: Focus | tuple[Focus | tuple[Focus, ...],
     can). A `|by_error` focus's defect comes from `defects` (default: all). The ops drawn
     besides the foci's are of no kind in `avoid` (the sweep's draws after one whose op of
     such a kind jax is known to go wrong at: harness/campaign/sweep.py)."""
+    group = f if isinstance(f, tuple) else (f,)
+    first = group[0] if isinstance(group[0], Focus) else group[0][0]
+    if first.kind in FEATURE_KINDS:
+        return _featured(draw, group, tuple(k for k in ALL_KINDS if k not in avoid), max_args, max_outputs)
     return _focused(draw, f, tuple(k for k in ALL_KINDS if k not in avoid), max_args, max_outputs, defects or tuple(DEFECTS))
+
+
+def _featured(draw: st.DrawFn, foci: tuple[Focus | tuple[Focus, ...], ...], kinds: tuple[str, ...], max_args: int,
+              max_outputs: int) -> Program:
+    """A valid program around a group of foci on how a program meets its shard_map
+    (programs/cells.py `FEATURE_KINDS`: place, closure, effect, donate): a mesh that can
+    hold them all (strategies/edges.py `feature_mesh`: a free manual axis for vmap_spmd,
+    an automatic one for a placement over it, an Explicit one for reshard), an argument
+    fit for each compound focus (a rank-0 float32 for a Python scalar, one split along
+    the usable axes for a placement by or around its in_spec, a replicated one for a
+    closure), a few ops, then the features asked for (strategies/edges.py `draw_edges`)."""
+    group = [(g,) if isinstance(g, Focus) else tuple(g) for g in foci]
+    want = feature_want(group)
+    mesh, manual, usable = feature_mesh(draw, want, AXIS_NAMES)
+    asks = [a for k in want for a in want[k]]
+    n_args = max(draw(st.integers(1, max_args), label="n_args"), len(asks)) + 1  # (one more, float32: grad differentiates it)
+    inputs, in_specs, vals = [], [], []
+    for i in range(n_args):
+        ask = asks[i] if i < len(asks) else {}
+        kind = next((k for k in want if ask in want[k]), "")
+        rank: int | None = None
+        axes, split, dts = usable, False, _X32_DTYPES
+        if kind == "place" and ask.get("how") == "scalar":
+            rank, axes, dts = 0, (), ("float32",)
+        elif kind == "place" and ask.get("spec") in ("in_spec", "order"):
+            rank, split = draw(st.integers(1, 3), label="featured_rank"), True
+        elif kind == "place" and ask.get("spec") in ("other", "free_auto"):
+            rank = draw(st.integers(1, 3), label="featured_rank")
+        elif kind == "closure":
+            axes = ()
+            dts = ("float32",) if ask.get("differentiated") == "yes" else dts
+        if i == n_args - 1:
+            dts = ("float32",)
+        x, sp, v = draw(_argument(mesh, axes, i, dtypes=dts, rank=rank, split_all=split), label=f"arg{i}")
+        inputs.append(x)
+        in_specs.append(sp)
+        vals.append(v)
+    body = _Body(mesh, manual, True, vals, usable)
+    scalars = [i for i, a in enumerate(asks) if a.get("how") == "scalar"]
+    if scalars:
+        inputs = scalar_arguments(draw, inputs, in_specs, body, frozenset({"placement"}), force=True)
+    enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
+    for _ in range(draw(st.integers(1, 4), label="n_ops")):
+        body.try_op(draw, draw(reuse.sampled_from(enabled or kinds), label="op_kind"))
+    outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs)
+    floats = [j for j, v in enumerate(body.vals) if is_float(v.dtype) and not (v.vma and not v.shape)]
+    if not any(is_float(body.vals[o].dtype) for o in outputs) and floats:  # (the grad modes check a float output)
+        j = draw(reuse.sampled_from(floats), label="float_output")
+        if (spec := _output_spec(draw, body, j)) is not None:
+            outputs.append(j)
+            out_specs.append(spec)
+    read = {j for o in body.ops for j in o.operands} | set(outputs)
+    for i in range(len(asks)):  # (a feature counts for an argument the program uses: an output, where no op reads it)
+        if i not in read and (spec := _output_spec(draw, body, i)) is not None:
+            outputs.append(i)
+            out_specs.append(spec)
+    program = _program(body, inputs, in_specs, outputs, out_specs)
+    if strict_explicit(program):  # (every axis manual and Explicit: a splitting in_spec needs its argument resharded)
+        program = replace(program, reshard=any(sp.axes() for sp in in_specs))
+    return draw_edges(draw, program, body, frozenset(), want)
 
 
 def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...], kinds: tuple[str, ...], max_args: int, max_outputs: int,

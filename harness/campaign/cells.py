@@ -22,7 +22,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from programs.cells import op_cells, ops_cells, output_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
+from programs.cells import (  # noqa: F401 - (programs/cells.py; the run's callers import them here)
+    FEATURE_KINDS,
+    feature_unreachable,
+    op_cells,
+    ops_cells,
+    output_cells,
+    program_cells,
+)
 from programs.graph import drop_unused_inputs, lean_part, sliced_ops
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
@@ -244,7 +251,7 @@ def applies(p: Program, mode: str, ur_gaps: Mapping[str, str] | None = None) -> 
         types, fails = _typed(p)
         return fails or any(is_float(types[o][1]) for o in p.outputs if o < len(types))
     if mode == "multiprocess":  # (harness/run/modes_multiprocess.py: half the mesh in each process)
-        return p.mesh.size % 2 == 0 and not p.needs_mesh_context()
+        return p.mesh.size % 2 == 0 and not p.needs_mesh_context() and not p.has_edges()
     return True
 
 
@@ -257,6 +264,8 @@ def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: Mapping[str
     """Why `cell` can never be value-checked in `mode` here, or None. `ur_gaps`: the
     modes that run no reduced / unreduced program on the workers' jax, and why."""
     kind = cell.split("|")[0]
+    if kind in FEATURE_KINDS:  # (how the program meets its shard_map: programs/cells.py)
+        return feature_unreachable(cell.removesuffix("|by_error"), mode)
     if ur_gaps and mode in ur_gaps and cell.removesuffix("|by_error") in UR_CELLS:
         return f"{mode} runs no program with a reduced / unreduced value: {ur_gaps[mode]}"
     if cell.endswith("|by_error"):

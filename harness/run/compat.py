@@ -424,6 +424,9 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
         out.append(f"{p.wrap} around the call under {mode}: the mode does not wrap its call that way (shardfuzz)")
     if mode == "multiprocess" and p.needs_mesh_context():
         out.append("the multiprocess mode under a mesh context: its two-process mesh is not entered with jax.set_mesh (shardfuzz)")
+    if mode == "multiprocess" and p.has_edges():
+        out.append("the multiprocess mode with placed or closed-over arguments, effects or donation: its rank "
+                   "processes run the plain call (shardfuzz)")
     return out
 
 

@@ -14,9 +14,14 @@ from programs.emit import (
     args_src,
     body_source,
     call_src,
+    closure_src,
     context_src,
+    donate_src,
     inputs_fn_src,
+    jit_src,
     mesh_src,
+    place_src,
+    placed_args,
     specs_src,
 )
 from programs.model import Program, is_float
@@ -47,6 +52,10 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         "",
         *inputs_fn_src(p),
         "",
+        "",
+        *closure_src(p),
+        *place_src(p),
+        *donate_src(p),
         "",
         body_source(p, record="record"),
         "",
@@ -109,8 +118,8 @@ def _unpack(p: Program) -> str:
 def _run_direct(p: Program, mode: str) -> list[str]:
     """jit, eager and gspmd (jit with the GSPMD partitioner): the shard_map called."""
     pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
-    call = "f" if mode == "eager" else "jax.jit(f)"
-    return ["def run():", *pre, _unpack(p), f"  outs = {call}({args_src(p)})", "  jax.block_until_ready(outs)", *_VALUES]
+    call = "f" if mode == "eager" else jit_src(p)
+    return ["def run():", *pre, _unpack(p), f"  outs = {call}({placed_args(p, args_src(p))})", "  jax.block_until_ready(outs)", *_VALUES]
 
 
 def _run_multiprocess(p: Program, mode: str) -> list[str]:
@@ -154,14 +163,23 @@ def _run_smap(p: Program, mode: str) -> list[str]:
     ]
 
 
+def _structs(p: Program) -> str:
+    """The abstract arguments: with placements, a committed one's sharding kept and a
+    Python scalar as it is (harness/run/edges.py `host_shapes`)."""
+    if not place_src(p):
+        return _STRUCTS
+    return ("[a if isinstance(a, (bool, int, float)) else jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, 'sharding', None)) "
+            "for a in place(*inputs(0))]")
+
+
 def _run_abstract(p: Program, mode: str) -> list[str]:
-    return ["def run():", f"  outs = jax.eval_shape(f, *{_STRUCTS})", "  facts = {}", *_SHAPES_ONLY]
+    return ["def run():", f"  outs = jax.eval_shape(f, *{_structs(p)})", "  facts = {}", *_SHAPES_ONLY]
 
 
 def _run_lowering(p: Program, mode: str) -> list[str]:
     return [
         "def run():",
-        f"  structs = {_STRUCTS}",
+        f"  structs = {_structs(p)}",
         "  facts = lowering_facts(jax.jit(f, keep_unused=True).lower(*structs).as_text())",
         "  outs = jax.eval_shape(f, *structs)",
         *_SHAPES_ONLY,
@@ -171,12 +189,18 @@ def _run_lowering(p: Program, mode: str) -> list[str]:
 def _run_vmap(p: Program, mode: str) -> list[str]:
     """vmap and vmap_spmd: the batch of members made as the harness makes it."""
     spmd = p.spmd_axis() if mode == "vmap_spmd" else None
-    vm = f"jax.vmap(f, spmd_axis_name={spmd!r})" if spmd else "jax.vmap(f)"
+    in_axes = tuple(0 if x.batched else None for x in p.inputs)
+    kw = "" if all(a == 0 for a in in_axes) else f", in_axes={in_axes!r}"
+    vm = f"jax.vmap(f, spmd_axis_name={spmd!r}{kw})" if spmd else f"jax.vmap(f{kw})"
     n = batch_size(p, mode)
+    # (an argument vmap does not batch, a Python scalar or a NumPy constant the body
+    # closes over, is given once, member 0's: in_axes=None)
+    args = f"[np.stack([m[i] for m in batch]) if {in_axes!r}[i] == 0 else batch[0][i] for i in range({len(p.inputs)})]" if kw else \
+        f"[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})]"
     return [
         "def run():",
         f"  batch = [inputs(b) for b in range({n})]  # member b: the arguments made with seed / offset b",
-        f"  outs = jax.jit({vm})(*[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})])",
+        f"  outs = jax.jit({vm})(*{'place(*' + args + ', batched=True)' if place_src(p) else args})",
         "  return [(tuple(o.shape), str(o.dtype), None, np.asarray(o)) for o in outs], {}",
     ]
 
