@@ -92,7 +92,25 @@ def mesh_order_axes(p: Program) -> Program | None:
     return replace(p, body=tuple(body)) if changed else None
 
 
+def passed_closures(p: Program) -> Program | None:
+    """Values the body closes over from the called function ("outer" closures), given to
+    the shard_map as arguments instead, with in_spec P(): the same value on every device,
+    invariant along every manual axis, the same derivative (programs/model.py `CLOSURES`)."""
+    if not any(x.closure == "outer" for x in p.inputs):
+        return None
+    return replace(p, inputs=tuple(replace(x, closure=None) if x.closure == "outer" else x for x in p.inputs))
+
+
+def without_effects(p: Program) -> Program | None:
+    """The program without its jax.debug.callback / print effects (they change no value
+    and no type: the outputs are the same)."""
+    return replace(p, effects=()) if p.effects else None
+
+
 REWRITES: dict[str, Callable[[Program], Program | None]] = {
     "nonnegative_axes": nonnegative_axes,
     "mesh_order_axes": mesh_order_axes,
+    # (how a program meets its shard_map: programs/model.py)
+    "passed_closures": passed_closures,
+    "without_effects": without_effects,
 }

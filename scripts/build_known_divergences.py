@@ -557,6 +557,24 @@ E(id="vmap-spmd-wrapped-transform-vma", case="vmap_spmd_wrapped_transform", mode
    when=["pcast:to==unreduced", "manual_size_1"],
    reason="Eager shard_map on an all-Explicit mesh whose manual axes all have size 1 fails at pcast(to='unreduced') with an internal AssertionError ('Expected last op to be sdy.sharding_constraint, but got: stablehlo.broadcast_in_dim and output type=f32[1,2]{U:x}'); the same program on a size-2 axis, and under jax.jit, runs.",
    link=NONE + "'Expected last op to be sdy.sharding_constraint broadcast_in_dim unreduced'"),
+
+ # ---- how a program meets its shard_map: closures, effects (issue 56 items 2 and 6) ----
+ E(id="vmap-spmd-outer-closure", case="vmap_spmd_outer_closure", mode="vmap_spmd", jax_versions=">=0.10.2,<0.11",
+   signatures=["unexpected_error|vmap_spmd|*->AssertionError", "unexpected_error|vmap_spmd|*->ValueError"],
+   when=["closure==outer"], rewrite="passed_closures",
+   reason="jax.vmap(f, spmd_axis_name=A) where f makes a shard_map whose body closes over a value of f that the vmap batches (a1 below: f's argument, not the shard_map's): jax raises AssertionError 'ManualAxisType(varying=frozenset({A}), ...)' in batching.py _batch_jaxpr2 (core.get_mat); where the closed-over value meets a collective it may instead fail to lower ('size of operand dimension 0 (2) is not equal to 1 or size of result dimension 0 (1)'). The same value given to the shard_map as an argument with in_spec P() (the rewrite) runs, and so do plain vmap, jit, eager and the grad modes. A closed-over value is invariant along every manual axis (shard_map.md: the body sees it whole on every device), so the program is valid. Measured on 0.10.2 only. Found by shardfuzz (closure features, issue 56).",
+   link="jax-ml/jax#17874 (shard_map with a closed over argument produces the wrong batched axis size when using spmd_axis_name; open), the same closure-under-spmd_axis_name batching path"),
+ E(id="gspmd-partial-manual-debug-callback", case="gspmd_partial_manual_callback", mode="gspmd", jax_versions=">=0.10.2,<0.11",
+   signatures=["unexpected_error|gspmd|*->JaxRuntimeError"],
+   when=["effects", "partial_manual"], rewrite="without_effects",
+   reason="jax.debug.callback (or jax.debug.print) inside a partial-manual shard_map (axis_names a strict subset of the mesh axes), jit with the GSPMD partitioner (jax_use_shardy_partitioner=False): compiling raises 'UNIMPLEMENTED: PartitionId instruction is not supported for SPMD partitioning since the meaning is ambiguous'. The partial-auto lowering of a debug callback (debugging.py _debug_callback_partial_auto) runs it under lax.axis_index of the automatic axes in a nested shard_map, which GSPMD cannot partition; Shardy (the default) runs it, as do eager and a full-manual shard_map under GSPMD. The program without its effects (the rewrite) runs. Measured on 0.10.2 only. Found by shardfuzz (effect features, issue 56).",
+   link="jax-ml/jax#25887 (fix jax.debug.print/callback under partial auto: the axis_index-in-cond lowering, fixed for Shardy) and jax-ml/jax#25705 (open: debug.print in a partial-auto shard_map under GSPMD)"),
+ E(id="eager-debug-callback-block-pairs", case="eager_callback_block_pairs", mode="eager", jax_versions=">=0.10.2,<0.11",
+   signatures=["value|eager|debug_callback", "value|eager|debug_print"],
+   when=["effects"], rewrite="without_effects",
+   reason="An eager (un-jitted) shard_map calls jax.debug.callback / jax.debug.print once per element of zip(*[list(arg) for arg in args]) (debugging.py _debug_callback_eager_rule, _debug_print_eager_rule): each argument contributes one block per distinct value along the axes it varies over, so arguments varying over different axes are paired wrongly and the rest are dropped. Here callback(axis_index('data'), axis_index('model'), a0) with a0 split over both axes: the calls pass (0, 0, a0 of device (0, 0)) and (1, 1, a0 of device (0, 1)); no device holds the second. jax's docstring allows a callback to be dropped, duplicated or reordered, not to receive values of different devices in one call; jit runs one call per device with that device's values. The program without its effects (the rewrite) runs. Measured on 0.10.2 only. Found by shardfuzz (effect features, issue 56).",
+   link=NONE + "'_debug_callback_eager_rule', 'eager shard_map debug callback wrong device values', 'debug print eager shard_map blocks'"),
+ # ---- (end of the block) ----
 ]
 
 HEADER = """# Known divergences between jax and the documented shard_map semantics shardfuzz checks,

@@ -92,6 +92,12 @@ PROGRAM_FEATURES = {
     # the call inside jax.sharding.auto_axes (strategies/explicit.py wrap_call)
     "auto_axes_call": lambda p: p.wrap == "auto_axes",
     "explicit_axes_call": lambda p: p.wrap == "explicit_axes",
+    # ---- how the program meets its shard_map (programs/model.py Place, CLOSURES, Effect)
+    # the body closes over a value of the called function (traced, batched, differentiated)
+    "closure==outer": lambda p: any(x.closure == "outer" for x in p.inputs),
+    # jax.debug.callback / print effects in the body
+    "effects": lambda p: bool(p.effects),
+    # ---- (end of the block)
 }
 
 

@@ -78,11 +78,27 @@ def ragged_guard(p: Program, mode: str, exit_line: str) -> list[str]:
 
 def run_lines(p: Program, mode: str) -> list[str]:
     """`def run()`: runs the program as the harness mode does; returns the observed
-    outputs (shape, dtype, per-device blocks or None, global value or None) and facts."""
+    outputs (shape, dtype, per-device blocks or None, global value or None) and facts.
+    With effects, the run waits for them (jax.effects_barrier) with sys.stdout gathered
+    in PRINTED (their jax.debug.print lines)."""
     make = _RUNS.get(mode)
     if make is None:
         raise NoReproducer(f"no reproducer for mode {mode!r}; one of {', '.join(REPRO_MODES)}")
-    return make(p, mode)
+    lines = make(p, mode)
+    if not p.effects:
+        return lines
+    at = lines.index("def run():")
+    return [*lines[:at], "def _run():", *lines[at + 1:], "", "",
+            "PRINTED = []  # what jax.debug.print wrote while the program ran", "", "",
+            "def run():",
+            "  import contextlib",
+            "  import io",
+            "  buf = io.StringIO()",
+            "  with contextlib.redirect_stdout(buf):",
+            "    got = _run()",
+            "    jax.effects_barrier()",
+            "  PRINTED.append(buf.getvalue())",
+            "  return got"]
 
 
 # what run() returns: the outputs with each device's block and the global value ...
@@ -119,6 +135,19 @@ def _run_direct(p: Program, mode: str) -> list[str]:
     """jit, eager and gspmd (jit with the GSPMD partitioner): the shard_map called."""
     pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
     call = "f" if mode == "eager" else jit_src(p)
+    if p.donate and mode != "eager":  # (each donated argument read back after the call: check_donation)
+        return ["DONATED = []  # (argument, deleted, intact) after the call", "", "",
+                "def run():", *pre, _unpack(p), f"  args = {placed_args(p, args_src(p)).lstrip('*')}",
+                f"  outs = {call}(*args)", "  jax.block_until_ready(outs)",
+                "  want = inputs(0)",
+                "  for i in DONATE:",
+                "    deleted = bool(getattr(args[i], 'is_deleted', lambda: False)())",
+                "    try:",
+                "      intact = not deleted and np.array_equal(np.asarray(args[i]).reshape(want[i].shape), want[i])",
+                "    except Exception:  # (reading a deleted array raises, as it must)",
+                "      intact = deleted",
+                "    DONATED.append((i, deleted, intact))",
+                *_VALUES]
     return ["def run():", *pre, _unpack(p), f"  outs = {call}({placed_args(p, args_src(p))})", "  jax.block_until_ready(outs)", *_VALUES]
 
 

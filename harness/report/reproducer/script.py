@@ -5,12 +5,14 @@ supervisor and `main` (script_text.py) into one standalone file.
 
 from __future__ import annotations
 
-from harness.report.reproducer.literals import doc_text, expectations, summary
+from harness.report.reproducer.literals import EFFECT_MODES, doc_text, expectations, summary
 from harness.report.reproducer.mode_choice import VALUE_MODES, prepare
 from harness.report.reproducer.run_snippets import ragged_guard, run_lines, setup_lines
 from harness.report.reproducer.script_text import (
     CHECK_BATCHED,
+    CHECK_CALLS,
     CHECK_COMMON,
+    CHECK_DONATION,
     CHECK_GRAD,
     CHECK_LOWERING,
     CHECK_VALUES,
@@ -39,7 +41,7 @@ def reproducer(p: Program, mode: str = "jit", title: str = "") -> str:
     pred = prepare(p, mode)
     title = title or "shardfuzz reproducer"
     expected = summary(p, pred, mode)
-    helpers, calls = _checks(pred, mode)
+    helpers, calls = _checks(pred, mode, p)
     fmt = {"title": _brace(title), "mode": mode, "summary": _brace(expected)}
     doc = [
         f'"""{doc_text(title)} (mode: {mode}).',
@@ -91,10 +93,16 @@ def reproducer(p: Program, mode: str = "jit", title: str = "") -> str:
     return "\n".join(lines)
 
 
-def _checks(pred: Prediction, mode: str) -> tuple[list[str], list[str]]:
+def _checks(pred: Prediction, mode: str, p: Program | None = None) -> tuple[list[str], list[str]]:
     """The helper definitions the script needs and the check calls of `main`."""
     helpers = [CHECK_COMMON]
     calls = ["      if check_shapes(outs, problems):"]
+    if p is not None and pred.error is None and p.effects and mode in EFFECT_MODES:
+        helpers.append(CHECK_CALLS)
+        calls.append("        check_calls(problems)")
+    if p is not None and pred.error is None and p.donate and mode in ("jit", "gspmd"):
+        helpers.append(CHECK_DONATION)
+        calls.append("        check_donation(problems)")
     if pred.error is None and mode in VALUE_MODES + ("vmap", "vmap_spmd"):
         helpers.append(CHECK_VALUES if mode in VALUE_MODES else CHECK_BATCHED)
         calls.append("        check_values(outs, problems)")
