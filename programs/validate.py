@@ -193,10 +193,11 @@ def _check_edges(p: Program) -> None:
                 axes = s.axes()
                 bad = [a for a in axes if a not in mesh.names]
                 dup = len(set(axes)) != len(axes)
-                if bad or dup or len(s.entries) > len(x.shape):
-                    raise _fail(f"{w}.place.spec={s!r}: names {bad or 'an axis twice' if bad or dup else 'more dimensions than'} "
-                                f"the argument {list(x.shape)} on mesh axes {list(mesh.names)}; name each mesh axis at most once, "
-                                "one entry per dimension at most")
+                if bad:
+                    raise _fail(f"{w}.place.spec={s!r}: names {bad}, not an axis of the mesh {list(mesh.names)}; name mesh axes only")
+                if dup or len(s.entries) > len(x.shape):
+                    raise _fail(f"{w}.place.spec={s!r}: {'names an axis twice' if dup else 'has more entries than'} the argument "
+                                f"{list(x.shape)} {'' if dup else 'has dimensions'}; one entry per dimension, each mesh axis once")
                 for d, e in enumerate(s.entries):
                     if e and x.shape[d] % mesh.group_size(e):
                         raise _fail(f"{w}.place.spec={s!r}: mesh axes {e} (size {mesh.group_size(e)}) do not divide dimension {d} "

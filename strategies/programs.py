@@ -528,8 +528,9 @@ def programs(
     program = _maybe_invalid(draw, program, body, invalid, defects)
     # placements, closures, effects, donation (strategies/edges.py); none on an invalid
     # program (a defect is one mistake: its Python scalars become NumPy arguments again)
-    if program.defect is not None:
-        return replace(program, inputs=tuple(replace(x, place=None) for x in program.inputs))
+    if program.defect is not None:  # (a committed placement is the placement_mismatch defect's own)
+        return replace(program, inputs=tuple(replace(x, place=None) if x.place is not None and x.place.how == "scalar" else x
+                                             for x in program.inputs))
     return draw_edges(draw, program, body, features) if not big else program
 
 
