@@ -388,6 +388,8 @@ class Program:
     def named_axes(self) -> set[str]:
         """Every mesh axis a spec or an op (nested ones included) names."""
         named = {a for s in self.in_specs + self.out_specs for a in s.axes() + s.unreduced + s.reduced}
+        # (a placement's sharding too: vmap's spmd_axis_name may not appear in a sharding)
+        named |= {a for x in self.inputs if x.place is not None for a in x.place.spec.axes()}
         return named | {a for op in self.all_ops() for a in (op.p("axes") or ())}  # type: ignore[union-attr]
 
     def spmd_axis(self) -> str | None:
