@@ -19,7 +19,16 @@ import numpy as np
 from oracles.checks import check_in_specs, check_out_specs, check_spec_types_and_axes
 from oracles.devices import assemble_global, np_dtype, split_global
 from oracles.effects import effect_predictions
-from oracles.explicit import check_arg_shardings, check_out_ur, check_unreduced_specs, out_sharding
+from oracles.explicit import (
+    FreeSharding,
+    ShardingType,
+    check_arg_shardings,
+    check_out_ur,
+    check_unreduced_specs,
+    free_placed,
+    free_shardings,
+    out_sharding,
+)
 from oracles.ops import OPS, Ctx
 from oracles.prediction import (
     OracleError,
@@ -129,6 +138,14 @@ def trace(
     return st, None
 
 
+def _out_type(p: Program, k: int, rank: int, free: list[FreeSharding | None] | None, o: int) -> ShardingType | None:
+    """Output `k`'s sharding type (`out_sharding`); None (not predicted) where it is
+    split over free Explicit axes past an op whose rule the oracle does not have."""
+    if free is None:
+        return out_sharding(p, k, rank)
+    return None if free[o] is None else out_sharding(p, k, rank, free[o])
+
+
 def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
     """The oracle's full prediction for one program (for member `batch` of a vmapped
     batch of its inputs; 0 is the plain program). `values=False` predicts errors, shapes,
@@ -140,6 +157,8 @@ def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
     if err is not None:
         return Prediction(err, (), tuple(st.types), manual, region)
     outs = []
+    # (arguments placed over free Explicit axes: their sharding joins the outputs' types)
+    free = free_shardings(p, st.types) if free_placed(p) else None
     for k, (o, s) in enumerate(zip(p.outputs, p.out_specs)):
         t = st.types[o]
         gshape = tuple(
@@ -147,7 +166,8 @@ def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
             for d, n in enumerate(t.shape)
         )
         if not values:
-            outs.append(OutputPrediction(k, t.shape, gshape, t.dtype, t.vma, None, None, False, 0.0, 0.0, out_sharding(p, k, len(t.shape))))
+            outs.append(OutputPrediction(k, t.shape, gshape, t.dtype, t.vma, None, None, False, 0.0, 0.0,
+                                         _out_type(p, k, len(t.shape), free, o)))
             continue
         data = st.values[o]
         m = len(p.mesh.sizes)
@@ -165,7 +185,7 @@ def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
         outs.append(
             OutputPrediction(
                 k, t.shape, gshape, t.dtype, t.vma, data[(slice(None),) * m], glob, exact, rtol, atol,
-                out_sharding(p, k, len(t.shape)), unchecked,
+                _out_type(p, k, len(t.shape), free, o), unchecked,
             )
         )
     effects = effect_predictions(

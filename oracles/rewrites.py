@@ -18,8 +18,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from oracles.explicit import free_placed
 from oracles.interpreter import trace
-from programs.model import Op, ParamValue, Program
+from programs.model import Input, Op, ParamValue, Program, Spec
 
 
 def _ranks(p: Program) -> list[int]:
@@ -107,10 +108,39 @@ def without_effects(p: Program) -> Program | None:
     return replace(p, effects=()) if p.effects else None
 
 
+def committed_placements(p: Program) -> Program | None:
+    """Arguments `jax.device_put` inside the call, committed to the same sharding before it
+    instead (programs/model.py `Place`: jax reshards each to its in_spec either way)."""
+    if not any(x.place is not None and x.place.how == "device_put" for x in p.inputs):
+        return None
+    return replace(p, inputs=tuple(replace(x, place=replace(x.place, how="committed"))
+                                   if x.place is not None and x.place.how == "device_put" else x for x in p.inputs))
+
+
+def without_free_explicit(p: Program) -> Program | None:
+    """Each argument placed over an Explicit axis the shard_map leaves free, placed without
+    that axis (jax reshards it to its in_spec either way: the values are the same; its
+    sharding no longer joins the body's types, oracles/explicit.py `free_shardings`)."""
+    if not free_placed(p):
+        return None
+    free = {a for a in p.explicit_axes if a not in p.manual_axes}
+
+    def strip(x: Input) -> Input:
+        if x.place is None or x.place.how == "scalar":
+            return x
+        s = x.place.spec
+        return replace(x, place=replace(x.place, spec=Spec(tuple(tuple(a for a in e if a not in free) or None if e else None
+                                                                for e in s.entries))))
+
+    return replace(p, inputs=tuple(strip(x) for x in p.inputs))
+
+
 REWRITES: dict[str, Callable[[Program], Program | None]] = {
     "nonnegative_axes": nonnegative_axes,
     "mesh_order_axes": mesh_order_axes,
     # (how a program meets its shard_map: programs/model.py)
     "passed_closures": passed_closures,
     "without_effects": without_effects,
+    "committed_placements": committed_placements,
+    "without_free_explicit": without_free_explicit,
 }

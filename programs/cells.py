@@ -166,7 +166,7 @@ def feature_unreachable(cell: str, mode: str) -> str | None:
         return "the smap mode runs the plain body (no closure, no effect: Program.smap_form)"
     if mode in ("grad", "grad_remat") and dim == "how=scalar":
         return "the grad modes differentiate arrays: a Python scalar argument is passed as one"
-    if mode in ("grad", "grad_remat") and dim in ("how=reshard", "mesh=explicit", "mesh=mixed"):
+    if mode in ("grad", "grad_remat") and dim in ("how=reshard", "mesh=explicit", "mesh=mixed", "spec=free_explicit"):
         return "the grad modes run no program with Explicit axes (shardfuzz), and jax.sharding.reshard names Explicit axes only"
     return None
 

@@ -17,9 +17,10 @@ it, so every program stays valid by construction:
     dimensions, other axes, axes the shard_map leaves automatic). Under an all-Explicit
     mesh with every axis manual the argument's sharding must be its in_spec's
     (oracles/explicit.py `check_arg_shardings`), unless the program reshards it
-    (`Program.reshard`). A free Explicit axis is never named (its sharding would join the
-    body's types, which the oracle does not model), nor an Explicit axis on a
-    closed-over value (jax does not support closing over one: jax-ml/jax#29162);
+    (`Program.reshard`). A free Explicit axis is named where the oracle's rules cover
+    every live value it reaches (its sharding joins the body's types: oracles/explicit.py
+    `free_shardings`); an Explicit axis is never named on a closed-over value (jax does
+    not support closing over one: jax-ml/jax#29162);
     reshard names Explicit axes only (jax refuses Auto ones).
   - closure: an argument whose in_spec is replicated (P()) may be closed over instead,
     as a NumPy constant or a value of the called function; it is invariant along every
@@ -40,7 +41,10 @@ from dataclasses import replace
 from hypothesis import event
 from hypothesis import strategies as st
 
+from oracles.explicit import free_placed, free_shardings
+from oracles.interpreter import trace
 from programs.cells import PLACE_CLASSES, place_class
+from programs.graph import live_ops
 from programs.model import SCALAR_DTYPES, Effect, Input, Mesh, Place, Program, Spec
 from strategies import reuse
 from strategies.body import _Body
@@ -71,12 +75,17 @@ def feature_mesh(draw: st.DrawFn, want: dict[str, tuple[dict[str, str], ...]], n
     first axis Explicit where reshard or a mixed mesh is asked for, every axis where an
     Explicit mesh is."""
     asks = [a for k in want for a in want[k]]
-    drawn: tuple[int, ...] = draw(reuse.sampled_from(_FEATURE_MESHES), label="feature_mesh")
-    free = any(a.get("spec", "").startswith("free") for a in asks) or draw(st.booleans(), label="feature_auto_axis")
+    asked = any(a.get("spec", "").startswith("free") for a in asks)
+    # (an automatic axis a placement names: of size 2 or more where one is asked for)
+    meshes = tuple(m for m in _FEATURE_MESHES if m[2] > 1) if asked else _FEATURE_MESHES
+    drawn: tuple[int, ...] = draw(reuse.sampled_from(meshes), label="feature_mesh")
+    free = asked or draw(st.booleans(), label="feature_auto_axis")
     sizes = drawn if free else drawn[:2]
     types = ["auto"] * len(sizes)
     if any(a.get("mesh") == "explicit" for a in asks):
         types = ["explicit"] * len(sizes)
+    elif any(a.get("spec") == "free_explicit" for a in asks):
+        types = ["explicit"] * len(sizes)  # (the automatic axis a placement names, Explicit: `_placeable_axes`)
     elif any(a.get("how") == "reshard" or a.get("mesh") == "mixed" for a in asks):
         types[0] = "explicit"
     mesh = Mesh(names[: len(sizes)], tuple(sizes), tuple(types))
@@ -155,12 +164,35 @@ def _spec_of(draw: st.DrawFn, p: Program, i: int, cls: str, axes: list[str]) -> 
     raise ValueError(f"unknown placement class {cls!r}")
 
 
-def _placeable_axes(p: Program, i: int) -> list[str]:
-    """The mesh axes a placement of argument `i` may name: not a free Explicit one, nor,
-    for a closed-over value, any Explicit one."""
+def _placeable_axes(p: Program, i: int, free_explicit: bool = False) -> list[str]:
+    """The mesh axes a placement of argument `i` may name: a free Explicit one only where
+    `free_explicit` (its sharding then joins the body's types: `_free_ok`), no Explicit
+    one for a closed-over value, nor the manual axis no spec and no op names
+    (`Program.spmd_axis`: vmap_spmd splits its batch over it, and jax refuses a sharding
+    naming the spmd_axis_name)."""
     mesh = p.outer_mesh()
-    return [a for a in mesh.names
-            if not (mesh.axis_type(a) == "explicit" and (a not in p.manual_axes or p.inputs[i].closure is not None))]
+    spmd = p.spmd_axis()
+    # (only on a mesh whose every axis is Explicit, where jax 0.10.2 joins the free axes to
+    # the output's type as jax/_src/shard_map.py `_unshard_shaped_array` says; on a mesh with
+    # an Auto axis it drops them from the output's type, and eager from the body's, measured)
+    free_explicit = free_explicit and all(t == "explicit" for t in mesh.axis_types)
+    return [a for a in mesh.names if a != spmd
+            and not (mesh.axis_type(a) == "explicit" and p.inputs[i].closure is not None)
+            and not (mesh.axis_type(a) == "explicit" and a not in p.manual_axes and not free_explicit)]
+
+
+def _free_ok(q: Program) -> bool:
+    """Whether the oracle's rules cover the free Explicit sharding of every live value of
+    `q` (oracles/explicit.py `free_shardings`), and the free axes divide each block."""
+    st_, err = trace(q, with_values=False)
+    if err is not None:
+        return False
+    free = free_shardings(q, list(st_.types))
+    live = {v for i in live_ops(q) for v in (*q.body[i].operands, len(q.inputs) + i)} | set(q.outputs) | {e.value for e in q.effects}
+    if any(free[v] is None for v in live):
+        return False
+    return all(not a or st_.types[i].shape[d] % q.mesh.group_size(a) == 0
+               for i in range(len(q.inputs)) for d, a in enumerate(free[i] or ()))
 
 
 def _place(draw: st.DrawFn, p: Program, i: int, want: dict[str, str]) -> Program:
@@ -170,7 +202,8 @@ def _place(draw: st.DrawFn, p: Program, i: int, want: dict[str, str]) -> Program
     explicit = [a for a in mesh.names if mesh.axis_type(a) == "explicit"]
     hows = ["committed", "device_put"] + (["reshard"] if explicit and x.closure is None else [])
     how: str = want["how"] if want.get("how") in hows else draw(reuse.sampled_from(hows), label="place_how")
-    axes = _placeable_axes(p, i)
+    free_explicit = want.get("spec") == "free_explicit" or draw(st.booleans(), label="place_free_explicit")
+    axes = _placeable_axes(p, i, free_explicit)
     if how == "reshard":
         axes = [a for a in axes if a in explicit]
     # (every axis manual and Explicit, the argument not resharded after: its sharding is
@@ -184,6 +217,8 @@ def _place(draw: st.DrawFn, p: Program, i: int, want: dict[str, str]) -> Program
         if spec is None or (cls.startswith("free") and spec.axes() and cls != _class_with(p, i, how, spec)):
             continue
         q = replace(p, inputs=p.inputs[:i] + (replace(x, place=Place(how, spec)),) + p.inputs[i + 1:])
+        if free_placed(q) and not _free_ok(q):
+            continue
         event(f"edge: argument placed ({how})")
         event(f"edge: placement {place_class(q, i)}")
         return q

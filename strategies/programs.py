@@ -805,6 +805,8 @@ def _featured(draw: st.DrawFn, foci: tuple[Focus | tuple[Focus, ...], ...], kind
             rank, split = draw(st.integers(1, 3), label="featured_rank"), True
         elif kind == "place" and ask.get("spec") in ("other", "free_auto"):
             rank = draw(st.integers(1, 3), label="featured_rank")
+            if ask.get("spec") == "other":
+                axes = ()  # (an in_spec naming none of the axes a placement may name: any it names are others)
         elif kind == "closure":
             axes = ()
             dts = ("float32",) if ask.get("differentiated") == "yes" else dts

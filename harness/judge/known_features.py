@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from harness.judge.compare import Divergence, DivergenceKind
+from oracles.explicit import free_placed
 from oracles.prediction import ValueType
 from programs.model import Op, Program, Spec
 
@@ -97,6 +98,13 @@ PROGRAM_FEATURES = {
     "closure==outer": lambda p: any(x.closure == "outer" for x in p.inputs),
     # jax.debug.callback / print effects in the body
     "effects": lambda p: bool(p.effects),
+    # an argument placed over an Explicit axis the shard_map leaves free (its sharding
+    # joins the body's types: oracles/explicit.py free_shardings)
+    "free_explicit_placement": free_placed,
+    # an argument jax.device_put inside the call to a sharding naming an Explicit axis
+    "device_put_explicit": lambda p: any(x.place is not None and x.place.how == "device_put"
+                                         and any(p.outer_mesh().axis_type(a) == "explicit" for a in x.place.spec.axes())
+                                         for x in p.inputs),
     # ---- (end of the block)
 }
 
