@@ -588,7 +588,7 @@ E(id="vmap-spmd-wrapped-transform-vma", case="vmap_spmd_wrapped_transform", mode
    signatures=["unexpected_error|*|psum_scatter->AssertionError", "unexpected_error|*|lowering->AssertionError",
                "unexpected_error|*|psum_scatter->ValueError", "unexpected_error|*|lowering->ValueError"],
    when=["free_explicit_placement", "psum_scatter"], rewrite="without_free_explicit",
-   reason="On a mesh whose axes are all Explicit, a partial-manual shard_map (axis_names={'x'}) whose argument is placed over the free Explicit axis 'y' (placed P('x', 'y'): its block typed float32[4,8@y]{V:x}) and a psum_scatter over 'x' of it: jit and eager raise AssertionError '(0, P(None, 'y'))' on 0.10.2, ValueError "Length of sharding.spec (2) must be equal to aval's ndim (0)" on 0.12.0 (abstract evaluation types it); the same psum_scatter without the free Explicit placement (the rewrite) runs. Measured on 0.10.2 and 0.12.0. Found by shardfuzz (placement features, issue 56).",
+   reason="On a mesh whose axes are all Explicit, a partial-manual shard_map (axis_names={'x'}) whose argument is placed over the free Explicit axis 'y' (placed P('x', 'y'): its block typed float32[4,8@y]{V:x}) and a psum_scatter over 'x' of it: jit and eager raise AssertionError '(0, P(None, 'y'))' on 0.10.2, ValueError 'Length of sharding.spec (2) must be equal to [the] ndim (0)' of a scalar aval on 0.12.0 (abstract evaluation types it); the same psum_scatter without the free Explicit placement (the rewrite) runs. Measured on 0.10.2 and 0.12.0. Found by shardfuzz (placement features, issue 56).",
    link=NONE + "'psum_scatter explicit sharding AssertionError', 'reduce_scatter explicit axis partial manual shard_map'"),
  # ---- (end of the block) ----
 ]
