@@ -103,7 +103,9 @@ def features_only(n: int, seeds: list[int], draws: int) -> int:
     _, held = focused_cells(found | set(every_feature_cell()), draws)
     kept = sorted(held)
     print(f"{len(found)} feature cells reached, {len(kept)} held around their focus: {kept}", file=sys.stderr)
-    header = [ln for ln in TABLE.read_text().splitlines() if ln.startswith("#")]
+    header = [ln for ln in TABLE.read_text().splitlines() if ln.startswith("#") and not ln.startswith("# Feature cells")]
+    header.append(f"# Feature cells by: python scripts/build_cell_table.py --features-only --programs {n} "
+                  f"--seeds {' '.join(map(str, seeds))} --focused-draws {draws}")
     TABLE.write_text("\n".join(header) + "\n" + "".join(c + "\n" for c in sorted(set(ops) | set(kept))))
     return 0
 

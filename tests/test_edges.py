@@ -189,3 +189,29 @@ def test_a_feature_focus_is_held_by_its_program() -> None:
     for cell in ("place|how=scalar", "closure|kind=numpy", "effect|kind=print", "donate|arg=committed"):
         got = [_draw(7919 * d + 5, ((Focus(cell, "spmd"),),), ())[0] for d in range(3)]
         assert any(q is not None and cell in feature_cells(q) for q in got), cell
+
+
+def test_a_free_explicit_placement_joins_the_types() -> None:
+    """All-Explicit mesh, axis_names={'x'}: an argument placed P('y') (y free) keeps y in
+    the body's types and the output's (jax 0.10.2, measured: float32[8@(x,y),8] for
+    out_specs P('x')); reduce_sum drops the summed dimension's axes, an untiled all_gather's
+    new dimension is unsplit (the others keep theirs), transpose permutes."""
+    ex3 = Mesh(("x", "y"), (2, 4), ("explicit", "explicit"))
+
+    def out_type(spec: Spec, ops: list, out: Spec = P("x")) -> object:  # type: ignore[type-arg]
+        x = placed(Input((8, 8), "float32", "iota"), "committed", spec)
+        p = replace(prog(ex3, [x], [P("x")], ops, [1], [out]), axis_names=("x",))
+        pr = predict(p)
+        assert pr.error is None, pr.error
+        return pr.outputs[0].sharding[0]  # type: ignore[index]
+
+    assert out_type(P("y"), [op("neg", 0)]) == (("x", "y"), ())
+    assert out_type(P(None, "y"), [op("reduce_sum", 0, axis=0)]) == (("x", "y"),)
+    assert out_type(P(None, "y"), [op("reduce_sum", 0, axis=1)]) == (("x",),)
+    assert out_type(P(None, "y"), [op("transpose", 0, perm=(1, 0))]) == (("x", "y"), ())
+    assert out_type(P("x", "y"), [op("all_gather", 0, axes=("x",), axis=0, tiled=False)]) == (("x",), (), ("y",))
+    # on a mesh with an Auto axis the free Explicit axes are never drawn (strategies/edges.py)
+    mixed = Mesh(("x", "y"), (2, 4), ("auto", "explicit"))
+    q = replace(prog(mixed, [placed(Input((8, 8), "float32", "iota"), "committed", P("y"))], [P("x")], [op("neg", 0)], [1], [P("x")]),
+                axis_names=("x",))
+    assert predict(q).outputs[0].sharding is None  # (jax leaves y out there, against _unshard_shaped_array: not predicted)
