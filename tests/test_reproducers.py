@@ -104,6 +104,8 @@ CURATED_FAILING = {
     "NotImplementedError('Please file an issue'); the vmap mode reports such programs unsupported (modes_transformed.py)",
     ("in_spec_none_static", "vmap_spmd"): "vmap with spmd_axis_name raises AssertionError('ManualAxisType(varying="
     "frozenset({'x'}), ...)') for this valid program (known entry vmap-spmd-static-argument)",
+    ("closed_over_outer_value", "vmap_spmd"): "vmap with spmd_axis_name of a body closing over a batched value raises "
+    "AssertionError('ManualAxisType(varying=...)') (known entry vmap-spmd-outer-closure)",
 }
 # More (case, mode) pairs whose script must say BUG: the failing side of the modes the
 # known cases' own modes leave out (lowering, smap, grad_remat, a value divergence under vmap)

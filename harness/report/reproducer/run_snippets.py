@@ -143,9 +143,10 @@ def _run_direct(p: Program, mode: str) -> list[str]:
                 "  for i in DONATE:",
                 "    deleted = bool(getattr(args[i], 'is_deleted', lambda: False)())",
                 "    try:",
-                "      intact = not deleted and np.array_equal(np.asarray(args[i]).reshape(want[i].shape), want[i])",
+                "      got = np.asarray(args[i])",
                 "    except Exception:  # (reading a deleted array raises, as it must)",
-                "      intact = deleted",
+                "      got = None",
+                "    intact = (got is None) if deleted else (got is not None and np.array_equal(got.reshape(want[i].shape), want[i]))",
                 "    DONATED.append((i, deleted, intact))",
                 *_VALUES]
     return ["def run():", *pre, _unpack(p), f"  outs = {call}({placed_args(p, args_src(p))})", "  jax.block_until_ready(outs)", *_VALUES]
