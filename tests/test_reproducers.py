@@ -228,6 +228,8 @@ TAMPER = [
     ("pmean_two_axes_int", "abstract", "'int32', ['x', 'y']),", "'int32', ['x']),"),  # a body value's vma
     ("err_collective_vma", "jit", "types=('ValueError',)", "types=('TypeError',)"),  # the error type
     ("err_in_spec_rank", "jit", "facts=(", "facts=('no such fact',"),  # the facts it names
+    ("effect_callback_per_device", "jit", "calls=[([0], np.array([", "calls=[([0], 1 + np.array(["),  # an effect's calls
+    ("effect_print_of_an_argument", "jit", "calls=[([0], np.array([", "calls=[([0], 1 + np.array(["),  # a printed call
 ]
 
 
