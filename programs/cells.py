@@ -97,8 +97,8 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
 # How a program meets its shard_map (programs/model.py `Place`, `CLOSURES`, `Effect`,
 # `Program.donate`): cells of the program, not of an op, "feature|dimension=class":
 # - place|how=scalar / committed / device_put / reshard, place|spec=<PLACE_CLASSES> (a
-#   placement's sharding class), place|mesh=explicit / mixed (a sharding on a mesh with
-#   Explicit axes: part of the argument's type);
+#   placement's sharding class), place|typed=yes (a sharding over an Explicit axis: part of
+#   the argument's type);
 # - closure|kind=numpy / outer (an "outer" one is a traced value under jit, a batched one
 #   under vmap and vmap_spmd, the differentiated variable under grad: the modes say
 #   which), closure|differentiated=yes (a float one, which the grad modes differentiate);
@@ -116,7 +116,7 @@ PLACE_CLASSES = ("replicated", "in_spec", "order", "other", "free_auto", "free_e
 def every_feature_cell() -> tuple[str, ...]:
     """Every feature cell there is (`feature_cells` makes no other)."""
     return (*(f"place|how={h}" for h in PLACE_HOWS), *(f"place|spec={c}" for c in PLACE_CLASSES),
-            "place|mesh=explicit", "place|mesh=mixed", *(f"closure|kind={k}" for k in CLOSURES), "closure|differentiated=yes",
+            "place|typed=yes", *(f"closure|kind={k}" for k in CLOSURES), "closure|differentiated=yes",
             *(f"effect|kind={k}" for k in EFFECT_KINDS), "effect|value=argument", "effect|value=result",
             "donate|arg=committed", "donate|arg=uncommitted")
 
@@ -166,7 +166,7 @@ def feature_unreachable(cell: str, mode: str) -> str | None:
         return "the smap mode runs the plain body (no closure, no effect: Program.smap_form)"
     if mode in ("grad", "grad_remat") and dim == "how=scalar":
         return "the grad modes differentiate arrays: a Python scalar argument is passed as one"
-    if mode in ("grad", "grad_remat") and dim in ("how=reshard", "mesh=explicit", "mesh=mixed", "spec=free_explicit"):
+    if mode in ("grad", "grad_remat") and dim in ("how=reshard", "typed=yes", "spec=free_explicit"):
         return "the grad modes run no program with Explicit axes (shardfuzz), and jax.sharding.reshard names Explicit axes only"
     return None
 
@@ -184,8 +184,7 @@ def feature_cells(p: Program) -> frozenset[str]:
         return frozenset()
     out: set[str] = set()
     used = _used_args(p)
-    types = set(p.outer_mesh().axis_types)
-    mesh_class = "mixed" if len(types) > 1 else types.pop()
+    mesh = p.outer_mesh()
     for i, x in enumerate(p.inputs):
         if i not in used:
             continue
@@ -193,8 +192,8 @@ def feature_cells(p: Program) -> frozenset[str]:
             out.add(f"place|how={x.place.how}")
             if x.place.how != "scalar":
                 out.add(f"place|spec={place_class(p, i)}")
-                if mesh_class != "auto":  # (the argument's sharding is part of its type: oracles/explicit.py)
-                    out.add(f"place|mesh={mesh_class}")
+                if any(mesh.axis_type(a) == "explicit" for a in x.place.spec.axes()):
+                    out.add("place|typed=yes")  # (over an Explicit axis: part of the argument's type, oracles/explicit.py)
         if x.closure is not None:
             out.add(f"closure|kind={x.closure}")
             if x.closure == "outer" and is_float(x.dtype):

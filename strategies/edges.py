@@ -72,8 +72,8 @@ _FEATURE_MESHES = ((2, 2, 2), (2, 2, 1), (4, 2, 1), (3, 2, 1), (1, 2, 2), (2, 4,
 def feature_mesh(draw: st.DrawFn, want: dict[str, tuple[dict[str, str], ...]], names: tuple[str, ...]) -> tuple[Mesh, tuple[str, ...], tuple[str, ...]]:
     """(mesh, manual axes, the axes specs and ops may name) for feature foci: an automatic
     third axis where a placement over a free axis is asked for (else sometimes), the
-    first axis Explicit where reshard or a mixed mesh is asked for, every axis where an
-    Explicit mesh is."""
+    first axis Explicit where reshard or a typed placement is asked for, every axis where
+    a placement over a free Explicit axis is (and none over a free Auto one)."""
     asks = [a for k in want for a in want[k]]
     asked = any(a.get("spec", "").startswith("free") for a in asks)
     # (an automatic axis a placement names: of size 2 or more where one is asked for)
@@ -82,28 +82,26 @@ def feature_mesh(draw: st.DrawFn, want: dict[str, tuple[dict[str, str], ...]], n
     free = asked or draw(st.booleans(), label="feature_auto_axis")
     sizes = drawn if free else drawn[:2]
     types = ["auto"] * len(sizes)
-    if any(a.get("mesh") == "explicit" for a in asks):
-        types = ["explicit"] * len(sizes)
-    elif any(a.get("spec") == "free_explicit" for a in asks):
+    if any(a.get("spec") == "free_explicit" for a in asks) and not any(a.get("spec") == "free_auto" for a in asks):
         types = ["explicit"] * len(sizes)  # (the automatic axis a placement names, Explicit: `_placeable_axes`)
-    elif any(a.get("how") == "reshard" or a.get("mesh") == "mixed" for a in asks):
-        types[0] = "explicit"
+    elif any(a.get("how") == "reshard" or a.get("typed") == "yes" for a in asks):
+        types[0] = "explicit"  # (the axis specs name: a placement over it is part of the argument's type)
     mesh = Mesh(names[: len(sizes)], tuple(sizes), tuple(types))
     manual = mesh.names[:2]
     return mesh, manual, mesh.names[:1]
 
 
 def scalar_arguments(draw: st.DrawFn, inputs: list[Input], in_specs: list[Spec], body: _Body, features: frozenset[str],
-                     force: bool = False) -> list[Input]:
-    """Some rank-0 int32 / float32 / bool arguments as Python scalars (`force`: every one
-    that can be), marked weak in `body` (an int or a float: jax types it weakly)."""
+                     only: frozenset[int] | None = None) -> list[Input]:
+    """Some rank-0 int32 / float32 / bool arguments as Python scalars (`only`: those of
+    these that can be), marked weak in `body` (an int or a float: jax types it weakly)."""
     if "placement" not in features or body.x64:
         return inputs
     out = list(inputs)
     for i, x in enumerate(inputs):
-        if x.shape != () or x.dtype not in SCALAR_DTYPES or in_specs[i].axes():
+        if x.shape != () or x.dtype not in SCALAR_DTYPES or in_specs[i].axes() or (only is not None and i not in only):
             continue
-        if force or draw(st.integers(0, 3), label="scalar_argument") == 0:
+        if only is not None or draw(st.integers(0, 3), label="scalar_argument") == 0:
             out[i] = replace(x, place=Place("scalar"))
             if x.dtype != "bool":
                 body.weak.add(i)
@@ -233,6 +231,24 @@ def _class_with(p: Program, i: int, how: str, spec: Spec) -> str:
 def _committed(p: Program, i: int) -> bool:
     pl = p.inputs[i].place
     return pl is not None and pl.how == "committed"
+
+
+def place_argument(draw: st.DrawFn, p: Program, i: int, ask: dict[str, str]) -> Program:
+    """Argument `i` placed as `ask` says (its "how" and "spec" classes; the others drawn),
+    where it can be (else `p`)."""
+    x = p.inputs[i]
+    return p if x.place is not None or x.closure == "numpy" else _place(draw, p, i, ask)
+
+
+def close_argument(draw: st.DrawFn, p: Program, i: int, ask: dict[str, str]) -> Program:
+    """Argument `i` closed over (its "kind": numpy or outer, else drawn), where it can be."""
+    if not _closable(p, i):
+        return p
+    kinds = ("numpy", "outer") if ask.get("differentiated") != "yes" else ("outer",)
+    kind = ask["kind"] if ask.get("kind") in kinds else draw(reuse.sampled_from(kinds), label="closure_kind")
+    event(f"edge: closed over ({kind})")
+    return replace(p, in_specs=p.in_specs[:i] + (Spec(()),) + p.in_specs[i + 1:],
+                   inputs=p.inputs[:i] + (replace(p.inputs[i], closure=kind),) + p.inputs[i + 1:])
 
 
 def _closable(p: Program, i: int) -> bool:

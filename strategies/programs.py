@@ -30,7 +30,15 @@ from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is
 from programs.ops import BINARY_OPS, COLLECTIVES
 from strategies import reuse
 from strategies.body import ACROSS, _Body
-from strategies.edges import EDGE_FEATURES, draw_edges, feature_mesh, feature_want, scalar_arguments
+from strategies.edges import (
+    EDGE_FEATURES,
+    close_argument,
+    draw_edges,
+    feature_mesh,
+    feature_want,
+    place_argument,
+    scalar_arguments,
+)
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
@@ -785,25 +793,39 @@ def _featured(draw: st.DrawFn, foci: tuple[Focus | tuple[Focus, ...], ...], kind
     (programs/cells.py `FEATURE_KINDS`: place, closure, effect, donate): a mesh that can
     hold them all (strategies/edges.py `feature_mesh`: a free manual axis for vmap_spmd,
     an automatic one for a placement over it, an Explicit one for reshard), an argument
-    fit for each compound focus (a rank-0 float32 for a Python scalar, one split along
-    the usable axes for a placement by or around its in_spec, a replicated one for a
-    closure), a few ops, then the features asked for (strategies/edges.py `draw_edges`)."""
+    fit for each compound focus on a placement or a closure (a rank-0 float32 for a Python
+    scalar, one split along the usable axes for a placement by or around its in_spec, a
+    replicated one for a closure), a few ops, then each argument's placement or closure,
+    and the effects and donation asked for (strategies/edges.py)."""
     group = [(g,) if isinstance(g, Focus) else tuple(g) for g in foci]
     want = feature_want(group)
+    # (a placement over an Explicit axis needs an Explicit mesh, which the grad modes do not
+    # run: beside foci they would check, it waits for a program of its own, the sweep's
+    # next group, so that the others are checked in every mode of their profile)
+    typed = [a for a in want.get("place", ()) if a.get("typed") == "yes" or a.get("how") == "reshard" or a.get("spec") == "free_explicit"]
+    if typed and len(typed) < sum(len(v) for v in want.values()):
+        want = {**want, "place": tuple(a for a in want["place"] if a not in typed)}
     mesh, manual, usable = feature_mesh(draw, want, AXIS_NAMES)
-    asks = [a for k in want for a in want[k]]
-    n_args = max(draw(st.integers(1, max_args), label="n_args"), len(asks)) + 1  # (one more, float32: grad differentiates it)
+    # one argument per placement or closure asked for (a Python scalar has no sharding: a
+    # compound asking for both is two arguments)
+    per_arg: list[tuple[str, dict[str, str]]] = []
+    for a in want.get("place", ()):
+        if a.get("how") == "scalar" and len(a) > 1:
+            per_arg += [("place", {"how": "scalar"}), ("place", {k: v for k, v in a.items() if k != "how"})]
+        else:
+            per_arg.append(("place", a))
+    per_arg += [("closure", a) for a in want.get("closure", ())]
+    n_args = max(draw(st.integers(1, max_args), label="n_args"), len(per_arg)) + 1  # (one more, float32: grad differentiates it)
     inputs, in_specs, vals = [], [], []
     for i in range(n_args):
-        ask = asks[i] if i < len(asks) else {}
-        kind = next((k for k in want if ask in want[k]), "")
+        kind, ask = per_arg[i] if i < len(per_arg) else ("", {})
         rank: int | None = None
         axes, split, dts = usable, False, _X32_DTYPES
         if kind == "place" and ask.get("how") == "scalar":
             rank, axes, dts = 0, (), ("float32",)
         elif kind == "place" and ask.get("spec") in ("in_spec", "order"):
             rank, split = draw(st.integers(1, 3), label="featured_rank"), True
-        elif kind == "place" and ask.get("spec") in ("other", "free_auto"):
+        elif kind == "place" and ask.get("spec") in ("other", "free_auto", "free_explicit"):
             rank = draw(st.integers(1, 3), label="featured_rank")
             if ask.get("spec") == "other":
                 axes = ()  # (an in_spec naming none of the axes a placement may name: any it names are others)
@@ -817,9 +839,9 @@ def _featured(draw: st.DrawFn, foci: tuple[Focus | tuple[Focus, ...], ...], kind
         in_specs.append(sp)
         vals.append(v)
     body = _Body(mesh, manual, True, vals, usable)
-    scalars = [i for i, a in enumerate(asks) if a.get("how") == "scalar"]
+    scalars = frozenset(i for i, (k, a) in enumerate(per_arg) if k == "place" and a.get("how") == "scalar")
     if scalars:
-        inputs = scalar_arguments(draw, inputs, in_specs, body, frozenset({"placement"}), force=True)
+        inputs = scalar_arguments(draw, inputs, in_specs, body, frozenset({"placement"}), only=scalars)
     enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
     for _ in range(draw(st.integers(1, 4), label="n_ops")):
         body.try_op(draw, draw(reuse.sampled_from(enabled or kinds), label="op_kind"))
@@ -831,14 +853,19 @@ def _featured(draw: st.DrawFn, foci: tuple[Focus | tuple[Focus, ...], ...], kind
             outputs.append(j)
             out_specs.append(spec)
     read = {j for o in body.ops for j in o.operands} | set(outputs)
-    for i in range(len(asks)):  # (a feature counts for an argument the program uses: an output, where no op reads it)
+    for i in range(len(per_arg)):  # (a feature counts for an argument the program uses: an output, where no op reads it)
         if i not in read and (spec := _output_spec(draw, body, i)) is not None:
             outputs.append(i)
             out_specs.append(spec)
     program = _program(body, inputs, in_specs, outputs, out_specs)
     if strict_explicit(program):  # (every axis manual and Explicit: a splitting in_spec needs its argument resharded)
         program = replace(program, reshard=any(sp.axes() for sp in in_specs))
-    return draw_edges(draw, program, body, frozenset(), want)
+    for i, (kind, ask) in enumerate(per_arg):
+        if kind == "closure":
+            program = close_argument(draw, program, i, ask)
+        elif kind == "place" and ask.get("how") != "scalar":
+            program = place_argument(draw, program, i, ask)
+    return draw_edges(draw, program, body, frozenset(), {k: v for k, v in want.items() if k in ("effect", "donate")})
 
 
 def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...], kinds: tuple[str, ...], max_args: int, max_outputs: int,
