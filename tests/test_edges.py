@@ -198,9 +198,9 @@ def test_a_free_explicit_placement_joins_the_types() -> None:
     new dimension is unsplit (the others keep theirs), transpose permutes."""
     ex3 = Mesh(("x", "y"), (2, 4), ("explicit", "explicit"))
 
-    def out_type(spec: Spec, ops: list, out: Spec = P("x")) -> object:  # type: ignore[type-arg]
+    def out_type(spec: Spec, ops: list) -> object:  # type: ignore[type-arg]
         x = placed(Input((8, 8), "float32", "iota"), "committed", spec)
-        p = replace(prog(ex3, [x], [P("x")], ops, [1], [out]), axis_names=("x",))
+        p = replace(prog(ex3, [x], [P("x")], ops, [1], [P("x")]), axis_names=("x",))
         pr = predict(p)
         assert pr.error is None, pr.error
         return pr.outputs[0].sharding[0]  # type: ignore[index]
