@@ -198,6 +198,43 @@ def _free_axis_committed(x: Any, kw: dict[str, Any]) -> bool:
     return any(a not in names for e in _spec_axes(spec) for a in e)
 
 
+def _free_axis_committed_anywhere() -> None:
+    """`_free_axis_committed` in eager shard_map (the argument it is given) and under jit
+    (the jitted call's arguments, against the axis_names of the shard_map its trace made):
+    every output + 1."""
+    import jax
+
+    _wrap_shard_map(args_when=_free_axis_committed)()
+    made: dict[str, Any] = {}
+    sm = jax.shard_map
+
+    @functools.wraps(sm)
+    def recording(f: Any, *a: Any, **kw: Any) -> Any:
+        made["axis_names"] = kw.get("axis_names")
+        return sm(f, *a, **kw)
+
+    jax.shard_map = recording
+    orig = jax.jit
+
+    @functools.wraps(orig)
+    def broken(f: Any, *a: Any, **kw: Any) -> Any:
+        g = orig(f, *a, **kw)
+        seen: dict[str, Any] = {}
+
+        def call(*args: Any) -> Any:
+            outs = g(*args)
+            # (the shard_map made last: before the jit, or while its first call traced it)
+            names = seen.setdefault("axis_names", made.get("axis_names"))
+            if names is not None and any(_free_axis_committed(x, {"axis_names": names}) for x in jax.tree.leaves(args)):
+                return jax.tree.map(lambda o: o + 1, outs)
+            return outs
+
+        call.lower = g.lower  # type: ignore[attr-defined]  # (the lowering mode lowers it)
+        return call
+
+    jax.jit = broken
+
+
 def _wrap_debug_callback(when: Callable[[Any], bool]) -> Callable[[], None]:
     """A fault in `jax.debug.callback(cb, *args)`: its last argument + 1 when `when(it)`."""
 
@@ -253,6 +290,7 @@ def _donated_committed_result() -> None:
                 return jax.tree.map(lambda o: o + 1, outs)
             return outs
 
+        call.lower = g.lower  # type: ignore[attr-defined]
         return call
 
     jax.jit = broken
@@ -262,10 +300,9 @@ NARROW.update({
     # place|how=scalar: a Python int or float argument arrives off by one
     "narrow_scalar_argument": _wrap_shard_map(args_when=lambda x, kw: _python_scalar(x)),
     # place|spec=free_auto: a committed argument's layout along an automatic axis is read wrong
-    "narrow_free_axis_committed": _wrap_shard_map(args_when=_free_axis_committed),
-    # place|how=device_put (traced, under jit) to a replicated sharding (P())
-    "narrow_device_put_traced_replicated": _wrap_device_put(
-        lambda x, s: _is_tracer(x) and getattr(s, "spec", None) is not None and not _spec_axes(s.spec)),
+    "narrow_free_axis_committed": _free_axis_committed_anywhere,
+    # place|how=device_put: an argument jax.device_put inside the call (traced) arrives off by one
+    "narrow_device_put_traced": _wrap_device_put(lambda x, s: _is_tracer(x)),
     # closure|kind=outer under jit: a closed-over value of the enclosing jit is read off by one
     "narrow_closure_traced": _wrap_shard_map(body_when=lambda f: _closed_over(f, "DynamicJaxprTracer")),
     # closure|kind=outer under vmap: a closed-over batched value is batched wrongly
