@@ -199,7 +199,8 @@ def _free_op(op: Op, ins: list[FreeSharding], in_ranks: list[int], out_rank: int
         a = _norm(op.p("axis"), r)
         return x[:a] + x[a + 1:]
     if k == "transpose":
-        return tuple(x[int(j)] for j in op.p("perm"))  # type: ignore[union-attr]
+        perm = op.p("perm")
+        return tuple(x[int(j)] for j in perm) if isinstance(perm, tuple) else None  # type: ignore[arg-type]
     if k == "all_gather":
         if op.p("tiled"):
             return x
@@ -222,7 +223,7 @@ def free_shardings(p: Program, types: list[ValueType]) -> list[FreeSharding | No
         if any(f is None for f in ins):
             out.append(None)
             continue
-        f = _free_op(op, ins, [len(types[o].shape) for o in op.operands], len(types[v].shape))  # type: ignore[misc]
+        f = _free_op(op, [i for i in ins if i is not None], [len(types[o].shape) for o in op.operands], len(types[v].shape))
         if f is not None and any(a and types[v].shape[d] % _group(p, a) for d, a in enumerate(f)):
             f = None  # (a block that the free axes do not divide: not covered)
         out.append(f)

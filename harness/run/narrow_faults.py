@@ -119,7 +119,7 @@ def _wrap_device_put(when: Callable[[Any, Any], bool]) -> Callable[[], None]:
             out = orig(x, device, *args, **kw)
             return out + 1 if device is not None and when(x, device) else out
 
-        jax.device_put = broken
+        setattr(jax, "device_put", broken)
 
     return install
 
@@ -172,7 +172,7 @@ def _wrap_shard_map(args_when: Callable[[Any, dict[str, Any]], bool] | None = No
 
             return call
 
-        jax.shard_map = broken
+        setattr(jax, "shard_map", broken)
 
     return install
 
@@ -213,7 +213,7 @@ def _free_axis_committed_anywhere() -> None:
         made["axis_names"] = kw.get("axis_names")
         return sm(f, *a, **kw)
 
-    jax.shard_map = recording
+    setattr(jax, "shard_map", recording)
     orig = jax.jit
 
     @functools.wraps(orig)
@@ -232,7 +232,7 @@ def _free_axis_committed_anywhere() -> None:
         call.lower = g.lower  # type: ignore[attr-defined]  # (the lowering mode lowers it)
         return call
 
-    jax.jit = broken
+    setattr(jax, "jit", broken)
 
 
 def _wrap_debug_callback(when: Callable[[Any], bool]) -> Callable[[], None]:
@@ -249,7 +249,7 @@ def _wrap_debug_callback(when: Callable[[Any], bool]) -> Callable[[], None]:
                 args = (*args[:-1], args[-1] + 1)
             return orig(cb, *args, **kw)
 
-        jax.debug.callback = broken
+        setattr(jax.debug, "callback", broken)
 
     return install
 
@@ -266,7 +266,7 @@ def _print_float32_rank1_off_by_one() -> None:
             args = (*args[:-1], args[-1] + 1)
         return orig(fmt, *args, **kw)
 
-    jax.debug.print = broken
+    setattr(jax.debug, "print", broken)
 
 
 def _donated_committed_result() -> None:
@@ -293,7 +293,7 @@ def _donated_committed_result() -> None:
         call.lower = g.lower  # type: ignore[attr-defined]
         return call
 
-    jax.jit = broken
+    setattr(jax, "jit", broken)
 
 
 NARROW.update({
