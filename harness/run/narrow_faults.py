@@ -119,7 +119,7 @@ def _wrap_device_put(when: Callable[[Any, Any], bool]) -> Callable[[], None]:
             out = orig(x, device, *args, **kw)
             return out + 1 if device is not None and when(x, device) else out
 
-        setattr(jax, "device_put", broken)
+        jax.device_put = broken  # type: ignore[assignment]
 
     return install
 
@@ -172,7 +172,7 @@ def _wrap_shard_map(args_when: Callable[[Any, dict[str, Any]], bool] | None = No
 
             return call
 
-        setattr(jax, "shard_map", broken)
+        jax.shard_map = broken  # type: ignore[assignment]
 
     return install
 
@@ -213,7 +213,7 @@ def _free_axis_committed_anywhere() -> None:
         made["axis_names"] = kw.get("axis_names")
         return sm(f, *a, **kw)
 
-    setattr(jax, "shard_map", recording)
+    jax.shard_map = recording  # type: ignore[assignment]
     orig = jax.jit
 
     @functools.wraps(orig)
@@ -232,7 +232,7 @@ def _free_axis_committed_anywhere() -> None:
         call.lower = g.lower  # type: ignore[attr-defined]  # (the lowering mode lowers it)
         return call
 
-    setattr(jax, "jit", broken)
+    jax.jit = broken  # type: ignore[assignment]
 
 
 def _wrap_debug_callback(when: Callable[[Any], bool]) -> Callable[[], None]:
@@ -249,7 +249,7 @@ def _wrap_debug_callback(when: Callable[[Any], bool]) -> Callable[[], None]:
                 args = (*args[:-1], args[-1] + 1)
             return orig(cb, *args, **kw)
 
-        setattr(jax.debug, "callback", broken)
+        jax.debug.callback = broken  # type: ignore[assignment]
 
     return install
 
@@ -266,7 +266,7 @@ def _print_float32_rank1_off_by_one() -> None:
             args = (*args[:-1], args[-1] + 1)
         return orig(fmt, *args, **kw)
 
-    setattr(jax.debug, "print", broken)
+    jax.debug.print = broken  # type: ignore[assignment]
 
 
 def _donated_committed_result() -> None:
@@ -293,7 +293,7 @@ def _donated_committed_result() -> None:
         call.lower = g.lower  # type: ignore[attr-defined]
         return call
 
-    setattr(jax, "jit", broken)
+    jax.jit = broken  # type: ignore[assignment]
 
 
 NARROW.update({
