@@ -171,7 +171,8 @@ def feature_unreachable(cell: str, mode: str) -> str | None:
     return None
 
 
-def _used_args(p: Program) -> set[int]:
+def used_args(p: Program) -> set[int]:
+    """The arguments a live op reads, an output is or an effect reads."""
     n_in = len(p.inputs)
     live = live_ops(p)
     return {j for i in live for j in p.body[i].operands if j < n_in} | {o for o in p.outputs if o < n_in} \
@@ -183,7 +184,7 @@ def feature_cells(p: Program) -> frozenset[str]:
     if not p.has_edges():
         return frozenset()
     out: set[str] = set()
-    used = _used_args(p)
+    used = used_args(p)
     mesh = p.outer_mesh()
     for i, x in enumerate(p.inputs):
         if i not in used:

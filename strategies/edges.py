@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 
 from oracles.explicit import free_placed, free_shardings
 from oracles.interpreter import trace
-from programs.cells import PLACE_CLASSES, place_class
+from programs.cells import PLACE_CLASSES, place_class, used_args
 from programs.graph import live_ops
 from programs.model import SCALAR_DTYPES, Effect, Input, Mesh, Place, Program, Spec
 from strategies import reuse
@@ -307,7 +307,8 @@ def draw_edges(draw: st.DrawFn, p: Program, body: _Body, features: frozenset[str
             event(f"edge: effect ({kind})")
         p = replace(p, effects=tuple(effects))
     if "donate" in features or "donate" in want:
-        can = [i for i, x in enumerate(p.inputs) if x.closure != "numpy"]
+        # (an argument the program uses: a focus on a donation cell counts only for one)
+        can = [i for i, x in enumerate(p.inputs) if x.closure != "numpy" and (i in used_args(p) or "donate" not in want)]
         asks = list(want.get("donate", ()))
         chosen = [i for i in can if draw(st.booleans(), label="donate")]
         for ask in asks:  # (a focus: an argument of the class asked for)

@@ -254,15 +254,15 @@ def _wrap_debug_callback(when: Callable[[Any], bool]) -> Callable[[], None]:
     return install
 
 
-def _print_float32_rank1_off_by_one() -> None:
-    """`jax.debug.print` prints a float32 value of rank 1 (its last argument) off by one."""
+def _print_float32_off_by_one() -> None:
+    """`jax.debug.print` prints a float32 value (its last argument) off by one."""
     import jax
 
     orig = jax.debug.print
 
     @functools.wraps(orig)
     def broken(fmt: Any, *args: Any, **kw: Any) -> Any:
-        if args and _dt(args[-1], "float32") and _nd(args[-1]) == 1:
+        if args and _dt(args[-1], "float32"):
             args = (*args[:-1], args[-1] + 1)
         return orig(fmt, *args, **kw)
 
@@ -309,8 +309,8 @@ NARROW.update({
     "narrow_closure_batched": _wrap_shard_map(body_when=lambda f: _closed_over(f, "BatchTracer")),
     # effect|kind=callback of a value of rank 2 or more
     "narrow_callback_rank2": _wrap_debug_callback(lambda v: _nd(v) >= 2),
-    # effect|kind=print of a float32 value of rank 1
-    "narrow_print_float32_rank1": _print_float32_rank1_off_by_one,
+    # effect|kind=print of a float32 value
+    "narrow_print_float32": _print_float32_off_by_one,
     # donate|arg=committed
     "narrow_donate_committed": _donated_committed_result,
 })
