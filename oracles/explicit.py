@@ -90,6 +90,21 @@ def check_arg_shardings(p: Program) -> None:
             )
 
 
+def check_typed_closures(p: Program) -> None:
+    """A value of the called function the body closes over (programs/model.py `CLOSURES`
+    "outer") whose type carries an Explicit sharding, even a replicated one (resharded,
+    device_put or committed to a NamedSharding of a mesh with an Explicit axis): jax 0.10.2
+    raises NotImplementedError 'Closing over inputs to shard_map where the input is sharded
+    on `Explicit` axes is not implemented. As a workaround, please pass those inputs as an
+    argument to shard_map' (jax-ml/jax#29162)."""
+    if "explicit" not in p.outer_mesh().axis_types:
+        return
+    for i, x in enumerate(p.inputs):
+        if x.closure == "outer" and (p.reshard or (x.place is not None and x.place.how != "scalar")):
+            raise _fail(ErrorKind.UNSUPPORTED, f"inputs[{i}] is closed over with an Explicit sharding type; jax does not "
+                        "implement that: pass it to the shard_map as an argument", "Explicit")
+
+
 def check_out_ur(p: Program, out_types: list[ValueType]) -> None:
     """`_unshard_shaped_array` (check_vma): an out_spec's unreduced / reduced axes are
     exactly the output's, after the implicit cast (`add_implicit_pvary_and_unreduced`,

@@ -24,6 +24,7 @@ from oracles.explicit import (
     ShardingType,
     check_arg_shardings,
     check_out_ur,
+    check_typed_closures,
     check_unreduced_specs,
     free_placed,
     free_shardings,
@@ -97,6 +98,7 @@ def trace(
         check_unreduced_specs(p, p.out_specs, "out_specs")
         locals_ = check_in_specs(p)
         check_arg_shardings(p)
+        check_typed_closures(p)
         for x, s, local in zip(p.inputs, p.in_specs, locals_):
             vma = frozenset(a for a in s.axes() if a in manual) if p.check_vma else None
             ur = (frozenset(s.unreduced), frozenset(s.reduced)) if p.check_vma else (frozenset(), frozenset())

@@ -590,6 +590,11 @@ E(id="vmap-spmd-wrapped-transform-vma", case="vmap_spmd_wrapped_transform", mode
    when=["free_explicit_placement", "psum_scatter"], rewrite="without_free_explicit",
    reason="On a mesh whose axes are all Explicit, a partial-manual shard_map (axis_names={'x'}) whose argument is placed over the free Explicit axis 'y' (placed P('x', 'y'): its block typed float32[4,8@y]{V:x}) and a psum_scatter over 'x' of it: jit and eager raise AssertionError '(0, P(None, 'y'))' on 0.10.2, ValueError 'Length of sharding.spec (2) must be equal to [the] ndim (0)' of a scalar aval on 0.12.0 (abstract evaluation types it); the same psum_scatter without the free Explicit placement (the rewrite) runs. Measured on 0.10.2; on 0.12.0 the psum_scatter raises the ValueError without the free Explicit placement too (in a partial-manual shard_map on an all-Explicit mesh), a broader bug this entry does not explain. Found by shardfuzz (placement features, issue 56).",
    link=NONE + "'psum_scatter explicit sharding AssertionError', 'reduce_scatter explicit axis partial manual shard_map'"),
+ E(id="eager-debug-callback-explicit-mesh", case="eager_callback_explicit_constant", mode="eager", jax_versions=">=0.10.2,<0.13",
+   signatures=["unexpected_error|eager|*->NotImplementedError"],
+   when=["effects", "explicit_axis"], rewrite="without_effects",
+   reason="An eager (un-jitted) shard_map on a mesh with an Explicit axis, whose body calls jax.debug.callback (or print) of a value the body makes itself (jnp.full((), 1) here: nothing is closed over): jax raises NotImplementedError 'Closing over inputs to shard_map where the input is sharded on `Explicit` axes is not implemented. As a workaround, please pass those inputs as an argument to shard_map', the eager callback rule treating the body's own value as a closed-over input. jit runs it, and so does eager without the callback (the rewrite). Measured on 0.10.2 and 0.12.0. Found by shardfuzz (effect features, issue 56, fuzz seed 1, 300 s).",
+   link=NONE + "'eager shard_map debug callback Explicit', 'Closing over inputs to shard_map where the input is sharded on Explicit axes debug'; related: jax-ml/jax#29162 (the limitation for real closures)"),
  # ---- (end of the block) ----
 ]
 

@@ -233,16 +233,23 @@ def _committed(p: Program, i: int) -> bool:
     return pl is not None and pl.how == "committed"
 
 
+def _typed_closure(p: Program, i: int) -> bool:
+    """Whether argument `i`, closed over from the called function, would carry an Explicit
+    sharding type (a mesh with an Explicit axis and the argument resharded or placed):
+    jax does not implement that (oracles/explicit.py `check_typed_closures`)."""
+    return p.inputs[i].closure == "outer" and "explicit" in p.outer_mesh().axis_types
+
+
 def place_argument(draw: st.DrawFn, p: Program, i: int, ask: dict[str, str]) -> Program:
     """Argument `i` placed as `ask` says (its "how" and "spec" classes; the others drawn),
     where it can be (else `p`)."""
     x = p.inputs[i]
-    return p if x.place is not None or x.closure == "numpy" else _place(draw, p, i, ask)
+    return p if x.place is not None or x.closure == "numpy" or _typed_closure(p, i) else _place(draw, p, i, ask)
 
 
 def close_argument(draw: st.DrawFn, p: Program, i: int, ask: dict[str, str]) -> Program:
     """Argument `i` closed over (its "kind": numpy or outer, else drawn), where it can be."""
-    if not _closable(p, i):
+    if not _closable(p, i) or (p.reshard and ("explicit" in p.outer_mesh().axis_types)):
         return p
     kinds = ("numpy", "outer") if ask.get("differentiated") != "yes" else ("outer",)
     kind = ask["kind"] if ask.get("kind") in kinds else draw(reuse.sampled_from(kinds), label="closure_kind")
@@ -274,7 +281,8 @@ def draw_edges(draw: st.DrawFn, p: Program, body: _Body, features: frozenset[str
             ask = asks.pop(0) if asks else None
             if ask is None and draw(st.integers(0, 2), label="closure") != 0:
                 continue
-            kinds = ("numpy", "outer")
+            # (an "outer" one resharded on a mesh with an Explicit axis: jax does not implement it)
+            kinds = ("numpy",) if p.reshard and ("explicit" in p.outer_mesh().axis_types) else ("numpy", "outer")
             kind = ask["kind"] if ask and ask.get("kind") in kinds else draw(reuse.sampled_from(kinds), label="closure_kind")
             p = replace(p, in_specs=p.in_specs[:i] + (Spec(()),) + p.in_specs[i + 1:],
                         inputs=p.inputs[:i] + (replace(p.inputs[i], closure=kind),) + p.inputs[i + 1:])
@@ -283,7 +291,7 @@ def draw_edges(draw: st.DrawFn, p: Program, body: _Body, features: frozenset[str
         asks = list(want.get("place", ()))
         for i in range(n_in):
             x = p.inputs[i]
-            if x.place is not None or x.closure == "numpy":
+            if x.place is not None or x.closure == "numpy" or _typed_closure(p, i):
                 continue
             ask = asks.pop(0) if asks else None
             if ask is None and draw(st.integers(0, 2), label="placement") != 0:

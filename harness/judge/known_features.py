@@ -98,6 +98,8 @@ PROGRAM_FEATURES = {
     "closure==outer": lambda p: any(x.closure == "outer" for x in p.inputs),
     # jax.debug.callback / print effects in the body
     "effects": lambda p: bool(p.effects),
+    # a mesh with an Explicit axis (inside auto_axes / explicit_axes: the mesh the shard_map sees)
+    "explicit_axis": lambda p: bool(p.explicit_axes),
     # an argument placed over an Explicit axis the shard_map leaves free (its sharding
     # joins the body's types: oracles/explicit.py free_shardings)
     "free_explicit_placement": free_placed,
