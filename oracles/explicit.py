@@ -92,15 +92,16 @@ def check_arg_shardings(p: Program) -> None:
 
 def check_typed_closures(p: Program) -> None:
     """A value of the called function the body closes over (programs/model.py `CLOSURES`
-    "outer") whose type carries an Explicit sharding, even a replicated one (resharded,
-    device_put or committed to a NamedSharding of a mesh with an Explicit axis): jax 0.10.2
-    raises NotImplementedError 'Closing over inputs to shard_map where the input is sharded
-    on `Explicit` axes is not implemented. As a workaround, please pass those inputs as an
-    argument to shard_map' (jax-ml/jax#29162)."""
+    "outer") whose type carries an Explicit sharding, even a replicated one (a jax array on
+    a mesh with an Explicit axis: resharded, device_put, committed, or donated, which makes
+    it a jax array under the mesh context): jax 0.10.2 raises NotImplementedError 'Closing
+    over inputs to shard_map where the input is sharded on `Explicit` axes is not
+    implemented. As a workaround, please pass those inputs as an argument to shard_map'
+    (jax-ml/jax#29162). A NumPy argument traced by jit is untyped: closing over it runs."""
     if "explicit" not in p.outer_mesh().axis_types:
         return
     for i, x in enumerate(p.inputs):
-        if x.closure == "outer" and (p.reshard or (x.place is not None and x.place.how != "scalar")):
+        if x.closure == "outer" and (p.reshard or i in p.donate or (x.place is not None and x.place.how != "scalar")):
             raise _fail(ErrorKind.UNSUPPORTED, f"inputs[{i}] is closed over with an Explicit sharding type; jax does not "
                         "implement that: pass it to the shard_map as an argument", "Explicit")
 

@@ -429,10 +429,16 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
     if mode in ("vmap", "vmap_spmd"):
         axis = p.spmd_axis() if mode == "vmap_spmd" else None
         n = p.mesh.axis_size(axis) if axis else 2
-        vm = f"jax.vmap(f, spmd_axis_name={axis!r})" if axis else "jax.vmap(f)"
+        # (an argument vmap does not batch, a scalar or a closed-over value, is given once)
+        in_axes = tuple(0 if x.batched else None for x in p.inputs)
+        kw = "" if all(a == 0 for a in in_axes) else f", in_axes={in_axes!r}"
+        kw += "" if any(a == 0 for a in in_axes) else f", axis_size={n}"
+        vm = f"jax.vmap(f, spmd_axis_name={axis!r}{kw})" if axis else f"jax.vmap(f{kw})"
+        stacked = f"[np.stack([m[i] for m in batch]) if {in_axes!r}[i] == 0 else batch[0][i] for i in range({len(p.inputs)})]" if kw else \
+            f"[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})]"
         return [
             f"  batch = [inputs(b) for b in range({n})]  # a batch of {n}, member b as the harness makes it",
-            f"  outs = jax.jit({vm})(*[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})])",
+            f"  outs = jax.jit({vm})(*{'place(*' + stacked + ', batched=True)' if place_src(p) else stacked})",
             "  for i, o in enumerate(outs):",
             '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
             "    print(np.asarray(o))",

@@ -595,6 +595,11 @@ E(id="vmap-spmd-wrapped-transform-vma", case="vmap_spmd_wrapped_transform", mode
    when=["effects", "explicit_axis"], rewrite="without_effects",
    reason="An eager (un-jitted) shard_map on a mesh with an Explicit axis, whose body calls jax.debug.callback (or print) of a value the body makes itself (jnp.full((), 1) here: nothing is closed over): jax raises NotImplementedError 'Closing over inputs to shard_map where the input is sharded on `Explicit` axes is not implemented. As a workaround, please pass those inputs as an argument to shard_map', the eager callback rule treating the body's own value as a closed-over input. jit runs it, and so does eager without the callback (the rewrite). Measured on 0.10.2 and 0.12.0. Found by shardfuzz (effect features, issue 56, fuzz seed 1, 300 s).",
    link=NONE + "'eager shard_map debug callback Explicit', 'Closing over inputs to shard_map where the input is sharded on Explicit axes debug'; related: jax-ml/jax#29162 (the limitation for real closures)"),
+ E(id="pcast-reduced-closed-over-value", case="pcast_reduced_closed_over", mode="jit", jax_versions=">=0.10.2,<0.13",
+   signatures=["unexpected_error|*|pcast->AssertionError"],
+   when=["closure==outer", "pcast:to==reduced"], rewrite="passed_closures",
+   reason="jax.lax.pcast(c, 'x', to='reduced') of a value c the shard_map body closes over (a value of the called function, traced by jit: invariant along every manual axis, as an argument with in_spec P() is) on an all-Explicit mesh: jax raises AssertionError 'ManualAxisType(varying=frozenset(), unreduced=frozenset(), reduced=frozenset({'x'}))' in jit, abstract evaluation and lowering; the same value given to the shard_map as an argument with in_spec P() (the rewrite) is cast to reduced and back. Minimal: jax.jit(lambda a, c: jax.shard_map(lambda ab: ab + jax.lax.pcast(jax.lax.pcast(c, 'x', to='reduced'), 'x', to='varying'), in_specs=P('x'), out_specs=P('x'))(a)) under jax.set_mesh of an Explicit mesh. Measured on 0.10.2 and 0.12.0. Found by shardfuzz (closure features, issue 56, fuzz seed 2, 300 s).",
+   link=NONE + "'pcast reduced closed over shard_map AssertionError ManualAxisType', 'closure reduced pcast shard_map'"),
  # ---- (end of the block) ----
 ]
 

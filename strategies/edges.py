@@ -282,7 +282,7 @@ def draw_edges(draw: st.DrawFn, p: Program, body: _Body, features: frozenset[str
             if ask is None and draw(st.integers(0, 2), label="closure") != 0:
                 continue
             # (an "outer" one resharded on a mesh with an Explicit axis: jax does not implement it)
-            kinds = ("numpy",) if p.reshard and ("explicit" in p.outer_mesh().axis_types) else ("numpy", "outer")
+            kinds = ("numpy",) if p.reshard and "explicit" in p.outer_mesh().axis_types else ("numpy", "outer")
             kind = ask["kind"] if ask and ask.get("kind") in kinds else draw(reuse.sampled_from(kinds), label="closure_kind")
             p = replace(p, in_specs=p.in_specs[:i] + (Spec(()),) + p.in_specs[i + 1:],
                         inputs=p.inputs[:i] + (replace(p.inputs[i], closure=kind),) + p.inputs[i + 1:])
@@ -316,7 +316,8 @@ def draw_edges(draw: st.DrawFn, p: Program, body: _Body, features: frozenset[str
         p = replace(p, effects=tuple(effects))
     if "donate" in features or "donate" in want:
         # (an argument the program uses: a focus on a donation cell counts only for one)
-        can = [i for i, x in enumerate(p.inputs) if x.closure != "numpy" and (i in used_args(p) or "donate" not in want)]
+        can = [i for i, x in enumerate(p.inputs) if x.closure != "numpy" and (i in used_args(p) or "donate" not in want)
+               and not _typed_closure(p, i)]  # (donated, a closed-over value would be a typed jax array)
         asks = list(want.get("donate", ()))
         chosen = [i for i in can if draw(st.booleans(), label="donate")]
         for ask in asks:  # (a focus: an argument of the class asked for)

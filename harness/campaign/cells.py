@@ -236,6 +236,8 @@ def applies(p: Program, mode: str, ur_gaps: Mapping[str, str] | None = None) -> 
         return False
     if mode in ("vmap", "vmap_spmd", "smap") and p.wrap is not None:
         return False  # (harness/run/compat.py `_explicit_mode_gaps`)
+    if mode == "eager" and "explicit" in p.outer_mesh().axis_types and any(x.closure == "outer" for x in p.inputs):
+        return False  # (harness/run/compat.py: the eager form closes over a typed concrete array)
     if mode == "vmap_spmd":
         return p.spmd_axis() is not None and p.defect is None
     if mode == "smap":

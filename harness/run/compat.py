@@ -424,6 +424,11 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
         out.append(f"{p.wrap} around the call under {mode}: the mode does not wrap its call that way (shardfuzz)")
     if mode == "multiprocess" and p.needs_mesh_context():
         out.append("the multiprocess mode under a mesh context: its two-process mesh is not entered with jax.set_mesh (shardfuzz)")
+    if mode == "eager" and "explicit" in p.outer_mesh().axis_types and any(x.closure == "outer" for x in p.inputs):
+        # (jit traces the NumPy argument the body closes over: untyped, it runs)
+        out.append("eager closing over a value of the called function on a mesh with an Explicit axis: the eager form "
+                   "closes over a concrete jax array, typed with the mesh's Explicit axes under jax.set_mesh, which jax "
+                   "does not implement (NotImplementedError, jax-ml/jax#29162)")
     if mode == "multiprocess" and p.has_edges():
         out.append("the multiprocess mode with placed or closed-over arguments, effects or donation: its rank "
                    "processes run the plain call (shardfuzz)")

@@ -83,18 +83,24 @@ def host_args(p: Program, args: list[Any], batched: bool = False, committed_only
 
 def host_shapes(p: Program, shapes: list[Any]) -> list[Any]:
     """The abstract arguments of the modes that only trace: a committed one's
-    ShapeDtypeStruct carries its sharding, a Python scalar stays a Python scalar."""
-    if not any(x.place is not None for x in p.inputs):
+    ShapeDtypeStruct carries its sharding, a Python scalar stays a Python scalar; a donated
+    value the body closes over, a jax array in `host_args`, is typed as one on a mesh with
+    an Explicit axis (replicated: jax.set_mesh's jnp.asarray; oracles/explicit.py
+    `check_typed_closures`)."""
+    typed = "explicit" in p.outer_mesh().axis_types
+    if not any(x.place is not None or (typed and x.closure == "outer" and i in p.donate) for i, x in enumerate(p.inputs)):
         return shapes
     import jax
 
     out = []
-    for x, s in zip(p.inputs, shapes):
+    for i, (x, s) in enumerate(zip(p.inputs, shapes)):
         pl = x.place
         if pl is not None and pl.how == "scalar":
             s = np.zeros((), x.dtype).item()
         elif pl is not None and pl.how == "committed":
             s = jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=_named(p, pl.spec))
+        elif pl is None and typed and x.closure == "outer" and i in p.donate:
+            s = jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=_named(p, Spec(())))
         out.append(s)
     return out
 

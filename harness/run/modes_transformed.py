@@ -36,6 +36,7 @@ class Vmap(Mode):
         """Why this mode does not run `p` ('' where it does); sets the spmd axis it batches over."""
         self._axis = p.spmd_axis() if self.spmd else None
         self._in_axes = tuple(x.batched for x in p.inputs)
+        self._batch = self.batch_size(p)
         if self.spmd and (self._axis is None or p.defect is not None):
             return "a defect (jax's error wording differs under vmap)" if self._axis else "no free manual axis of size > 1"
         return ""
@@ -58,6 +59,9 @@ class Vmap(Mode):
         import jax
 
         kw: dict[str, Any] = {} if all(self._in_axes) else {"in_axes": tuple(0 if b else None for b in self._in_axes)}
+        if not any(self._in_axes):
+            # (no batched argument, every one a scalar or closed over: vmap needs the size)
+            kw["axis_size"] = self._batch
         return jax.vmap(f, spmd_axis_name=self._axis, **kw) if self._axis else jax.vmap(f, **kw)
 
     def compiled(self, f: Callable[..., Any]) -> Callable[..., Any]:

@@ -221,8 +221,9 @@ def _run_vmap(p: Program, mode: str) -> list[str]:
     spmd = p.spmd_axis() if mode == "vmap_spmd" else None
     in_axes = tuple(0 if x.batched else None for x in p.inputs)
     kw = "" if all(a == 0 for a in in_axes) else f", in_axes={in_axes!r}"
-    vm = f"jax.vmap(f, spmd_axis_name={spmd!r}{kw})" if spmd else f"jax.vmap(f{kw})"
     n = batch_size(p, mode)
+    kw += "" if any(a == 0 for a in in_axes) else f", axis_size={n}"  # (nothing batched: vmap needs the size)
+    vm = f"jax.vmap(f, spmd_axis_name={spmd!r}{kw})" if spmd else f"jax.vmap(f{kw})"
     # (an argument vmap does not batch, a Python scalar or a NumPy constant the body
     # closes over, is given once, member 0's: in_axes=None)
     args = f"[np.stack([m[i] for m in batch]) if {in_axes!r}[i] == 0 else batch[0][i] for i in range({len(p.inputs)})]" if kw else \
