@@ -14,6 +14,7 @@ import hashlib
 import json
 from typing import Any
 
+from programs.errors import ProgramFormatError
 from programs.model import (
     CALL_WRAPS,
     CLOSURES,
@@ -30,9 +31,9 @@ from programs.model import (
     Spec,
 )
 from programs.ops import SYNTAX, WRAPS
-from programs.validate import ProgramFormatError, validate
+from programs.validate import validate
 
-__all__ = ["SCHEMA_VERSION", "ProgramFormatError", "from_json", "program_from_dict", "program_id", "program_to_dict", "to_json"]
+__all__ = ["SCHEMA_VERSION", "from_json", "program_from_dict", "program_id", "program_to_dict", "to_json"]
 
 SCHEMA_VERSION = 1
 

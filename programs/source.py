@@ -24,7 +24,8 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 
-from programs.emit import EFFECT_TAG
+from programs.body_text import EFFECT_TAG
+from programs.errors import SourceError
 from programs.model import (
     DTYPES,
     Effect,
@@ -36,22 +37,13 @@ from programs.model import (
     Program,
     Spec,
     SpecEntry,
-    _freeze,
+    freeze,
 )
 from programs.ops import CUSTOMS, OP_TABLE, TRANSFORMS, WRAP_SOURCE, Arg, OpDesc, transform_template
-from programs.validate import EXPLAINED_BY, ProgramFormatError, validate
+from programs.validate import EXPLAINED_BY, validate
 
 _MODULES = {"jax": "jax", "jax.lax": "jax.lax", "lax": "jax.lax", "jnp": "jax.numpy", "jax.numpy": "jax.numpy"}
 _SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
-
-
-class SourceError(ProgramFormatError):
-    """Source that is not a program in the emit form: 'line L, column C: what; the fix'."""
-
-    def __init__(self, node: ast.AST | None, msg: str) -> None:
-        line, col = getattr(node, "lineno", None), getattr(node, "col_offset", 0)
-        where = f"line {line}, column {col + 1}: " if line is not None else ""
-        super().__init__(where + msg)
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -170,7 +162,7 @@ def _param(a: Arg, node: ast.AST, body: _Body, params: dict[str, ParamValue], op
     if a.form == "dtype":
         params[a.source] = _dtype(node)
     elif a.form == "spec":
-        params[a.source] = spec_of(node).entries if isinstance(node, ast.Call) else _freeze(_literal(node, a.source))
+        params[a.source] = spec_of(node).entries if isinstance(node, ast.Call) else freeze(_literal(node, a.source))
     elif a.form == "fn":
         if not (isinstance(node, ast.Lambda) and len(node.args.args) == 1):
             raise SourceError(node, "the nested shard_map's function must be `lambda b: <one op of b>`")
@@ -181,12 +173,12 @@ def _param(a: Arg, node: ast.AST, body: _Body, params: dict[str, ParamValue], op
         params["inner"], params["inner_params"] = op.kind, op.params
     elif a.form == "axes":
         v = _literal(node, "axes")
-        params[a.source] = (v,) if isinstance(v, str) else _freeze(v)
+        params[a.source] = (v,) if isinstance(v, str) else freeze(v)
     elif a.form == "set":
         v = _literal(node, a.source)
-        params[a.source] = tuple(sorted(v)) if isinstance(v, (set, frozenset)) else _freeze(v)  # type: ignore[arg-type]
+        params[a.source] = tuple(sorted(v)) if isinstance(v, (set, frozenset)) else freeze(v)  # type: ignore[arg-type]
     else:
-        params[a.source] = _freeze(_literal(node, a.source))
+        params[a.source] = freeze(_literal(node, a.source))
 
 
 def _from_template(d: OpDesc, args: list[ast.AST], keywords: list[ast.keyword], node: ast.AST, body: _Body,
@@ -762,8 +754,6 @@ def canonical(p: Program) -> Program:
     The emit form does not carry what has no effect: a parameter equal to None (`Op.p`
     reads it as absent), an iota argument's unused seed, and the defect label and notes
     (the source records a defect only where validation needs one)."""
-    from dataclasses import replace
-
     def op(o: Op) -> Op:
         params = {k: v for k, v in o.params if v is not None}
         if o.kind == "shard_map":

@@ -9,7 +9,7 @@ it, so every program stays valid by construction:
 
 - `scalar_arguments` (before the body): a rank-0 int32, float32 or bool argument may be
   a Python scalar; jax types an int or a float weakly, so the body marks it weak
-  (strategies/body.py `_Body.weak`: never combined with a narrower type).
+  (strategies/body.py `Body.weak`: never combined with a narrower type).
 - `draw_edges` (after the outputs):
   - placement: per argument, committed (`jax.device_put` before the call), device_put or
     reshard inside it, to a sharding of the class drawn (`programs.cells.PLACE_CLASSES`:
@@ -47,7 +47,7 @@ from programs.cells import PLACE_CLASSES, place_class, used_args
 from programs.graph import live_ops
 from programs.model import SCALAR_DTYPES, Effect, Input, Mesh, Place, Program, Spec
 from strategies import reuse
-from strategies.body import _Body
+from strategies.body import Body
 from strategies.explicit_defects import strict_explicit
 from strategies.focus import Focus
 
@@ -91,7 +91,7 @@ def feature_mesh(draw: st.DrawFn, want: dict[str, tuple[dict[str, str], ...]], n
     return mesh, manual, mesh.names[:1]
 
 
-def scalar_arguments(draw: st.DrawFn, inputs: list[Input], in_specs: list[Spec], body: _Body, features: frozenset[str],
+def scalar_arguments(draw: st.DrawFn, inputs: list[Input], in_specs: list[Spec], body: Body, features: frozenset[str],
                      only: frozenset[int] | None = None) -> list[Input]:
     """Some rank-0 int32 / float32 / bool arguments as Python scalars (`only`: those of
     these that can be), marked weak in `body` (an int or a float: jax types it weakly)."""
@@ -264,7 +264,7 @@ def _closable(p: Program, i: int) -> bool:
         and not p.in_specs[i].unreduced and not p.in_specs[i].reduced
 
 
-def draw_edges(draw: st.DrawFn, p: Program, body: _Body, features: frozenset[str],
+def draw_edges(draw: st.DrawFn, p: Program, body: Body, features: frozenset[str],
                want: dict[str, tuple[dict[str, str], ...]] | None = None) -> Program:
     """`p` with its edges drawn (the features on in `features`); `want`: per feature kind
     ("place", "closure", "effect", "donate"), the classes each of the first arguments (or

@@ -12,10 +12,10 @@ from programs.ops import NESTED_INNER
 from strategies import reuse
 
 if TYPE_CHECKING:
-    from strategies.body import _Body
+    from strategies.body import Body
 
 
-def draw_nested(body: _Body, draw: st.DrawFn, idx: int) -> bool:
+def draw_nested(body: Body, draw: st.DrawFn, idx: int) -> bool:
     """A nested shard_map over automatic axes of a partial-manual body (see
     programs/ops.py): its in_spec puts each inner axis on a dimension it divides, one
     inner op (NESTED_INNER) runs over all the inner axes, and its out_spec names every

@@ -20,11 +20,12 @@ from oracles.effects import call_matches, device_calls
 from oracles.rewrites import REWRITES
 from programs.cells import feature_cells, feature_unreachable, place_class
 from programs.emit import to_python
+from programs.errors import ProgramFormatError
 from programs.graph import drop_unused_inputs, live_ops, slice_outputs
 from programs.model import Effect, Input, Mesh, Place, Program, Spec
 from programs.serialize import from_json, program_id, to_json
 from programs.source import canonical, from_source
-from programs.validate import ProgramFormatError, validate
+from programs.validate import validate
 
 XY = Mesh(("x", "y"), (2, 4))
 EX = Mesh(("x", "y"), (2, 4), ("explicit", "explicit"))
@@ -183,11 +184,11 @@ def test_a_drawn_program_with_edges_is_valid_and_reads_back_from_its_source(data
 
 
 def test_a_feature_focus_is_held_by_its_program() -> None:
-    from harness.campaign.sweep import _draw
+    from harness.campaign.sweep import draw_group
     from strategies.focus import Focus
 
     for cell in ("place|how=scalar", "closure|kind=numpy", "effect|kind=print", "donate|arg=committed"):
-        got = [_draw(7919 * d + 5, ((Focus(cell, "spmd"),),), ())[0] for d in range(3)]
+        got = [draw_group(7919 * d + 5, ((Focus(cell, "spmd"),),), ())[0] for d in range(3)]
         assert any(q is not None and cell in feature_cells(q) for q in got), cell
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from harness.judge.divergence import Divergence, DivergenceKind, producer
 from harness.run.observation import Observation
+from oracles.derivatives import directional_derivative
 from oracles.prediction import Prediction
 from programs.model import Program, Spec
 from programs.ops import COLLECTIVES, WRAP_COPIES
@@ -155,8 +156,6 @@ def _passed_part(got: object, n: int, closed: int) -> object:
 
 def compare_grad(p: Program, obs: Observation) -> list[Divergence]:
     """jax's jvp and vjp directional derivatives against the finite-difference oracle."""
-    from oracles.derivatives import directional_derivative
-
     f = obs.facts
     if "jvp" not in f:
         return []

@@ -24,6 +24,7 @@ from harness.run import compat, edges
 from harness.run.lowering import make_body, to_pspec
 from harness.run.observation import DonatedArg, EffectCall, Observation, ObservedOutput
 from programs.model import Program
+from programs.serialize import program_id
 
 
 def _inputs(p: Program) -> list[np.ndarray]:
@@ -34,8 +35,6 @@ def structure_key(p: Program) -> str:
     """The program with its input values left out: programs with the same key trace and
     compile to the same executable (a NumPy constant the body closes over is part of it:
     its values are in the trace)."""
-    from programs.serialize import program_id
-
     return program_id(replace(p, inputs=tuple(x if x.closure == "numpy" else replace(x, seed=0, fill="small")
                                               for x in p.inputs)))
 
@@ -214,10 +213,13 @@ class Mode:
                     donated = edges.donated_state(p, args)
             except Exception as e:
                 return raised(e)
-            try:
-                observed = tuple(self.observe(o, p) for o in outs)
-            except Exception as e:  # jax produced outputs that cannot be read back
-                return raised(e, "read_output")
+            observed_list = []
+            for k, o in enumerate(outs):
+                try:
+                    observed_list.append(self.observe(o, p))
+                except Exception as e:  # jax produced an output that cannot be read back: which one
+                    return raised(e, f"read_output:{k}")
+            observed = tuple(observed_list)
         return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0, value_ur=urs,
                            calls=calls, donated=donated)
 

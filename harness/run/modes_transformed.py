@@ -16,6 +16,7 @@ from harness.run import edges
 from harness.run.modes_base import Mode, Staged
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program, is_float
+from programs.points import cotangent, grad_point, tangents
 
 VMAP_BATCH = 2  # members in a plain vmap batch (vmap_spmd: the spmd axis' size)
 
@@ -114,8 +115,6 @@ class Grad(Mode):
         return replace(obs, facts=self._facts) if obs.status == "ok" else obs
 
     def inputs(self, p: Program) -> list[np.ndarray]:
-        from programs.points import grad_point
-
         return [a.astype(x.dtype) for a, x in zip(grad_point(p), p.inputs)]
 
     def plan(self, f: Callable[..., Any], args: list[np.ndarray]) -> tuple[Any, list[int], Callable[..., Any], tuple[Any, ...]]:
@@ -123,8 +122,6 @@ class Grad(Mode):
         directional derivatives <u, J v> (by jvp, by vjp), its arguments)."""
         import jax
         import jax.numpy as jnp
-
-        from programs.points import cotangent, tangents
 
         p = self._program
         fl_idx = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
@@ -142,7 +139,7 @@ class Grad(Mode):
 
         # host arrays, passed to the jit as they are: jnp.asarray with a dtype would convert
         # each on the device (a compile per shape and dtype) and the jit would then reshard
-        # it (measured: a third of the mode's time on seed-0 sweep programs)
+        # it, both paid on every program
         # (a committed argument: committed there, as the call receives it; no Python scalar:
         # the grad modes differentiate arrays)
         args = edges.host_args(p, args, committed_only=True)

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.judge.compare_outputs import compiler_layout
-from harness.report.reproducer.mode_choice import NoReproducer, auto_axes, batch_size
+from harness.report.reproducer.mode_choice import auto_axes, batch_size
+from programs.body_text import body_source, specs_src
 from programs.emit import (
     REPRO_MODES,
     args_src,
-    body_source,
     call_src,
     closure_src,
     context_src,
@@ -22,8 +22,8 @@ from programs.emit import (
     mesh_src,
     place_src,
     placed_args,
-    specs_src,
 )
+from programs.errors import NoReproducer
 from programs.model import Program, is_float
 
 # the multiprocess mode's mesh: half of its devices in each process, process 0 first
