@@ -249,9 +249,9 @@ def test_internal_error_goes_to_a_fresh_file_for_replay(tmp_path: Path) -> None:
 
 
 def test_internal_error_in_fuzz_goes_to_the_report(tmp_path: Path) -> None:
-    boom = ("import sys, harness.cli, harness.campaign.fuzz as f\n"
+    boom = ("import sys, harness.cli\n"
             "def boom(cfg):\n    raise KeyError('lost')\n"
-            "f.fuzz = boom\nsys.exit(harness.cli.main(sys.argv[1:]))")
+            "harness.cli.fuzz = boom\nsys.exit(harness.cli.main(sys.argv[1:]))")
     rep = tmp_path / "rep"
     r = sf("fuzz", "--report", str(rep), "--workers", "0", code=boom, env={"TMPDIR": str(tmp_path)})
     assert r.returncode == 3, r.stderr
