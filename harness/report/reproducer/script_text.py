@@ -344,16 +344,18 @@ GRAD_WHERE = {grad_where!r}  # the program's collectives, as the grad modes name
 
 def raised_at(e):
   """The op jax raised at: the last line of `body` the traceback passes through (its value
-  names the op), or 'lowering' when jax raised after tracing the body."""
+  names the op), or 'lowering' when jax raised after tracing the body. (A body that
+  closes over values of the called function is defined inside `make_body`.)"""
   import inspect
   import traceback
+  fn = globals().get("body") or globals().get("make_body")
   try:
-    lines, start = inspect.getsourcelines(body)
+    lines, start = inspect.getsourcelines(fn)
   except (OSError, TypeError):
     return "lowering"
   at = None
   for fr in traceback.extract_tb(e.__traceback__):
-    if fr.name == "body" and fr.filename == body.__code__.co_filename:
+    if fr.name == "body" and fr.filename == fn.__code__.co_filename:
       at = fr.lineno
   if at is None or not 0 <= at - start < len(lines):
     return "lowering"
