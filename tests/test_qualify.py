@@ -345,6 +345,8 @@ def test_an_oracle_crash_is_an_error_cell_and_the_run_goes_on(tmp_path: Path, mo
     is `error` with the traceback saved, the other case is judged, the JUnit report has
     an <error>, and the exit code is 3 (not 1: nothing says jax is wrong)."""
     import oracles
+    from harness.campaign import qualify as qualify_module
+    from harness.campaign import qualify_judge
     from harness.campaign.qualify import qualify
 
     good = Program(Mesh(("x",), (2,)), (Input((2,), "int32", "iota"),), (Spec((("x",),)),), (Op.make("neg", (0,)),), (1,), (Spec((("x",),)),))
@@ -356,7 +358,8 @@ def test_an_oracle_crash_is_an_error_cell_and_the_run_goes_on(tmp_path: Path, mo
             raise ZeroDivisionError("the oracle's own bug")
         return real(p, **kw)
 
-    monkeypatch.setattr(oracles, "predict", predict)
+    for module in (oracles, qualify_module, qualify_judge):  # (each imports the oracle's predict by name)
+        monkeypatch.setattr(module, "predict", predict)
     rep = tmp_path / "q"
     doc = qualify([Case("good", good), Case("bad", bad)], [sys.executable], rep, sups=[], modes=("abstract",),
                   progress=open(tmp_path / "progress.txt", "w"))
