@@ -99,6 +99,26 @@ class ValueType:
 
 
 @dataclass(frozen=True, eq=False)
+class EffectPrediction:
+    """The calls one effect of the body (programs/model.py `Effect`) may make: each
+    carries one device's coordinates along the manual axes (`manual`, in mesh order) and
+    that device's block of the value (`blocks`, mesh.sizes + the block's shape). jax's
+    docstring of jax.debug.callback: a call "could be dropped, duplicated, or potentially
+    reordered in the presence of higher-order primitives and transformations", so neither
+    the number of calls nor their order is predicted: every call made must be one of
+    these (oracles/effects.py)."""
+
+    index: int  # the effect's position in Program.effects
+    kind: str
+    value: int
+    manual: tuple[str, ...]
+    blocks: np.ndarray | None  # None: predict(values=False)
+    exact: bool
+    atol: float
+    unchecked: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class Prediction:
     """Either an error, or outputs. Also: types of every body value, lowering facts."""
 
@@ -108,3 +128,4 @@ class Prediction:
     manual_axes: tuple[str, ...] = ()
     expect_region: bool = True  # an sdy.manual_computation region in the lowering
     notes: tuple[str, ...] = field(default=())
+    effects: tuple[EffectPrediction, ...] = ()  # one per Program.effects entry

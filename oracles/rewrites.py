@@ -21,8 +21,9 @@ from typing import cast
 
 import numpy as np
 
+from oracles.explicit import free_placed
 from oracles.interpreter import trace
-from programs.model import Op, ParamValue, Program
+from programs.model import Input, Op, ParamValue, Program, Spec
 
 
 def _ranks(p: Program) -> list[int]:
@@ -95,6 +96,48 @@ def mesh_order_axes(p: Program, sites: frozenset[int] | None = None) -> Program 
             perm = tuple(shuffled)
         body[i], changed = _with(op, axes=ordered, perm=perm), True
     return replace(p, body=tuple(body)) if changed else None
+
+
+def passed_closures(p: Program, sites: frozenset[int] | None = None) -> Program | None:
+    """Values the body closes over from the called function ("outer" closures), given to
+    the shard_map as arguments instead, with in_spec P(): the same value on every device,
+    invariant along every manual axis, the same derivative (programs/model.py `CLOSURES`)."""
+    if not any(x.closure == "outer" for x in p.inputs):
+        return None
+    return replace(p, inputs=tuple(replace(x, closure=None) if x.closure == "outer" else x for x in p.inputs))
+
+
+def without_effects(p: Program, sites: frozenset[int] | None = None) -> Program | None:
+    """The program without its jax.debug.callback / print effects (they change no value
+    and no type: the outputs are the same)."""
+    return replace(p, effects=()) if p.effects else None
+
+
+def committed_placements(p: Program, sites: frozenset[int] | None = None) -> Program | None:
+    """Arguments `jax.device_put` inside the call, committed to the same sharding before it
+    instead (programs/model.py `Place`: jax reshards each to its in_spec either way)."""
+    if not any(x.place is not None and x.place.how == "device_put" for x in p.inputs):
+        return None
+    return replace(p, inputs=tuple(replace(x, place=replace(x.place, how="committed"))
+                                   if x.place is not None and x.place.how == "device_put" else x for x in p.inputs))
+
+
+def without_free_explicit(p: Program, sites: frozenset[int] | None = None) -> Program | None:
+    """Each argument placed over an Explicit axis the shard_map leaves free, placed without
+    that axis (jax reshards it to its in_spec either way: the values are the same; its
+    sharding no longer joins the body's types, oracles/explicit.py `free_shardings`)."""
+    if not free_placed(p):
+        return None
+    free = {a for a in p.explicit_axes if a not in p.manual_axes}
+
+    def strip(x: Input) -> Input:
+        if x.place is None or x.place.how == "scalar":
+            return x
+        s = x.place.spec
+        return replace(x, place=replace(x.place, spec=Spec(tuple(tuple(a for a in e if a not in free) or None if e else None
+                                                                for e in s.entries))))
+
+    return replace(p, inputs=tuple(strip(x) for x in p.inputs))
 
 
 def unwrap(p: Program, sites: frozenset[int] | None = None) -> Program | None:
@@ -178,4 +221,9 @@ REWRITES: dict[str, Callable[[Program, frozenset[int] | None], Program | None]] 
     "mesh_order_axes": mesh_order_axes,
     "vary_after": vary_after,
     "unwrap": unwrap,
+    # (how a program meets its shard_map: programs/model.py)
+    "passed_closures": passed_closures,
+    "without_effects": without_effects,
+    "committed_placements": committed_placements,
+    "without_free_explicit": without_free_explicit,
 }

@@ -113,17 +113,59 @@ def specs_src(specs: tuple[Spec, ...]) -> str:
     return "(" + ", ".join(repr(s) for s in specs) + ("," if len(specs) == 1 else "") + ")"
 
 
+def outer_inputs(p: Program) -> list[int]:
+    """The arguments the body closes over that are values of the called function."""
+    return [i for i, x in enumerate(p.inputs) if x.closure == "outer"]
+
+
+EFFECT_TAG = "shardfuzz-effect"  # the first word of a jax.debug.print effect's line
+
+
+def _effect_lines(p: Program, v: int, names: list[str]) -> list[str]:
+    """The effects reading value `v` (programs/model.py `Effect`): a jax.debug.callback
+    of `record_call(k)` or a jax.debug.print, with each manual axis' index."""
+    idx = [f"jax.lax.axis_index({a!r})" for a in p.mesh.names if a in p.manual_axes]
+    out = []
+    for k, e in enumerate(p.effects):
+        if e.value != v:
+            continue
+        if e.kind == "callback":
+            out.append(f"jax.debug.callback(record_call({k}), {', '.join([*idx, names[v]])})")
+        else:
+            fmt = f"{EFFECT_TAG} {k} " + " ".join("{}" for _ in idx) + ": {}"
+            out.append(f"jax.debug.print({fmt!r}, {', '.join([*idx, names[v]])})")
+    return out
+
+
 def body_source(p: Program, fn: str = "body", record: str = "") -> str:
     """The shard_map body as a Python function. `record`: the name of a function called,
     before the return, with every value by name (`record(a0=a0, v0=v0, ...)`), so that a
-    reproducer can read `jax.typeof` of each while jax traces the body."""
+    reproducer can read `jax.typeof` of each while jax traces the body.
+
+    It takes the arguments the shard_map is given (`Program.passed`); a NumPy constant it
+    closes over is `jnp.asarray(Cn)` (programs/emit.py `closure_src`), and where it closes over values of
+    the called function (`Program.inputs[i].closure == "outer"`), it is made by
+    `make_body(a1, ...)` of those values (emit.py `call_src`). Each effect follows the line
+    making its value."""
     names = value_names(p)
-    args = ", ".join(names[: len(p.inputs)])
-    lines = [f"def {fn}({args}):"]
+    n_in = len(p.inputs)
+    args = ", ".join(names[i] for i in p.passed)
+    outer = outer_inputs(p)
+    pad = "  " if outer else ""
+    lines = [f"def make_{fn}({', '.join(names[i] for i in outer)}):  # the values of the called function it closes over"] if outer else []
+    lines.append(f"{pad}def {fn}({args}):")
+    for i, x in enumerate(p.inputs):
+        if x.closure == "numpy":
+            lines.append(f"{pad}  {names[i]} = jnp.asarray(C{i})  # a NumPy constant")
+    for i in range(n_in):
+        lines += [f"{pad}  {e}" for e in _effect_lines(p, i, names)]
     for i, op in enumerate(p.body):
-        lines.append(f"  {names[len(p.inputs) + i]} = {op_source(op, names)}")
+        lines.append(f"{pad}  {names[n_in + i]} = {op_source(op, names)}")
+        lines += [f"{pad}  {e}" for e in _effect_lines(p, n_in + i, names)]
     if record:
-        lines.append(f"  {record}(" + ", ".join(f"{n}={n}" for n in names) + ")")
+        lines.append(f"{pad}  {record}(" + ", ".join(f"{n}={n}" for n in names) + ")")
     outs = ", ".join(names[o] for o in p.outputs)
-    lines.append(f"  return {outs}" + ("," if len(p.outputs) == 1 else ""))
+    lines.append(f"{pad}  return {outs}" + ("," if len(p.outputs) == 1 else ""))
+    if outer:
+        lines.append(f"{pad}return {fn}")
     return "\n".join(lines)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import cast
 
 from programs.graph import cone, live_ops
-from programs.model import Mesh, Op, Program
+from programs.model import CLOSURES, EFFECT_KINDS, PLACE_HOWS, Mesh, Op, Program, Spec, is_float
 from programs.ops import LOCAL_OPS
 
 
@@ -96,16 +96,131 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     return out
 
 
+# How a program meets its shard_map (programs/model.py `Place`, `CLOSURES`, `Effect`,
+# `Program.donate`): cells of the program, not of an op, "feature|dimension=class":
+# - place|how=scalar / committed / device_put / reshard, place|spec=<PLACE_CLASSES> (a
+#   placement's sharding class), place|typed=yes (a sharding over an Explicit axis: part of
+#   the argument's type);
+# - closure|kind=numpy / outer (an "outer" one is a traced value under jit, a batched one
+#   under vmap and vmap_spmd, the differentiated variable under grad: the modes say
+#   which), closure|differentiated=yes (a float one, which the grad modes differentiate);
+# - effect|kind=callback / print, effect|value=argument / result;
+# - donate|arg=committed / uncommitted.
+# Each counts only for an argument the program uses (a live op reads it, or an output or
+# an effect is it).
+FEATURE_KINDS = ("place", "closure", "effect", "donate")
+# the sharding class of a placement, against the argument's in_spec: replicated (P()), its
+# in_spec's, its in_spec's axes in another order or on other dimensions, other manual
+# axes, axes the shard_map leaves automatic (Auto or Explicit)
+PLACE_CLASSES = ("replicated", "in_spec", "order", "other", "free_auto", "free_explicit")
+
+
+def every_feature_cell() -> tuple[str, ...]:
+    """Every feature cell there is (`feature_cells` makes no other)."""
+    return (*(f"place|how={h}" for h in PLACE_HOWS), *(f"place|spec={c}" for c in PLACE_CLASSES),
+            "place|typed=yes", *(f"closure|kind={k}" for k in CLOSURES), "closure|differentiated=yes",
+            *(f"effect|kind={k}" for k in EFFECT_KINDS), "effect|value=argument", "effect|value=result",
+            "donate|arg=committed", "donate|arg=uncommitted")
+
+
+def place_class(p: Program, i: int) -> str:
+    """The sharding class (`PLACE_CLASSES`) of argument `i`'s placement (not a scalar)."""
+    x = p.inputs[i]
+    assert x.place is not None and x.place.how != "scalar"
+    s, ins = x.place.spec, p.in_specs[i]
+    mesh, manual = p.outer_mesh(), set(p.manual_axes)
+    free = [a for a in s.axes() if a not in manual]
+    if free:
+        return "free_explicit" if any(mesh.axis_type(a) == "explicit" for a in free) else "free_auto"
+    if not s.axes():
+        return "replicated"
+    rank = len(x.shape)
+
+    def padded(sp: Spec) -> tuple[tuple[str, ...] | None, ...]:
+        return tuple(sp.entries) + (None,) * (rank - len(sp.entries))
+
+    if padded(s) == padded(ins):
+        return "in_spec"
+    return "order" if sorted(s.axes()) == sorted(ins.axes()) else "other"
+
+
+# the modes that compare what a feature cell's feature does (programs/model.py; harness/run
+# /modes_*.py): an effect's calls are read after jit, eager and vmap runs; donation by the
+# jit modes; a host placement (committed, scalar) is made by every mode but the grad ones
+# (their arguments are the grad point's)
+_EFFECT_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd")
+_DONATE_MODES = ("jit", "gspmd")
+
+
+def feature_unreachable(cell: str, mode: str) -> str | None:
+    """Why the feature cell `cell` (`FEATURE_KINDS`) can never be checked in `mode`, or
+    None (also for a cell of an op)."""
+    kind, _, dim = cell.partition("|")
+    if kind not in FEATURE_KINDS:
+        return None
+    if mode == "multiprocess":
+        return "the multiprocess mode's rank processes run the plain call: no placement, closure, effect or donation"
+    if kind == "effect" and mode not in _EFFECT_MODES:
+        return f"{mode} compares no jax.debug.callback / print calls (only {', '.join(_EFFECT_MODES)} do)"
+    if kind == "donate" and mode not in _DONATE_MODES:
+        return f"{mode} does not jit the call with donate_argnums (only {', '.join(_DONATE_MODES)} do)"
+    if mode == "smap" and kind in ("closure", "effect"):
+        return "the smap mode runs the plain body (no closure, no effect: Program.smap_form)"
+    if mode in ("grad", "grad_remat") and dim == "how=scalar":
+        return "the grad modes differentiate arrays: a Python scalar argument is passed as one"
+    if mode in ("grad", "grad_remat") and dim in ("how=reshard", "typed=yes", "spec=free_explicit"):
+        return "the grad modes run no program with Explicit axes (shardfuzz), and jax.sharding.reshard names Explicit axes only"
+    return None
+
+
+def used_args(p: Program) -> set[int]:
+    """The arguments a live op reads, an output is or an effect reads."""
+    n_in = len(p.inputs)
+    live = live_ops(p)
+    return {j for i in live for j in p.body[i].operands if j < n_in} | {o for o in p.outputs if o < n_in} \
+        | {e.value for e in p.effects if e.value < n_in}
+
+
+def feature_cells(p: Program) -> frozenset[str]:
+    """The cells of how `p` meets its shard_map (`FEATURE_KINDS`)."""
+    if not p.has_edges():
+        return frozenset()
+    out: set[str] = set()
+    used = used_args(p)
+    mesh = p.outer_mesh()
+    for i, x in enumerate(p.inputs):
+        if i not in used:
+            continue
+        if x.place is not None:
+            out.add(f"place|how={x.place.how}")
+            if x.place.how != "scalar":
+                out.add(f"place|spec={place_class(p, i)}")
+                if any(mesh.axis_type(a) == "explicit" for a in x.place.spec.axes()):
+                    out.add("place|typed=yes")  # (over an Explicit axis: part of the argument's type, oracles/explicit.py)
+        if x.closure is not None:
+            out.add(f"closure|kind={x.closure}")
+            if x.closure == "outer" and is_float(x.dtype):
+                out.add("closure|differentiated=yes")
+        if i in p.donate:
+            out.add(f"donate|arg={'committed' if x.place is not None and x.place.how == 'committed' else 'uncommitted'}")
+    for e in p.effects:
+        out |= {f"effect|kind={e.kind}", f"effect|value={'argument' if e.value < len(p.inputs) else 'result'}"}
+    return frozenset(out)
+
+
 def program_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:
     """Every cell of the program's live ops (with the oracle's types of its values, when
-    given: operand rank and result dtype); the op inside a live nested shard_map too."""
-    return _cells_of(p, live_ops(p), types)
+    given: operand rank and result dtype); the op inside a live nested shard_map too; and
+    how the program meets its shard_map (`feature_cells`)."""
+    return _cells_of(p, live_ops(p), types) | feature_cells(p)
 
 
 def output_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = None) -> tuple[frozenset[str], ...]:
     """Per output, the cells of the ops it depends on (`program_cells` of the program
-    cut to that output, programs/graph.py `slice_outputs`)."""
-    return tuple(_cells_of(p, cone(p, o), types) for o in p.outputs)
+    cut to that output, programs/graph.py `slice_outputs`), with the program's
+    `feature_cells` (a cut keeps its placements, closures, effects and donation)."""
+    features = feature_cells(p)
+    return tuple(_cells_of(p, cone(p, o), types) | features for o in p.outputs)
 
 
 def ops_cells(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:

@@ -10,14 +10,67 @@ jax returned, comparing nothing.
 
 from __future__ import annotations
 
-from programs.body_text import body_source, literal, specs_src
-from programs.model import BATCH_IOTA_STEP, BATCH_SEED_STEP, Program, is_float
+from programs.body_text import body_source, literal, outer_inputs, specs_src
+from programs.model import BATCH_IOTA_STEP, BATCH_SEED_STEP, Program, Spec, is_float
+
+
+def closure_src(p: Program) -> list[str]:
+    """The NumPy constants the body closes over (`C<i>`, argument i's values), and where
+    the body has effects, the callback that records each call (`CALLS`)."""
+    out = [f"C{i} = {input_expr(p, i)}  # a NumPy constant the body closes over" for i, x in enumerate(p.inputs) if x.closure == "numpy"]
+    if any(e.kind == "callback" for e in p.effects):
+        out += [
+            "CALLS = []  # each jax.debug.callback call: (effect, the device's manual coordinates, the value)",
+            "",
+            "",
+            "def record_call(k):",
+            "  return lambda *xs: CALLS.append((k, tuple(int(c) for c in xs[:-1]), np.asarray(xs[-1])))",
+            "",
+        ]
+    return out
+
+
+def place_src(p: Program) -> list[str]:
+    """`def place(a0, ...)`: how each argument reaches the call (`Place`): committed to a
+    NamedSharding (`jax.device_put`), or a Python scalar; a donated one as a jax array.
+    None where every argument is passed as it is made (a NumPy array)."""
+    lines = []
+    for i, x in enumerate(p.inputs):
+        pl = x.place
+        if pl is not None and pl.how == "scalar":
+            lines.append(f"  a{i} = a{i}.item()  # a Python scalar")
+        elif pl is not None and pl.how == "committed":
+            batched = Spec((None, *pl.spec.entries))  # (under vmap: the batch dimension first, unsplit)
+            lines.append(f"  a{i} = jax.device_put(a{i}, jax.sharding.NamedSharding(mesh, {batched!r} if batched else {pl.spec!r}))"
+                         "  # committed to this sharding")
+        elif i in p.donate and x.closure != "numpy":
+            lines.append(f"  a{i} = jnp.asarray(a{i})  # a jax array, to donate")
+    if not lines:
+        return []
+    args = args_src(p)
+    return [f"def place({args}, batched=False):  # how each argument reaches the call (batched: under vmap)", *lines,
+            f"  return {args}{',' if len(p.inputs) == 1 else ''}"]
+
+
+def placed_args(p: Program, args: str) -> str:
+    """`args` as the call receives them (`place_src`): `*place(a0, a1)`, or `args` itself."""
+    return f"*place({args})" if place_src(p) else args
+
+
+def donate_src(p: Program) -> list[str]:
+    return [f"DONATE = {p.donate!r}  # jax.jit(f, donate_argnums=DONATE)"] if p.donate else []
+
+
+def jit_src(p: Program, f: str = "f") -> str:
+    """`jax.jit(f)`, with donate_argnums=DONATE where the program donates."""
+    return f"jax.jit({f}, donate_argnums=DONATE)" if p.donate else f"jax.jit({f})"
 
 
 def shard_map_kwargs_src(p: Program) -> str:
     kw = [
         *([] if p.mesh_context else ["mesh=mesh"]),
-        f"in_specs={specs_src(p.in_specs)}",
+        # (a closed-over argument is not the shard_map's: no in_spec)
+        f"in_specs={specs_src(tuple(p.in_specs[i] for i in p.passed) if len(p.passed) < len(p.inputs) else p.in_specs)}",
         f"out_specs={specs_src(p.out_specs)}",
     ]
     if p.axis_names is not None:
@@ -88,11 +141,35 @@ def reshard_src(p: Program, f: str = "f") -> list[str]:
     return [f"_{f}_shard_map = {f}", f"def {f}({args}):", f"  return _{f}_shard_map({call})"]
 
 
+def _called_src(p: Program, body: str) -> list[str] | None:
+    """`def f(a0, ...)`, the called function, where the shard_map is not all of it: the
+    arguments placed inside it (`jax.device_put` / `jax.sharding.reshard`, traced under
+    jit), the values its body closes over (`make_body(a1, ...)`), then the shard_map of
+    the others. None where `f = shard_map(body, ...)` says it all."""
+    traced = [(i, x.place) for i, x in enumerate(p.inputs) if x.place is not None and x.place.how in ("device_put", "reshard")]
+    outer = outer_inputs(p)
+    if not traced and len(p.passed) == len(p.inputs):
+        return None
+    args = args_src(p)
+    lines = [f"def f({args}):  # the called function (traced under jit)"]
+    for i, pl in traced:
+        fn = "jax.device_put" if pl.how == "device_put" else "jax.sharding.reshard"
+        lines.append(f"  a{i} = {fn}(a{i}, jax.sharding.NamedSharding(mesh, {pl.spec!r}))")
+    for i in outer:
+        lines.append(f"  a{i} = jnp.asarray(a{i})  # closed over by the body")
+    made = body.replace("body", f"make_body({', '.join(f'a{i}' for i in outer)})") if outer else body
+    passed = ", ".join(f"a{i}" for i in p.passed)
+    lines.append(f"  return shard_map({made}, {shard_map_kwargs_src(p)})({passed})")
+    return lines
+
+
 def call_src(p: Program, body: str = "body") -> list[str]:
-    """`f`, the call: the shard_map (its arguments resharded: `reshard_src`); with
+    """`f`, the call: the shard_map (its arguments resharded: `reshard_src`), in a `def f`
+    where arguments are placed inside the call or closed over (`_called_src`); with
     `Program.wrap`, made inside `def call` under jax.sharding.auto_axes / explicit_axes
     (a shard_map made outside keeps the mesh it saw then)."""
-    lines = [f"f = shard_map({body}, {shard_map_kwargs_src(p)})", *reshard_src(p)]
+    called = _called_src(p, body)
+    lines = [*(called or [f"f = shard_map({body}, {shard_map_kwargs_src(p)})"]), *reshard_src(p)]
     if p.wrap is None:
         return lines
     args = args_src(p)
@@ -167,12 +244,15 @@ def reproducer_mode(mode: str) -> str:
 def _call_lines(p: Program, mode: str, args: str) -> list[str]:
     """The lines (inside `try:`) that run `f` the way the harness mode does."""
     shapes = f"*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in ({args},)]"
+    if any(x.place is not None for x in p.inputs):  # (a committed argument's sharding, a Python scalar as it is)
+        shapes = (f"*[a if isinstance(a, (bool, int, float)) else jax.ShapeDtypeStruct(a.shape, a.dtype, "
+                  f"sharding=getattr(a, 'sharding', None)) for a in ({args},)]")
     if mode == "multiprocess":  # (this plain form runs it in one process; the asserting reproducer launches two)
         return ["  # multiprocess: `shardfuzz emit --mode multiprocess` writes the two-process reproducer",
                 f"  outs = jax.jit(f)({args})", *_print_values()]
     if mode in ("jit", "eager", "gspmd"):
         pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
-        return pre + [f"  outs = {'f' if mode == 'eager' else 'jax.jit(f)'}({args})", *_print_values()]
+        return pre + [f"  outs = {'f' if mode == 'eager' else jit_src(p)}({args})", *_print_values()]
     if mode == "smap":
         form = p.smap_form()
         if isinstance(form, str):
@@ -194,10 +274,16 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
     if mode in ("vmap", "vmap_spmd"):
         spmd = p.spmd_axis() if mode == "vmap_spmd" else None
         n = p.mesh.axis_size(spmd) if spmd else 2
-        vm = f"jax.vmap(f, spmd_axis_name={spmd!r})" if spmd else "jax.vmap(f)"
+        # (an argument vmap does not batch, a scalar or a closed-over value, is given once)
+        in_axes = tuple(0 if x.batched else None for x in p.inputs)
+        kw = "" if all(a == 0 for a in in_axes) else f", in_axes={in_axes!r}"
+        kw += "" if any(a == 0 for a in in_axes) else f", axis_size={n}"
+        vm = f"jax.vmap(f, spmd_axis_name={spmd!r}{kw})" if spmd else f"jax.vmap(f{kw})"
+        stacked = f"[np.stack([m[i] for m in batch]) if {in_axes!r}[i] == 0 else batch[0][i] for i in range({len(p.inputs)})]" if kw else \
+            f"[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})]"
         return [
             f"  batch = [inputs(b) for b in range({n})]  # a batch of {n}, member b as the harness makes it",
-            f"  outs = jax.jit({vm})(*[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})])",
+            f"  outs = jax.jit({vm})(*{'place(*' + stacked + ', batched=True)' if place_src(p) else stacked})",
             "  for i, o in enumerate(outs):",
             '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
             "    print(np.asarray(o))",
@@ -258,12 +344,15 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         *context_src(p),
         *inputs_src(p),
         *(inputs_fn_src(p) if mode in ("vmap", "vmap_spmd") else []),
+        *closure_src(p),
+        *place_src(p),
+        *donate_src(p),
         "",
         body_source(p),
         "",
         *call_src(p, body),
         "try:",
-        *_call_lines(p, mode, args),
+        *_call_lines(p, mode, placed_args(p, args)),
         "except Exception as e:",
         '  print(f"{type(e).__name__}: {e}")',
         "  raise SystemExit(1)",

@@ -33,9 +33,10 @@ def cone(p: Program, value: int) -> frozenset[int]:
 
 
 def live_ops(p: Program) -> frozenset[int]:
-    """The ops some output depends on (what jit keeps after dead-code elimination)."""
+    """The ops some output or some effect depends on (what jit keeps after dead-code
+    elimination: an effect, jax.debug.callback or print, is never eliminated)."""
     live: frozenset[int] = frozenset()
-    for o in p.outputs:
+    for o in (*p.outputs, *(e.value for e in p.effects)):
         live |= cone(p, o)
     return live
 
@@ -68,7 +69,8 @@ def _slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int]) -> t
     out_specs = tuple(p.out_specs[k] for k in keep) if len(p.out_specs) == len(p.outputs) else p.out_specs
     n_in = len(p.inputs)
     needed: set[int] = set()
-    for o in (*outputs, *(n_in + i for i in also)):
+    # (an effect stays, with what it reads: jit keeps it whatever the outputs)
+    for o in (*outputs, *(n_in + i for i in also), *(e.value for e in p.effects)):
         needed |= cone(p, o)
     kept = sorted(needed)
     new_index = {v: v for v in range(n_in)}
@@ -78,7 +80,9 @@ def _slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int]) -> t
     # auto_axes' out_sharding has one spec per output: it keeps those of the kept outputs
     # (jax's reshard refuses a tree of out_shardings that does not match the outputs)
     wrap_specs = tuple(p.wrap_specs[k] for k in keep) if p.wrap == "auto_axes" and len(p.wrap_specs) == len(p.outputs) else p.wrap_specs
-    return replace(p, body=body, outputs=tuple(new_index[o] for o in outputs), out_specs=out_specs, wrap_specs=wrap_specs), tuple(kept)
+    effects = tuple(replace(e, value=new_index[e.value]) for e in p.effects)
+    return replace(p, body=body, outputs=tuple(new_index[o] for o in outputs), out_specs=out_specs, wrap_specs=wrap_specs,
+                   effects=effects), tuple(kept)
 
 
 def drop_unused_inputs(p: Program) -> Program:
@@ -91,7 +95,8 @@ def drop_unused_inputs(p: Program) -> Program:
     own (jax 0.10.2 `_unmatch_spec`), as
     costly as an op, and an unused argument checks no cell."""
     n_in = len(p.inputs)
-    used = {v for op in p.body for v in op.operands if v < n_in} | {o for o in p.outputs if o < n_in}
+    used = {v for op in p.body for v in op.operands if v < n_in} | {o for o in p.outputs if o < n_in} \
+        | {e.value for e in p.effects if e.value < n_in}
     kept = [i for i in range(n_in) if i in used]
     floats = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
     if floats and not any(i in floats for i in kept):
@@ -106,7 +111,9 @@ def drop_unused_inputs(p: Program) -> Program:
     body = tuple(replace(op, operands=tuple(new_index[v] for v in op.operands)) for op in p.body)
     wrap_specs = tuple(p.wrap_specs[i] for i in kept) if p.wrap == "explicit_axes" and len(p.wrap_specs) == n_in else p.wrap_specs
     q = replace(p, inputs=tuple(p.inputs[i] for i in kept), in_specs=tuple(p.in_specs[i] for i in kept), body=body,
-                outputs=tuple(new_index[o] for o in p.outputs), wrap_specs=wrap_specs)
+                outputs=tuple(new_index[o] for o in p.outputs), wrap_specs=wrap_specs,
+                effects=tuple(replace(e, value=new_index[e.value]) for e in p.effects),
+                donate=tuple(new_index[i] for i in p.donate if i in new_index))
     # (an unused float64 argument is what turns jax_enable_x64 on: the program keeps it)
     return q if q.x64 == p.x64 else p
 

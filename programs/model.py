@@ -154,6 +154,46 @@ BATCH_IOTA_STEP = 100  # an iota's offset
 BATCH_SEED_STEP = 7919  # a small fill's seed
 
 
+# How an argument reaches the call (`Input.place`; None: an uncommitted NumPy array):
+# - "scalar": a Python scalar (`.item()` of its rank-0 value: int, float or bool; jax types
+#   an int or a float weakly);
+# - "committed": `jax.device_put(a, NamedSharding(mesh, spec))` before the call, so the
+#   call receives an array committed to that sharding;
+# - "device_put" / "reshard": `jax.device_put(a, NamedSharding(mesh, spec))` /
+#   `jax.sharding.reshard(a, NamedSharding(mesh, spec))` inside the called function (a
+#   traced placement under jit), just before the shard_map.
+# `spec` is any sharding of the mesh (outside auto_axes / explicit_axes: `Program.outer_mesh`):
+# the in_spec's, replicated, other axes, the same axes in another order, or axes the
+# shard_map leaves automatic. shard_map reshards each argument to its in_spec (on an
+# all-Explicit mesh with every axis manual it checks the argument's sharding instead:
+# oracles/explicit.py).
+PLACE_HOWS = ("scalar", "committed", "device_put", "reshard")
+SCALAR_DTYPES = ("int32", "float32", "bool")  # a Python int, float or bool (jax: weak int32, weak float32, bool)
+
+
+@dataclass(frozen=True)
+class Place:
+    """How one argument reaches the call (`PLACE_HOWS`), with the sharding's spec."""
+
+    how: str
+    spec: Spec = field(default_factory=Spec)
+
+    def __repr__(self) -> str:
+        return "scalar" if self.how == "scalar" else f"{self.how}({self.spec!r})"
+
+
+# What the body closes over (`Input.closure`; None: an argument of the shard_map):
+# - "numpy": a NumPy constant (`jnp.asarray(C)` in the body): never traced, batched or
+#   differentiated by a transformation around the call;
+# - "outer": a value of the function around the shard_map (an argument of it the shard_map
+#   is not given): under jit a traced value, under vmap a batched one (with or without
+#   spmd_axis_name), under grad the differentiated variable.
+# A closed-over value is its whole global value on every device, invariant along every
+# manual axis (its in_spec, kept in `in_specs` for the oracle, is P()); its derivative is
+# that of an argument with in_spec P(): the sum over the devices of their cotangents.
+CLOSURES = ("numpy", "outer")
+
+
 @dataclass(frozen=True)
 class Input:
     """One argument: its global shape, dtype and how its values are made.
@@ -169,12 +209,21 @@ class Input:
     fill: str = "small"
     seed: int = 0
     offset: int = 0  # an iota's first value (a small fill has none: it stays 0)
+    place: Place | None = None  # how it reaches the call (None: an uncommitted NumPy array)
+    closure: str | None = None  # CLOSURES: the body closes over it (None: a shard_map argument)
+
+    @property
+    def batched(self) -> bool:
+        """Whether vmap batches it: not a Python scalar, not a NumPy constant the body
+        closes over (vmap runs them with in_axes=None: every member sees member 0's)."""
+        return self.closure != "numpy" and not (self.place is not None and self.place.how == "scalar")
 
     def member(self, batch: int) -> Input:
         """This argument as member `batch` of a vmapped batch makes it (the same recipe,
         shifted seed / offset): member `batch` of `materialize` is `member(batch).materialize()`,
-        so one member of a batch can be run as a plain program."""
-        if batch == 0:
+        so one member of a batch can be run as a plain program. An unbatched one
+        (`batched`) is the same in every member."""
+        if batch == 0 or not self.batched:
             return self
         if self.fill == "iota":
             return replace(self, offset=self.offset + BATCH_IOTA_STEP * batch)
@@ -254,6 +303,23 @@ def freeze(v: object) -> ParamValue:
     raise TypeError(f"op parameter {v!r} of type {type(v).__name__} is not JSON-friendly")
 
 
+# An effect in the body (`Program.effects`), right after the value it reads is made:
+# - "callback": `jax.debug.callback(f, i_0, ..., v)`, f a Python function and i_k
+#   `jax.lax.axis_index` of each manual axis in mesh order (the device's coordinates);
+# - "print": `jax.debug.print("... {i_0} ... {v}", ...)` of the same values.
+# jax's docstring: the callback "could be dropped, duplicated, or potentially reordered in
+# the presence of higher-order primitives and transformations": each call carries one
+# device's coordinates and that device's value (oracles/effects.py), nothing is said of
+# how many calls there are or their order.
+EFFECT_KINDS = ("callback", "print")
+
+
+@dataclass(frozen=True)
+class Effect:
+    kind: str  # EFFECT_KINDS
+    value: int  # the value it reads (an argument or an op's result)
+
+
 @dataclass(frozen=True)
 class Program:
     """One shard_map call, complete and self-contained."""
@@ -282,6 +348,13 @@ class Program:
     wrap_axes: tuple[str, ...] = ()
     wrap_specs: tuple[Spec, ...] = ()
     notes: tuple[tuple[str, ParamValue], ...] = field(default=(), compare=True)
+    # effects in the body (`Effect`), in the order they are made
+    effects: tuple[Effect, ...] = ()
+    # `jax.jit(f, donate_argnums=donate)` in the modes that jit the call itself (jit,
+    # gspmd): the values are those without donation; a donated argument (a jax array) is
+    # afterwards deleted or holds its value (jax.jit's docstring: "marked deleted", and
+    # JAX "will raise an error" on reuse of a deleted one)
+    donate: tuple[int, ...] = ()
 
     def outer_mesh(self) -> Mesh:
         """The mesh of the mesh context (`jax.set_mesh`): `mesh` with the wrapped axes of
@@ -291,6 +364,16 @@ class Program:
         outer = "explicit" if self.wrap == "auto_axes" else "auto"
         types = tuple(outer if a in self.wrap_axes else t for a, t in zip(self.mesh.names, self.mesh.axis_types))
         return Mesh(self.mesh.names, self.mesh.sizes, types)
+
+    @property
+    def passed(self) -> tuple[int, ...]:
+        """The arguments the shard_map is given (those the body does not close over)."""
+        return tuple(i for i, x in enumerate(self.inputs) if x.closure is None)
+
+    def has_edges(self) -> bool:
+        """Whether an argument is placed or closed over, or the program has effects or
+        donates an argument (the features some modes do not run: harness/run/compat.py)."""
+        return bool(self.effects or self.donate) or any(x.place is not None or x.closure is not None for x in self.inputs)
 
     @property
     def manual_axes(self) -> tuple[str, ...]:
@@ -314,6 +397,8 @@ class Program:
     def named_axes(self) -> set[str]:
         """Every mesh axis a spec or an op (nested ones included) names."""
         named = {a for s in self.in_specs + self.out_specs for a in s.axes() + s.unreduced + s.reduced}
+        # (a placement's sharding too: vmap's spmd_axis_name may not appear in a sharding)
+        named |= {a for x in self.inputs if x.place is not None for a in x.place.spec.axes()}
         return named | {a for op in self.all_ops() for a in cast("tuple[str, ...]", op.p("axes") or ())}
 
     def spmd_axis(self) -> str | None:
@@ -336,6 +421,8 @@ class Program:
             return "a spec that is not a PartitionSpec"
         if any(s.unreduced or s.reduced for s in self.in_specs + self.out_specs):
             return "a spec with unreduced / reduced axes (in_axes / out_axes cannot say them)"
+        if self.effects or any(x.closure is not None for x in self.inputs):
+            return "closures or effects (the smap mode runs the plain body)"
         manual = self.manual_axes
         # a nested shard_map's axes are automatic ones (it runs inside jax.smap too: the
         # mesh comes from the context), not the smap axis

@@ -19,7 +19,8 @@ def grad_point(p: Program) -> list[np.ndarray]:
     out = []
     for i, x in enumerate(p.inputs):
         a = x.materialize()
-        if is_float(x.dtype):
+        # (a NumPy constant the body closes over is the constant itself, in every mode)
+        if is_float(x.dtype) and x.closure != "numpy":
             frac = np.random.default_rng(x.seed + 31 * i + 1).uniform(0.1, 0.4, size=a.shape)
             a = round_to(a.astype(np.float64) + frac, x.dtype)
         out.append(a)
@@ -27,9 +28,11 @@ def grad_point(p: Program) -> list[np.ndarray]:
 
 
 def tangents(p: Program) -> list[np.ndarray | None]:
-    """A direction v for every float argument (None for int arguments)."""
+    """A direction v for every float argument (None for int arguments; zero for a NumPy
+    constant the body closes over: no transformation differentiates it)."""
     return [
-        round_to(np.random.default_rng(1000 + i).uniform(-1, 1, size=x.shape), x.dtype) if is_float(x.dtype) else None
+        (np.zeros(x.shape) if x.closure == "numpy" else round_to(np.random.default_rng(1000 + i).uniform(-1, 1, size=x.shape), x.dtype))
+        if is_float(x.dtype) else None
         for i, x in enumerate(p.inputs)
     ]
 

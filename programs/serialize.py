@@ -15,7 +15,21 @@ import json
 from typing import Any
 
 from programs.errors import ProgramFormatError
-from programs.model import CALL_WRAPS, DTYPES, Input, Mesh, Op, ParamValue, Program, Spec
+from programs.model import (
+    CALL_WRAPS,
+    CLOSURES,
+    DTYPES,
+    EFFECT_KINDS,
+    PLACE_HOWS,
+    Effect,
+    Input,
+    Mesh,
+    Op,
+    ParamValue,
+    Place,
+    Program,
+    Spec,
+)
 from programs.ops import SYNTAX, WRAPS
 from programs.validate import validate
 
@@ -48,8 +62,11 @@ def program_to_dict(p: Program) -> dict[str, Any]:
             "axis_types": list(p.mesh.axis_types),
         },
         "inputs": [
-            # an offset only when set, so every program without one keeps its JSON (and id)
-            {"shape": list(i.shape), "dtype": i.dtype, "fill": i.fill, "seed": i.seed, **({"offset": i.offset} if i.offset else {})}
+            # an offset, a placement, a closure only when set, so every program without one
+            # keeps its JSON (and id)
+            {"shape": list(i.shape), "dtype": i.dtype, "fill": i.fill, "seed": i.seed, **({"offset": i.offset} if i.offset else {}),
+             **({"place": {"how": i.place.how, "spec": _spec_to_json(i.place.spec)}} if i.place is not None else {}),
+             **({"closure": i.closure} if i.closure is not None else {})}
             for i in p.inputs
         ],
         "in_specs": [_spec_to_json(s) for s in p.in_specs],
@@ -71,6 +88,8 @@ def program_to_dict(p: Program) -> dict[str, Any]:
         **({"mesh_context": True} if p.mesh_context else {}),
         **({"reshard": True} if p.reshard else {}),
         **({"wrap": {"kind": p.wrap, "axes": list(p.wrap_axes), "specs": [_spec_to_json(s) for s in p.wrap_specs]}} if p.wrap else {}),
+        **({"effects": [{"kind": e.kind, "value": e.value} for e in p.effects]} if p.effects else {}),
+        **({"donate": list(p.donate)} if p.donate else {}),
     }
 
 
@@ -153,6 +172,8 @@ def program_from_dict(d: Any, check: bool = True) -> Program:
         mesh_context=_flag(d, "mesh_context"),
         reshard=_flag(d, "reshard"),
         **_wrap_from_json(d.get("wrap")),
+        effects=_effects_from_json(d.get("effects"), n_in + len(body)),
+        donate=_donate_from_json(d.get("donate"), n_in),
     )
     if check:
         validate(p)
@@ -171,6 +192,45 @@ def _wrap_from_json(w: Any) -> dict[str, Any]:
     axes = _strs(_req(w, "axes", "program.wrap", list), "program.wrap.axes")
     specs = tuple(_spec_from_json(s, f"program.wrap.specs[{i}]") for i, s in enumerate(_req(w, "specs", "program.wrap", list)))
     return {"wrap": kind, "wrap_axes": axes, "wrap_specs": specs}
+
+
+def _effects_from_json(es: Any, n_values: int) -> tuple[Effect, ...]:
+    """The optional "effects" list (absent in cases written before it: none)."""
+    if es is None:
+        return ()
+    if not isinstance(es, list):
+        raise ProgramFormatError(f"program.effects must be a list of {{kind, value}}, got {type(es).__name__}")
+    out = []
+    for j, e in enumerate(es):
+        w = f"program.effects[{j}]"
+        kind = _req(e, "kind", w, str)
+        if kind not in EFFECT_KINDS:
+            raise ProgramFormatError(f"{w}.kind={kind!r} must be one of {list(EFFECT_KINDS)}")
+        v = _req(e, "value", w, int)
+        if not 0 <= v < n_values:
+            raise ProgramFormatError(f"{w}.value={v} is not a value of the program (0..{n_values - 1}); name an argument or an op's result")
+        out.append(Effect(kind, v))
+    return tuple(out)
+
+
+def _donate_from_json(ds: Any, n_in: int) -> tuple[int, ...]:
+    """The optional "donate" list of argument indices (absent: none donated)."""
+    if ds is None:
+        return ()
+    got = _ints(ds, "program.donate")
+    bad = [i for i in got if not 0 <= i < n_in]
+    if bad or len(set(got)) != len(got):
+        raise ProgramFormatError(f"program.donate={list(got)}: name each argument (0..{n_in - 1}) at most once")
+    return got
+
+
+def _place_from_json(x: Any, w: str) -> Place | None:
+    if x is None:
+        return None
+    how = _req(x, "how", w, str)
+    if how not in PLACE_HOWS:
+        raise ProgramFormatError(f"{w}.how={how!r} must be one of {list(PLACE_HOWS)}")
+    return Place(how, _spec_from_json(x["spec"], f"{w}.spec") if "spec" in x else Spec())
 
 
 def _mesh_from_json(m: dict[str, Any]) -> Mesh:
@@ -199,7 +259,11 @@ def _input_from_json(x: Any, w: str) -> Input:
     if offset and fill != "iota":
         raise ProgramFormatError(f"{w}.offset: only an iota argument has an offset (its first value); "
                                  f"this one is {fill!r}: drop the offset or make fill 'iota'")
-    return Input(_ints(_req(x, "shape", w, list), f"{w}.shape"), dtype, fill, seed, offset)
+    closure = x.get("closure")
+    if closure is not None and closure not in CLOSURES:
+        raise ProgramFormatError(f"{w}.closure={closure!r} must be one of {list(CLOSURES)} or absent (a shard_map argument)")
+    return Input(_ints(_req(x, "shape", w, list), f"{w}.shape"), dtype, fill, seed, offset,
+                 _place_from_json(x.get("place"), f"{w}.place"), closure)
 
 
 def _specs_from_json(d: dict[str, Any], key: str) -> tuple[Spec, ...]:

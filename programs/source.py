@@ -24,8 +24,21 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 
+from programs.body_text import EFFECT_TAG
 from programs.errors import SourceError
-from programs.model import DTYPES, Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry, freeze
+from programs.model import (
+    DTYPES,
+    Effect,
+    Input,
+    Mesh,
+    Op,
+    ParamValue,
+    Place,
+    Program,
+    Spec,
+    SpecEntry,
+    freeze,
+)
 from programs.ops import CUSTOMS, OP_TABLE, TRANSFORMS, WRAP_SOURCE, Arg, OpDesc, transform_template
 from programs.validate import EXPLAINED_BY, validate
 
@@ -447,8 +460,108 @@ def _skipped(st: ast.stmt, i: int) -> bool:
     return isinstance(st, ast.FunctionDef) and st.name == "inputs"
 
 
-def _body_fn(fn: ast.FunctionDef, values: dict[str, Input]) -> tuple[list[str], list[Op], tuple[int, ...]]:
-    args = [a.arg for a in fn.args.args]
+@dataclass
+class _Edges:
+    """What the source says of how the program meets its shard_map (programs/model.py
+    `Place`, `CLOSURES`, `Effect`, `Program.donate`), by argument name."""
+
+    places: dict[str, Place] = field(default_factory=dict)
+    closures: dict[str, str] = field(default_factory=dict)
+    constants: dict[str, str] = field(default_factory=dict)  # argument -> the NumPy constant C<i> it is
+    effects: dict[int, tuple[str, ast.AST]] = field(default_factory=dict)  # effect index -> (kind, the value read)
+    donate: tuple[int, ...] = ()
+
+
+def _placement(node: ast.AST, name: str) -> tuple[str, Spec] | None:
+    """`jax.device_put(a, jax.sharding.NamedSharding(mesh, P(...)))` or
+    `jax.sharding.reshard(a, ...)` of `name` (the spec `P(...) if batched else P(...)`:
+    the second); None for anything else."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 2 and isinstance(node.args[0], ast.Name) and node.args[0].id == name):
+        return None
+    how = {"jax.device_put": "device_put", "jax.sharding.reshard": "reshard"}.get(_dotted(node.func) or "")
+    ns = node.args[1]
+    if how is None or not (isinstance(ns, ast.Call) and _dotted(ns.func) in ("jax.sharding.NamedSharding", "NamedSharding")
+                           and len(ns.args) == 2):
+        return None
+    spec = ns.args[1].orelse if isinstance(ns.args[1], ast.IfExp) else ns.args[1]
+    return how, spec_of(spec)
+
+
+def _assigned(st: ast.stmt) -> tuple[str, ast.AST] | None:
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        return st.targets[0].id, st.value
+    return None
+
+
+def _read_place(fn: ast.FunctionDef, edges: _Edges) -> None:
+    """`def place(a0, ...)` (programs.emit.place_src): committed arguments, Python scalars."""
+    for st in fn.body:
+        got = _assigned(st)
+        if got is None:
+            continue
+        name, v = got
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "item" and ast.unparse(v.func.value) == name:
+            edges.places[name] = Place("scalar")
+        elif (pl := _placement(v, name)) is not None and pl[0] == "device_put":
+            edges.places[name] = Place("committed", pl[1])
+
+
+def _read_called(fn: ast.FunctionDef, edges: _Edges) -> tuple[ast.Call, list[str], str | None]:
+    """`def f(a0, ...)` (programs.emit._called_src): the arguments placed inside it, those
+    its body closes over, then `return shard_map(body, ...)(a0, ...)`. Returns the
+    shard_map call, the arguments it is given and the body factory's name, if any."""
+    for st in fn.body:
+        got = _assigned(st)
+        if got is not None:
+            name, v = got
+            if (pl := _placement(v, name)) is not None:
+                edges.places[name] = Place(pl[0], pl[1])
+                continue
+            if isinstance(v, ast.Call) and _dotted(v.func) in ("jnp.asarray", "jax.numpy.asarray") and ast.unparse(v) == f"jnp.asarray({name})":
+                edges.closures[name] = "outer"
+                continue
+        if isinstance(st, ast.Return) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Call) \
+                and _dotted(st.value.func.func) in ("jax.shard_map", "shard_map"):
+            sm = st.value.func
+            passed = [a.id for a in st.value.args if isinstance(a, ast.Name)]
+            made = sm.args[0] if sm.args else None
+            if isinstance(made, ast.Call) and _dotted(made.func) == "jax.checkpoint" and made.args:
+                made = made.args[0]
+            factory = _dotted(made.func) if isinstance(made, ast.Call) else None
+            return sm, passed, factory
+        raise SourceError(st, f"`def {fn.name}` places arguments (jax.device_put / jax.sharding.reshard), closes over "
+                          "them (a = jnp.asarray(a)) and returns shard_map(body, ...)(a0, ...)")
+    raise SourceError(fn, f"`def {fn.name}` must return shard_map(body, ...)(a0, ...)")
+
+
+def _effect(st: ast.stmt, body: _Body, edges: _Edges) -> bool:
+    """A body line `jax.debug.callback(record_call(k), ..., v)` or
+    `jax.debug.print('shardfuzz-effect k ...', ..., v)`: effect k reads v."""
+    if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and st.value.args):
+        return False
+    call, fn = st.value, _dotted(st.value.func)
+    first = call.args[0]
+    if fn == "jax.debug.callback" and isinstance(first, ast.Call) and _dotted(first.func) == "record_call" and first.args:
+        k, kind = _literal(first.args[0], "an effect's index"), "callback"
+    elif fn == "jax.debug.print" and isinstance(first, ast.Constant) and isinstance(first.value, str) \
+            and first.value.startswith(EFFECT_TAG + " "):
+        k, kind = int(first.value.split()[1]), "print"
+    else:
+        return False
+    if not isinstance(k, int) or k in edges.effects:
+        raise SourceError(st, "each effect has its own index")
+    edges.effects[k] = (kind, call.args[-1])
+    _operand(call.args[-1], body)  # (the value it reads must be defined)
+    return True
+
+
+def _body_fn(fn: ast.FunctionDef, values: dict[str, Input], edges: _Edges | None = None,
+             every: list[str] | None = None) -> tuple[list[str], list[Op], tuple[int, ...], dict[int, int]]:
+    """The body's arguments (`every`: all the called function's, those it closes over
+    too), ops, outputs and effects (effect index -> the value it reads)."""
+    edges = edges or _Edges()
+    params = [a.arg for a in fn.args.args]
+    args = every if every is not None else params
     for a in args:
         if a not in values:
             raise SourceError(fn, f"argument {a!r} of {fn.name} has no value: write {a} = np.arange(8).reshape((4, 2)).astype(np.int32) "
@@ -459,6 +572,14 @@ def _body_fn(fn: ast.FunctionDef, values: dict[str, Input]) -> tuple[list[str], 
         if outputs is not None:
             raise SourceError(st, "nothing may follow the return")
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
+            continue
+        if _effect(st, body, edges):
+            continue
+        got = _assigned(st)
+        if got is not None and got[0] in args and isinstance(got[1], ast.Call) and _dotted(got[1].func) == "jnp.asarray" \
+                and len(got[1].args) == 1 and isinstance(got[1].args[0], ast.Name) and got[1].args[0].id in values:
+            edges.closures[got[0]] = "numpy"  # programs.emit.body_source: a NumPy constant the body closes over
+            edges.constants[got[0]] = got[1].args[0].id
             continue
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
             body.names[st.targets[0].id] = body.push(_op(st.value, body))
@@ -471,7 +592,8 @@ def _body_fn(fn: ast.FunctionDef, values: dict[str, Input]) -> tuple[list[str], 
             raise SourceError(st, "a body line is `name = <op>` or `return name, ...`")
     if outputs is None:
         raise SourceError(fn, f"{fn.name} must end with `return value, ...`")
-    return args, body.ops, outputs
+    effects = {k: _operand(v, body) for k, (_, v) in edges.effects.items()}
+    return args, body.ops, outputs, effects
 
 
 def _wrap_of(w: ast.Call, fns: dict[str, ast.FunctionDef], outer: Mesh) -> tuple[Mesh, ast.Call | None, bool, str, tuple[str, ...], tuple[Spec, ...]]:
@@ -514,11 +636,22 @@ def from_source(text: str, filename: str = "<source>") -> Program:
     call: ast.Call | None = None
     wrap: ast.Call | None = None
     reshard = False
+    edges = _Edges()
     for i, st in enumerate(tree.body):
         if _skipped(st, i):
             continue
         if isinstance(st, ast.FunctionDef):
+            if st.name == "f" and "f" in fns:
+                continue  # (programs.emit.reshard_src: f again, the first one's arguments resharded)
             fns[st.name] = st
+            continue
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name) \
+                and st.targets[0].id in ("CALLS", "DONATE"):
+            if st.targets[0].id == "DONATE":  # programs.emit.donate_src
+                d = _literal(st.value, "DONATE")
+                if not isinstance(d, tuple) or not all(isinstance(i, int) for i in d):
+                    raise SourceError(st.value, "DONATE is a tuple of argument indices")
+                edges.donate = d
             continue
         if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
             raise SourceError(st, "expected `name = ...` (mesh, an argument, in_specs, out_specs, axis_names, check_vma, "
@@ -544,6 +677,15 @@ def from_source(text: str, filename: str = "<source>") -> Program:
     if wrapped is not None:
         mesh, call, reshard = wrapped[0], wrapped[1], wrapped[2]
     fn_name = "body"
+    every: list[str] | None = None
+    passed: list[str] | None = None
+    if "place" in fns:
+        _read_place(fns["place"], edges)
+    if call is None and "f" in fns:  # programs.emit._called_src: def f(...) makes the shard_map
+        call, passed, factory = _read_called(fns["f"], edges)
+        every = [a.arg for a in fns["f"].args.args]
+        if factory is not None:
+            fns = {**fns, **_factory_body(fns, factory)}
     if call is not None:
         if call.args and isinstance(call.args[0], ast.Name):
             fn_name = call.args[0].id
@@ -554,7 +696,9 @@ def from_source(text: str, filename: str = "<source>") -> Program:
                 raise SourceError(k.value, f"jax.shard_map has no argument {k.arg!r} shardfuzz reads")
     if fn_name not in fns:
         raise SourceError(call, f"no `def {fn_name}(...)`: define the shard_map body")
-    args, ops, outputs = _body_fn(fns[fn_name], values)
+    args, ops, outputs, effects = _body_fn(fns[fn_name], values, edges, every)
+    if passed is not None and [a.arg for a in fns[fn_name].args.args] != passed:
+        raise SourceError(fns[fn_name], f"the body takes {[a.arg for a in fns[fn_name].args.args]}, but the shard_map is given {passed}")
     for need in ("in_specs", "out_specs"):
         if need not in settings:
             raise SourceError(fns[fn_name], f"no {need}: write {need} = (P('x'),) or pass {need}= to jax.shard_map")
@@ -571,7 +715,10 @@ def from_source(text: str, filename: str = "<source>") -> Program:
             raise SourceError(settings["check_vma"], "check_vma is True or False")
         check_vma = cv
     in_specs, out_specs = specs_of(settings["in_specs"]), specs_of(settings["out_specs"])
-    inputs = tuple(values[a] for a in args)
+    inputs = tuple(replace(values[edges.constants.get(a, a)], place=edges.places.get(a), closure=edges.closures.get(a)) for a in args)
+    if any(x.closure is not None for x in inputs):  # (a closed-over value's in_spec is P(): the shard_map takes none)
+        given = iter(in_specs)
+        in_specs = tuple(Spec(()) if x.closure is not None else next(given, Spec(())) for x in inputs)
     # a spec naming an axis the mesh lacks is the mistake the oracle explains: record it
     # as the defect that puts it there, so validation lets it through
     defect = None
@@ -581,13 +728,25 @@ def from_source(text: str, filename: str = "<source>") -> Program:
             defect = sorted(EXPLAINED_BY[which])[0]
     context = call is not None and all(k.arg != "mesh" for k in call.keywords)
     p = Program(mesh, inputs, in_specs, tuple(ops), outputs, out_specs, axis_names, check_vma, defect,
-                mesh_context=context, reshard=reshard)
+                mesh_context=context, reshard=reshard,
+                effects=tuple(Effect(edges.effects[k][0], effects[k]) for k in sorted(edges.effects)), donate=edges.donate)
     if wrapped is not None:
         p = replace(p, wrap=wrapped[3], wrap_axes=wrapped[4], wrap_specs=wrapped[5])
     if math.prod(mesh.sizes) < 1:
         raise SourceError(None, "the mesh needs at least one device")
     validate(p)
     return p
+
+
+def _factory_body(fns: dict[str, ast.FunctionDef], factory: str) -> dict[str, ast.FunctionDef]:
+    """`def make_body(a1, ...)` holding `def body(...)` (programs.emit.body_source, a body
+    closing over values of the called function): its body, as `body`."""
+    if factory not in fns:
+        raise SourceError(None, f"line 1, column 1: no `def {factory}(...)` making the body")
+    inner = [st for st in fns[factory].body if isinstance(st, ast.FunctionDef)]
+    if len(inner) != 1:
+        raise SourceError(fns[factory], f"`def {factory}` holds one `def body(...)` and returns it")
+    return {inner[0].name: inner[0]}
 
 
 def canonical(p: Program) -> Program:
@@ -601,5 +760,5 @@ def canonical(p: Program) -> Program:
             params["inner_params"] = tuple(kv for kv in o.p("inner_params") if kv[1] is not None)  # type: ignore[union-attr, index]
         return Op.make(o.kind, o.operands, **params)
 
-    inputs = tuple(Input(x.shape, x.dtype, x.fill, x.seed if x.fill == "small" else 0, x.offset) for x in p.inputs)
+    inputs = tuple(Input(x.shape, x.dtype, x.fill, x.seed if x.fill == "small" else 0, x.offset, x.place, x.closure) for x in p.inputs)
     return replace(p, inputs=inputs, body=tuple(op(o) for o in p.body), defect=None, notes=())

@@ -20,7 +20,7 @@ has); the harness calls it before running a program. No jax here.
 from __future__ import annotations
 
 from programs.errors import ProgramFormatError
-from programs.model import AXIS_TYPES, DTYPES, Op, Program, Spec
+from programs.model import AXIS_TYPES, DTYPES, SCALAR_DTYPES, Op, Program, Spec
 from programs.ops import CUSTOMS, SYNTAX, TRANSFORM_STEP_KINDS, TRANSFORMS
 
 # Where a name that is not a mesh axis may appear, and the defects (strategies/invalid.py
@@ -166,6 +166,55 @@ def validate(p: Program) -> None:
         raise _fail(f"program.defect: expected a defect name or null, got {p.defect!r}")
     if p.wrap is not None:
         _check_wrap(p)
+    _check_edges(p)
+
+
+def _check_edges(p: Program) -> None:
+    """Placements, closures, effects and donation (programs/model.py `Place`, `CLOSURES`,
+    `Effect`, `Program.donate`): each argument's placement a sharding jax can make of it,
+    a closed-over argument with in_spec P(), effects reading plain values."""
+    mesh = p.outer_mesh()
+    for i, x in enumerate(p.inputs):
+        w = f"inputs[{i}]"
+        if x.place is not None:
+            pl = x.place
+            if pl.how == "scalar":
+                if x.shape != () or x.dtype not in SCALAR_DTYPES or p.x64:
+                    raise _fail(f"{w}.place: a Python scalar is a rank-0 {'/'.join(SCALAR_DTYPES)} argument of a program "
+                                f"without float64, not {x.dtype}{list(x.shape)}; drop the placement")
+            else:
+                s = pl.spec
+                if s.kind != "P" or s.unreduced or s.reduced:
+                    raise _fail(f"{w}.place.spec={s!r}: a placement is a plain PartitionSpec; write P(...)")
+                axes = s.axes()
+                bad = [a for a in axes if a not in mesh.names]
+                dup = len(set(axes)) != len(axes)
+                if bad:
+                    raise _fail(f"{w}.place.spec={s!r}: names {bad}, not an axis of the mesh {list(mesh.names)}; name mesh axes only")
+                if dup or len(s.entries) > len(x.shape):
+                    raise _fail(f"{w}.place.spec={s!r}: {'names an axis twice' if dup else 'has more entries than'} the argument "
+                                f"{list(x.shape)} {'' if dup else 'has dimensions'}; one entry per dimension, each mesh axis once")
+                for d, e in enumerate(s.entries):
+                    if e and x.shape[d] % mesh.group_size(e):
+                        raise _fail(f"{w}.place.spec={s!r}: mesh axes {e} (size {mesh.group_size(e)}) do not divide dimension {d} "
+                                    f"of size {x.shape[d]}; place it otherwise")
+                if pl.how == "reshard" and any(mesh.axis_type(a) != "explicit" for a in axes):
+                    raise _fail(f"{w}.place: jax.sharding.reshard takes Explicit axes only, {s!r} names "
+                                f"{[a for a in axes if mesh.axis_type(a) != 'explicit']}; use device_put")
+        if x.closure is not None:
+            given = p.in_specs[i] if i < len(p.in_specs) else None
+            if given != Spec(()):
+                raise _fail(f"{w}.closure={x.closure!r}: a value the body closes over has in_spec P() (whole on every device), "
+                            f"not {given!r}")
+            if x.closure == "numpy" and x.place is not None:
+                raise _fail(f"{w}: a NumPy constant the body closes over has no placement; drop one")
+    if any(x.closure is not None for x in p.inputs) and len(p.in_specs) != len(p.inputs):
+        raise _fail("program.in_specs: with closed-over arguments, in_specs has one spec per argument (P() for each closed one)")
+    if p.effects and p.defect is not None:
+        raise _fail("program.effects: an invalid program (a defect) has no effects; drop them")
+    for i in p.donate:
+        if p.inputs[i].closure == "numpy":
+            raise _fail(f"program.donate: argument {i} is a NumPy constant the body closes over, not an argument of the call")
 
 
 def _check_wrap(p: Program) -> None:

@@ -87,12 +87,40 @@ def focused_cells(cells: set[str], draws: int) -> tuple[set[str], set[str]]:
     return reached, held
 
 
+def features_only(n: int, seeds: list[int], draws: int) -> int:
+    """The table with its op cells as they are and the feature cells (how a program meets
+    its shard_map) reached by `n` programs of each seed, each kept once a program drawn
+    around its focus holds it."""
+    from programs.cells import FEATURE_KINDS, every_feature_cell
+
+    table = load_table()
+    ops = [c for c in table if c.split("|")[0] not in FEATURE_KINDS]
+    found: set[str] = set()
+    for s in seeds:
+        found |= {c for c in cells_of(n, s) if c.split("|")[0] in FEATURE_KINDS and not c.endswith("|by_error")}
+    # (every feature cell is a candidate: one unfocused generation misses, a placement over
+    # an automatic axis, may still be held around its focus)
+    _, held = focused_cells(found | set(every_feature_cell()), draws)
+    kept = sorted(held)
+    print(f"{len(found)} feature cells reached, {len(kept)} held around their focus: {kept}", file=sys.stderr)
+    header = [ln for ln in TABLE.read_text().splitlines() if ln.startswith("#") and not ln.startswith("# Feature cells")]
+    header.append(f"# Feature cells by: python scripts/build_cell_table.py --features-only --programs {n} "
+                  f"--seeds {' '.join(map(str, seeds))} --focused-draws {draws}")
+    TABLE.write_text("\n".join(header) + "\n" + "".join(c + "\n" for c in sorted(set(ops) | set(kept))))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--programs", type=int, default=5000)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--focused-draws", type=int, default=2, help="programs drawn around each focus (0: none)")
+    ap.add_argument("--features-only", action="store_true",
+                    help="keep the table's op cells; add the feature cells (programs/cells.py FEATURE_KINDS) the programs "
+                         "reach whose focus a program drawn around it holds")
     a = ap.parse_args()
+    if a.features_only:
+        return features_only(a.programs, a.seeds, max(1, a.focused_draws))
     cells: set[str] = set()
     for s in a.seeds:
         got = cells_of(a.programs, s)

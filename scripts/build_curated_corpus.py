@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from oracles import ErrorKind, predict  # noqa: E402
-from programs.model import Input, Mesh, Op, Program, Spec  # noqa: E402
+from programs.model import Effect, Input, Mesh, Op, Place, Program, Spec  # noqa: E402
 from programs.serialize import to_json  # noqa: E402
 
 OUT = ROOT / "harness" / "data" / "corpus" / "curated"
@@ -481,8 +481,59 @@ def explicit_and_reduced() -> list[Case]:
     ]
 
 
+def edges() -> list[Case]:
+    """How a program meets its shard_map (programs/model.py Place, CLOSURES, Effect,
+    Program.donate): arguments placed otherwise than their in_specs (jax reshards them),
+    values the body closes over (invariant along every manual axis), jax.debug.callback /
+    print in the body (each call one device's coordinates and block), donation."""
+    xy = Mesh(("x", "y"), (2, 4))
+    ex = Mesh(("x", "y"), (2, 4), ("explicit", "explicit"))
+
+    def placed(x: Input, how: str, spec: Spec | None = None) -> Input:
+        return replace(x, place=Place(how, spec if spec is not None else Spec()))
+
+    return [
+        Case("placed_committed_other_axes",
+            prog(xy, [placed(iota(8, 4), "committed", P("y", "x"))], [P("x")], [op("psum", 0, axes=("x",))], [1], [P()]),
+            "the argument committed to P('y', 'x') before the call, its in_spec P('x'): jax reshards it, the values are the in_spec's"),
+        Case("placed_device_put_free_axis",
+            prog(xy, [placed(iota(8, 4), "device_put", P(None, "y"))], [P("x")], [op("neg", 0)], [1], [P("x")], axis_names=("x",)),
+            "jax.device_put to P(None, 'y') inside the call, y left automatic (partial manual): the block is its in_spec's"),
+        Case("placed_python_scalar",
+            prog(X2, [iota(4), placed(iota(dtype="int32"), "scalar")], [P("x"), P()], [op("mul", 0, 1)], [2], [P("x")]),
+            "a Python int argument (weakly typed int32) times an int32 block"),
+        Case("placed_committed_explicit_in_spec",
+            prog(ex, [placed(iota(8, 4), "committed", P("x"))], [P("x")], [op("neg", 0)], [1], [P("x", "y")]),
+            "an all-Explicit mesh: the argument committed to its in_spec's sharding needs no reshard; jax.typeof(out) is int32[8@x,16@y]"),
+        Case("placed_committed_explicit_other",
+            prog(ex, [placed(iota(8, 4), "committed", P("y"))], [P("x")], [op("neg", 0)], [1], [P("x")], defect="placement_mismatch"),
+            "an all-Explicit mesh, every axis manual: an argument committed to P('y') is not its in_spec P('x'), so jax refuses the in_spec",
+            ErrorKind.IN_SPEC_ARG_SHARDING),
+        Case("closed_over_numpy_constant",
+            prog(xy, [iota(8), replace(iota(2), closure="numpy")], [P(("x", "y")), P()], [op("psum", 1, axes=("x",)), op("add", 0, 2)],
+                 [3], [P(("x", "y"))]),
+            "the body closes over a NumPy constant (jnp.asarray(C1)): invariant along every manual axis, whole on every device"),
+        Case("closed_over_outer_value",
+            prog(xy, [iota(8, dtype="float32"), replace(iota(1, dtype="float32"), closure="outer")], [P("x"), P()],
+                 [op("mul", 0, 1), op("psum", 2, axes=("x",))], [3], [P()]),
+            "the body closes over a value of the called function (traced under jit, batched under vmap, differentiated under grad)"),
+        Case("effect_callback_per_device",
+            replace(prog(Mesh(("x",), (4,)), [iota(8)], [P("x")], [op("neg", 0)], [1], [P("x")]), effects=(Effect("callback", 1),)),
+            "jax.debug.callback(f, axis_index('x'), v0): each call one device's coordinate and its block of v0 (jax promises "
+            "no number of calls and no order)"),
+        Case("effect_print_of_an_argument",
+            replace(prog(X2, [iota(4, 2)], [P("x")], [op("psum", 0, axes=("x",))], [1], [P()]), effects=(Effect("print", 0),)),
+            "jax.debug.print(..., axis_index('x'), a0): each printed line one device's coordinate and its block of a0"),
+        Case("donated_committed_argument",
+            replace(prog(xy, [placed(iota(8, 4, dtype="float32"), "committed", P("x"))], [P("x")], [op("neg", 0)], [1], [P("x")]),
+                    donate=(0,)),
+            "jax.jit(f, donate_argnums=0) of an argument committed to its in_spec: the values are those without donation, and "
+            "the argument is deleted afterwards or holds its value"),
+    ]
+
+
 GROUPS = (local_ops, reductions, gathers_and_scatters, movement, nesting, transforms, axis_index_and_meshes,
-          spec_errors, body_errors, out_spec_errors, explicit_and_reduced)
+          spec_errors, body_errors, out_spec_errors, explicit_and_reduced, edges)
 
 
 def cases() -> dict[str, tuple[Program, str, ErrorKind | None]]:

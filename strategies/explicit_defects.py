@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
-from programs.model import Mesh, Program, Spec
+from programs.model import Mesh, Place, Program, Spec
 from strategies import reuse
 
 if TYPE_CHECKING:
@@ -66,6 +66,41 @@ def explicit_axes_in_sharding(draw: st.DrawFn, p: Program, vals: list[ValueView]
     return replace(p, wrap_specs=p.wrap_specs[:i] + (Spec(()),) + p.wrap_specs[i + 1 :])
 
 
+def placement_mismatch(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
+    """Every axis manual and Explicit, not resharded: one argument committed (jax.device_put
+    before the call) to a sharding other than its in_spec (the others to theirs): jax must
+    reject the in_spec (oracles/explicit.py `check_arg_shardings`: the argument's sharding
+    is part of its type)."""
+    if not strict_explicit(p) or p.wrap is not None or any(x.closure is not None for x in p.inputs):
+        return None
+    ks = [i for i, (x, s) in enumerate(zip(p.inputs, p.in_specs)) if s.kind == "P" and x.shape and x.place is None]
+    if not ks:
+        return None
+    i = draw(reuse.sampled_from(ks), label="defect_input")
+    x, s = p.inputs[i], p.in_specs[i]
+    rank = len(x.shape)
+    mine = tuple(s.entries) + (None,) * (rank - len(s.entries))
+    # another sharding: the in_spec's axes on the next dimension, or one axis on a dimension it divides
+    others = []
+    if s.axes() and rank > 1:
+        others.append(Spec(mine[-1:] + mine[:-1]))
+    for d in range(rank):
+        for a in p.mesh.names:
+            if a not in s.axes() and x.shape[d] % p.mesh.axis_size(a) == 0:
+                others.append(Spec((None,) * d + ((a,),)))
+    if s.axes():
+        others.append(Spec(()))
+    others = [o for o in others if tuple(o.entries) + (None,) * (rank - len(o.entries)) != mine
+              and all(not e or x.shape[d] % p.mesh.group_size(e) == 0 for d, e in enumerate(o.entries))]
+    if not others:
+        return None
+    spec = draw(reuse.sampled_from(others), label="defect_placement")
+    inputs = tuple(replace(y, place=Place("committed", spec if j == i else Spec(t.entries)))
+                   if t.kind == "P" and y.place is None and (j == i or t.axes()) else y
+                   for j, (y, t) in enumerate(zip(p.inputs, p.in_specs)))
+    return replace(p, inputs=inputs, reshard=False)
+
+
 # the defects a program with auto_axes / explicit_axes around its call may take (others
 # change the outputs or arguments the wrapper's specs are for)
 WRAP_DEFECTS = ("explicit_axes_in_sharding",)
@@ -73,6 +108,7 @@ WRAP_DEFECTS = ("explicit_axes_in_sharding",)
 EXPLICIT_DEFECTS = {
     "explicit_axes_in_sharding": explicit_axes_in_sharding,
     "missing_reshard": missing_reshard,
+    "placement_mismatch": placement_mismatch,
     "out_spec_drops_reduced": out_spec_drops_reduced,
     "unreduced_spec_auto_axis": unreduced_spec_auto_axis,
 }

@@ -41,6 +41,7 @@ from pathlib import Path
 from hypothesis import event
 from hypothesis import strategies as st
 
+from programs.cells import FEATURE_KINDS
 from programs.model import DTYPES, Mesh
 from strategies import reuse
 
@@ -102,6 +103,8 @@ def can_hold(cell: str, profile: str) -> bool:
     """Whether a program of `profile` can hold `cell` at all: smap takes valid programs
     over one axis with check_vma."""
     f = Focus(cell, profile)
+    if profile == "smap" and f.kind in FEATURE_KINDS:
+        return False  # (a feature focus is drawn in the spmd profile: strategies/programs.py `_featured`)
     if profile == "smap":
         # (no reduced / unreduced value: the smap mode runs none, harness/run/compat.py `ur_mode_gap`)
         return (not f.by_error and not f.needs_check_vma_off and f.fixes("axes") in (None, "one")

@@ -25,12 +25,21 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.cells import PAIRED, axis_class, op_cells
+from programs.cells import FEATURE_KINDS, PAIRED, axis_class, op_cells
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import BINARY_OPS, COLLECTIVES, OP_KINDS
 from strategies import reuse
 from strategies.body import ACROSS, Body
 from strategies.draws import NOT_DRAWN
+from strategies.edges import (
+    EDGE_FEATURES,
+    close_argument,
+    draw_edges,
+    feature_mesh,
+    feature_want,
+    place_argument,
+    scalar_arguments,
+)
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
@@ -232,7 +241,7 @@ def _check_program_args(
 # kinds instead of every program thin in all of them. Drawn with st.booleans, one per
 # kind and feature, so Hypothesis shrinks and replays them like any other choice (a
 # disabled feature shrinks to enabled: the default program).
-SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis", "float64")
+SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis", "float64", *EDGE_FEATURES)
 
 
 @st.composite
@@ -497,6 +506,8 @@ def programs(
         in_specs.append(s)
         vals.append(v)
     body = Body(mesh, manual, vma_flag, vals, usable, x64=x64)
+    if not big:  # (before the ops: a Python scalar is weak, which the ops' draws respect)
+        inputs = scalar_arguments(draw, inputs, in_specs, body, features)
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
         for _attempt in range(4):
@@ -517,7 +528,13 @@ def programs(
             event(f"collective: {o.kind}")
     program = _program(body, inputs, in_specs, outputs, out_specs)
     program = call_form(draw, program)  # jax.set_mesh or mesh=, and reshard
-    return _maybe_invalid(draw, program, body, invalid, defects)
+    program = _maybe_invalid(draw, program, body, invalid, defects)
+    # placements, closures, effects, donation (strategies/edges.py); none on an invalid
+    # program (a defect is one mistake: its Python scalars become NumPy arguments again)
+    if program.defect is not None:  # (a committed placement is the placement_mismatch defect's own)
+        return replace(program, inputs=tuple(replace(x, place=None) if x.place is not None and x.place.how == "scalar" else x
+                                             for x in program.inputs))
+    return draw_edges(draw, program, body, features) if not big else program
 
 
 # the chain of strategies/explicit.py `draw_reduced` that holds each (kind, to=) cell
@@ -756,7 +773,92 @@ def programs_around(draw: st.DrawFn, f: Focus | tuple[Focus | tuple[Focus, ...],
     can). A `|by_error` focus's defect comes from `defects` (default: all). The ops drawn
     besides the foci's are of no kind in `avoid` (the sweep's draws after one whose op of
     such a kind jax is known to go wrong at: harness/campaign/sweep.py)."""
+    group = f if isinstance(f, tuple) else (f,)
+    first = group[0] if isinstance(group[0], Focus) else group[0][0]
+    if first.kind in FEATURE_KINDS:
+        return _featured(draw, group, tuple(k for k in ALL_KINDS if k not in avoid), max_args, max_outputs)
     return _focused(draw, f, tuple(k for k in ALL_KINDS if k not in avoid), max_args, max_outputs, defects or tuple(DEFECTS))
+
+
+def _featured(draw: st.DrawFn, foci: tuple[Focus | tuple[Focus, ...], ...], kinds: tuple[str, ...], max_args: int,
+              max_outputs: int) -> Program:
+    """A valid program around a group of foci on how a program meets its shard_map
+    (programs/cells.py `FEATURE_KINDS`: place, closure, effect, donate): a mesh that can
+    hold them all (strategies/edges.py `feature_mesh`: a free manual axis for vmap_spmd,
+    an automatic one for a placement over it, an Explicit one for reshard), an argument
+    fit for each compound focus on a placement or a closure (a rank-0 float32 for a Python
+    scalar, one split along the usable axes for a placement by or around its in_spec, a
+    replicated one for a closure), a few ops, then each argument's placement or closure,
+    and the effects and donation asked for (strategies/edges.py)."""
+    group = [(g,) if isinstance(g, Focus) else tuple(g) for g in foci]
+    want = feature_want(group)
+    # (a placement over an Explicit axis needs an Explicit mesh, which the grad modes do not
+    # run: beside foci they would check, it waits for a program of its own, the sweep's
+    # next group, so that the others are checked in every mode of their profile)
+    typed = [a for a in want.get("place", ()) if a.get("typed") == "yes" or a.get("how") == "reshard" or a.get("spec") == "free_explicit"]
+    if typed and len(typed) < sum(len(v) for v in want.values()):
+        want = {**want, "place": tuple(a for a in want["place"] if a not in typed)}
+    mesh, manual, usable = feature_mesh(draw, want, AXIS_NAMES)
+    # one argument per placement or closure asked for (a Python scalar has no sharding: a
+    # compound asking for both is two arguments)
+    per_arg: list[tuple[str, dict[str, str]]] = []
+    for a in want.get("place", ()):
+        if a.get("how") == "scalar" and len(a) > 1:
+            per_arg += [("place", {"how": "scalar"}), ("place", {k: v for k, v in a.items() if k != "how"})]
+        else:
+            per_arg.append(("place", a))
+    per_arg += [("closure", a) for a in want.get("closure", ())]
+    n_args = max(draw(st.integers(1, max_args), label="n_args"), len(per_arg)) + 1  # (one more, float32: grad differentiates it)
+    inputs, in_specs, vals = [], [], []
+    for i in range(n_args):
+        kind, ask = per_arg[i] if i < len(per_arg) else ("", {})
+        rank: int | None = None
+        axes, split, dts = usable, False, _X32_DTYPES
+        if kind == "place" and ask.get("how") == "scalar":
+            rank, axes, dts = 0, (), ("float32",)
+        elif kind == "place" and ask.get("spec") in ("in_spec", "order"):
+            rank, split = draw(st.integers(1, 3), label="featured_rank"), True
+        elif kind == "place" and ask.get("spec") in ("other", "free_auto", "free_explicit"):
+            rank = draw(st.integers(1, 3), label="featured_rank")
+            if ask.get("spec") == "other":
+                axes = ()  # (an in_spec naming none of the axes a placement may name: any it names are others)
+        elif kind == "closure":
+            axes = ()
+            dts = ("float32",) if ask.get("differentiated") == "yes" else dts
+        if i == n_args - 1:
+            dts = ("float32",)
+        x, sp, v = draw(_argument(mesh, axes, i, dtypes=dts, rank=rank, split_all=split), label=f"arg{i}")
+        inputs.append(x)
+        in_specs.append(sp)
+        vals.append(v)
+    body = Body(mesh, manual, True, vals, usable)
+    scalars = frozenset(i for i, (k, a) in enumerate(per_arg) if k == "place" and a.get("how") == "scalar")
+    if scalars:
+        inputs = scalar_arguments(draw, inputs, in_specs, body, frozenset({"placement"}), only=scalars)
+    enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
+    for _ in range(draw(st.integers(1, 4), label="n_ops")):
+        body.try_op(draw, draw(reuse.sampled_from(enabled or kinds), label="op_kind"))
+    outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs)
+    floats = [j for j, v in enumerate(body.vals) if is_float(v.dtype) and not (v.vma and not v.shape)]
+    if not any(is_float(body.vals[o].dtype) for o in outputs) and floats:  # (the grad modes check a float output)
+        j = draw(reuse.sampled_from(floats), label="float_output")
+        if (spec := _output_spec(draw, body, j)) is not None:
+            outputs.append(j)
+            out_specs.append(spec)
+    read = {j for o in body.ops for j in o.operands} | set(outputs)
+    for i in range(len(per_arg)):  # (a feature counts for an argument the program uses: an output, where no op reads it)
+        if i not in read and (spec := _output_spec(draw, body, i)) is not None:
+            outputs.append(i)
+            out_specs.append(spec)
+    program = _program(body, inputs, in_specs, outputs, out_specs)
+    if strict_explicit(program):  # (every axis manual and Explicit: a splitting in_spec needs its argument resharded)
+        program = replace(program, reshard=any(sp.axes() for sp in in_specs))
+    for i, (kind, ask) in enumerate(per_arg):
+        if kind == "closure":
+            program = close_argument(draw, program, i, ask)
+        elif kind == "place" and ask.get("how") != "scalar":
+            program = place_argument(draw, program, i, ask)
+    return draw_edges(draw, program, body, frozenset(), {k: v for k, v in want.items() if k in ("effect", "donate")})
 
 
 def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...], kinds: tuple[str, ...], max_args: int, max_outputs: int,

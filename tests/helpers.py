@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from programs.model import Input, Mesh, Op, Program, Spec
+from programs.model import Input, Mesh, Op, Place, Program, Spec
 
 
 def P(*entries: object) -> Spec:
@@ -90,5 +90,9 @@ def with_unrelated_psum(p: Program) -> Program:
     wrap_specs = {"auto_axes": p.wrap_specs + (P(),),
                   "explicit_axes": p.wrap_specs + (P(tuple(a for a in manual if p.mesh.axis_type(a) == "explicit") or None),)}.get(
                       str(p.wrap), p.wrap_specs)
-    return replace(p, inputs=p.inputs + (Input((n,), "int32", "iota"),), in_specs=p.in_specs + (P(manual),),
+    # (an all-Explicit mesh whose arguments are not resharded: the added one committed to
+    # its in_spec, as a matching argument must be)
+    typed = set(p.mesh.axis_types) == {"explicit"} and not p.reshard and p.wrap != "explicit_axes"
+    place = Place("committed", P(manual)) if typed else None
+    return replace(p, inputs=p.inputs + (Input((n,), "int32", "iota", place=place),), in_specs=p.in_specs + (P(manual),),
                    body=body + extra, outputs=outputs + (base + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)

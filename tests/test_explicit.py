@@ -155,6 +155,8 @@ def test_round_trip_and_emit() -> None:
 
 _DEFECT_HOSTS = {
     "missing_reshard": prog(XYE, [Op.make("neg", (0,))], [1], [Spec((("x",),))], shape=(8, 4)),
+    # (the defect commits the argument to another sharding and drops the reshard)
+    "placement_mismatch": prog(XYE, [Op.make("neg", (0,))], [1], [Spec((("x",),))], shape=(8, 4)),
     "out_spec_drops_reduced": prog(X2E, [Op.make("psum", (0,), axes=("x",)), pcast(1, "reduced")], [2], [RED]),
     # (a second Explicit axis: with none left there is no mesh context, and reshard would fail first)
     "unreduced_spec_auto_axis": prog(Mesh(("x", "y"), (2, 1), ("explicit", "explicit")), [pcast(0, "unreduced")], [1], [UR]),

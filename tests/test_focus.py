@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from harness.campaign.cells import applies, checked_cells, typed_cells
 from harness.campaign.generation import seeded_programs
 from oracles.interpreter import trace
+from programs.cells import FEATURE_KINDS
 from programs.model import Program, is_float
 from programs.serialize import program_id
 from strategies.focus import CELLS, FOCI, KINDS, Focus, draw_focus
@@ -25,9 +26,10 @@ def test_the_table_names_cells_of_drawn_kinds() -> None:
     assert len(CELLS) > 500 and len(set(CELLS)) == len(CELLS)
     for c in CELLS:
         kind, dim, *rest = c.split("|")
-        assert kind in ALL_KINDS and "=" in dim, c
+        assert kind in ALL_KINDS + FEATURE_KINDS and "=" in dim, c  # (a feature cell: how a program meets its shard_map)
         assert rest in ([], ["by_error"]), c
-    assert set(KINDS) <= set(ALL_KINDS)
+    assert set(KINDS) <= set(ALL_KINDS + FEATURE_KINDS)
+    assert all(f.profile == "spmd" for f in FOCI if f.kind in FEATURE_KINDS)
     assert all(f.profile == "spmd" or not f.by_error for f in FOCI)
     pairs = [c for c in CELLS if "&" in c]
     assert pairs and not any(c.endswith("|by_error") for c in pairs), "pair cells are value cells only"
@@ -55,12 +57,14 @@ def test_a_focused_program_holds_its_cell_and_runs_in_its_profile(fp: tuple[Focu
             assert applies(p, "smap"), p.smap_form()
         else:
             # (a nested shard_map's program keeps its last axis Auto, the one before it free)
-            assert applies(p, "vmap_spmd")
-            assert applies(p, "multiprocess") and applies(p, "jit")
+            assert applies(p, "vmap_spmd") or f.kind in FEATURE_KINDS  # (a placement may name the free axis)
+            # (the multiprocess mode runs no placement, closure, effect or donation)
+            assert (applies(p, "multiprocess") or f.kind in FEATURE_KINDS) and applies(p, "jit")
             # grad: check_vma on (off only for psum / pmean groups), a float output to
             # differentiate, and no lax.while_loop (jax has no reverse-mode derivative of it)
             types = trace(p, with_values=False)[0].types
             derivable = any(is_float(types[o].dtype) for o in p.outputs) and not any(op.p("wrap") == "while" for op in p.body)
+            derivable = derivable and not p.explicit_axes  # (a feature focus's mesh may be Explicit: strategies/edges.py)
             assert applies(p, "grad") == (derivable and not f.needs_check_vma_off)
 
 
@@ -114,7 +118,8 @@ def test_the_sweep_holds_every_focus_once_in_groups_of_one_kind_and_profile() ->
     profiles = [g[0].profile for g in groups]
     assert profiles == sorted(profiles, key=("spmd", "smap").index)
     for prof in ("spmd", "smap"):
-        coll = [g[0].kind in COLLECTIVES for g in groups if g[0].profile == prof]
+        # (feature foci go with the collectives: harness/campaign/sweep.py)
+        coll = [g[0].kind in COLLECTIVES or g[0].kind in FEATURE_KINDS for g in groups if g[0].profile == prof]
         assert coll == sorted(coll, reverse=True)
     # round robin: the first groups are of many kinds
     assert len({g[0].kind for g in groups[:12]}) >= 10

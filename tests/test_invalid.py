@@ -43,6 +43,7 @@ EXPECTED = {
     "transform_integer_operand": ErrorKind.TRANSFORM,
     # explicit meshes, reduced / unreduced (strategies/explicit_defects.py)
     "missing_reshard": ErrorKind.IN_SPEC_ARG_SHARDING,
+    "placement_mismatch": ErrorKind.IN_SPEC_ARG_SHARDING,
     "explicit_axes_in_sharding": ErrorKind.IN_SPEC_ARG_SHARDING,
     "out_spec_drops_reduced": ErrorKind.OUT_SPEC_REPLICATION,
     "unreduced_spec_auto_axis": ErrorKind.UNREDUCED_TYPE,

@@ -107,6 +107,8 @@ CURATED_FAILING = {
     "NotImplementedError('Please file an issue'); the vmap mode reports such programs unsupported (modes_transformed.py)",
     ("in_spec_none_static", "vmap_spmd"): "vmap with spmd_axis_name raises AssertionError('ManualAxisType(varying="
     "frozenset({'x'}), ...)') for this valid program (known entry vmap-spmd-static-argument)",
+    ("closed_over_outer_value", "vmap_spmd"): "vmap with spmd_axis_name of a body closing over a batched value raises "
+    "AssertionError('ManualAxisType(varying=...)') (known entry vmap-spmd-outer-closure)",
 }
 # More (case, mode) pairs whose script must say BUG: the failing side of the modes the
 # known cases' own modes leave out (lowering, smap, grad_remat, a value divergence under vmap)
@@ -229,6 +231,8 @@ TAMPER = [
     ("pmean_two_axes_int", "abstract", "'int32', ['x', 'y']),", "'int32', ['x']),"),  # a body value's vma
     ("err_collective_vma", "jit", "types=('ValueError',)", "types=('TypeError',)"),  # the error type
     ("err_in_spec_rank", "jit", "facts=(", "facts=('no such fact',"),  # the facts it names
+    ("effect_callback_per_device", "jit", "calls=[([0], np.array([", "calls=[([0], 1 + np.array(["),  # an effect's calls
+    ("effect_print_of_an_argument", "jit", "calls=[([0], np.array([", "calls=[([0], 1 + np.array(["),  # a printed call
 ]
 
 

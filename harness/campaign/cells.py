@@ -24,7 +24,14 @@ from typing import Any
 
 from oracles import predict
 from oracles.interpreter import trace
-from programs.cells import op_cells, ops_cells, output_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
+from programs.cells import (  # noqa: F401 - (programs/cells.py; the run's callers import them here)
+    FEATURE_KINDS,
+    feature_unreachable,
+    op_cells,
+    ops_cells,
+    output_cells,
+    program_cells,
+)
 from programs.graph import cone, drop_unused_inputs, lean_part, live_ops, slice_outputs, sliced_ops
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
@@ -220,6 +227,8 @@ def applies(p: Program, mode: str, ur_gaps: Mapping[str, str] | None = None) -> 
         return False
     if mode in ("vmap", "vmap_spmd", "smap") and p.wrap is not None:
         return False  # (harness/run/compat.py `_explicit_mode_gaps`)
+    if mode == "eager" and "explicit" in p.outer_mesh().axis_types and any(x.closure == "outer" for x in p.inputs):
+        return False  # (harness/run/compat.py: the eager form closes over a typed concrete array)
     if mode == "vmap_spmd":
         return p.spmd_axis() is not None and p.defect is None
     if mode == "smap":
@@ -235,7 +244,7 @@ def applies(p: Program, mode: str, ur_gaps: Mapping[str, str] | None = None) -> 
         types, fails = _typed(p)
         return fails or any(is_float(types[o][1]) for o in p.outputs if o < len(types))
     if mode == "multiprocess":  # (harness/run/modes_multiprocess.py: half the mesh in each process)
-        return p.mesh.size % 2 == 0 and not p.needs_mesh_context()
+        return p.mesh.size % 2 == 0 and not p.needs_mesh_context() and not p.has_edges()
     return True
 
 
@@ -248,6 +257,8 @@ def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: Mapping[str
     """Why `cell` can never be value-checked in `mode` here, or None. `ur_gaps`: the
     modes that run no reduced / unreduced program on the workers' jax, and why."""
     kind = cell.split("|")[0]
+    if kind in FEATURE_KINDS:  # (how the program meets its shard_map: programs/cells.py)
+        return feature_unreachable(cell.removesuffix("|by_error"), mode)
     if ur_gaps and mode in ur_gaps and cell.removesuffix("|by_error") in UR_CELLS:
         return f"{mode} runs no program with a reduced / unreduced value: {ur_gaps[mode]}"
     if cell.endswith("|by_error"):

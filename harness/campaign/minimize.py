@@ -19,7 +19,7 @@ from pathlib import Path
 from harness.judge.check import evaluate, localise_values, probe_mode
 from harness.report.reproducer import divergence_mode, reproducer
 from programs.errors import NoReproducer
-from programs.model import Input, Mesh, Op, Program, Spec
+from programs.model import Mesh, Op, Program, Spec
 
 Check = Callable[[Program], set[str]]  # program -> the divergence signatures it shows
 
@@ -28,7 +28,9 @@ def size(p: Program) -> tuple[int, int, int, int, int]:
     """What 'smaller' means, most important first."""
     elems = sum(max(1, int(_prod(x.shape))) for x in p.inputs)
     spec_axes = sum(len(s.axes()) for s in p.in_specs + p.out_specs)
-    return (len(p.body), len(p.outputs) + len(p.inputs), p.mesh.size + len(p.mesh.names), elems, spec_axes)
+    # (placements, closures, effects and donation count as spec axes do: each one fewer is smaller)
+    edges = sum((x.place is not None) + (x.closure is not None) for x in p.inputs) + len(p.effects) + len(p.donate)
+    return (len(p.body), len(p.outputs) + len(p.inputs), p.mesh.size + len(p.mesh.names), elems, spec_axes + edges)
 
 
 def _prod(xs: tuple[int, ...]) -> int:
@@ -61,6 +63,8 @@ def _renumber(p: Program, drop_value: int, replacement: int | None) -> Program |
     outs = tuple(new_index(v) for v in p.outputs)
     if any(v is None for v in outs):
         return None
+    # (an effect of the dropped value goes with it; a donated argument dropped is not donated)
+    effects = tuple(replace(e, value=v) for e in p.effects if (v := new_index(e.value)) is not None)
     if drop_value < n_in:
         return replace(
             p,
@@ -68,8 +72,10 @@ def _renumber(p: Program, drop_value: int, replacement: int | None) -> Program |
             in_specs=p.in_specs[:drop_value] + p.in_specs[drop_value + 1 :] if len(p.in_specs) == n_in else p.in_specs,
             body=tuple(body),
             outputs=outs,  # type: ignore[arg-type]
+            effects=effects,
+            donate=tuple(i - (i > drop_value) for i in p.donate if i != drop_value),
         )
-    return replace(p, body=tuple(body), outputs=outs)  # type: ignore[arg-type]
+    return replace(p, body=tuple(body), outputs=outs, effects=effects)  # type: ignore[arg-type]
 
 
 def _drop_outputs(p: Program) -> Iterator[Program]:
@@ -111,7 +117,8 @@ def _without_axis(p: Program, a: str) -> Program | None:
     inputs = []
     for x, s in zip(p.inputs, p.in_specs):
         shape = tuple(n // p.mesh.axis_size(a) if d < len(s.entries) and s.entries[d] and a in s.entries[d] else n for d, n in enumerate(x.shape))  # type: ignore[operator]
-        inputs.append(replace(x, shape=shape))
+        place = x.place if x.place is None or x.place.how == "scalar" else replace(x.place, spec=spec(x.place.spec))
+        inputs.append(replace(x, shape=shape, place=place))
     inputs += list(p.inputs[len(inputs) :])
     body = []
     for op in p.body:
@@ -183,10 +190,24 @@ def _simplify_specs(p: Program) -> Iterator[Program]:
 def _simplify_values(p: Program) -> Iterator[Program]:
     for i, x in enumerate(p.inputs):
         if x.fill != "iota" or x.offset:
-            yield replace(p, inputs=p.inputs[:i] + (Input(x.shape, x.dtype, "iota", 0),) + p.inputs[i + 1 :])
+            yield replace(p, inputs=p.inputs[:i] + (replace(x, fill="iota", seed=0, offset=0),) + p.inputs[i + 1 :])
 
 
-PASSES = (_drop_outputs, _drop_ops, _drop_inputs, _mesh_passes, _shrink_shapes, _simplify_specs, _simplify_values)
+def _drop_edges(p: Program) -> Iterator[Program]:
+    """Without one effect, one donated argument, one placement, one closure (the argument
+    then given to the shard_map with in_spec P())."""
+    for k in range(len(p.effects)):
+        yield replace(p, effects=p.effects[:k] + p.effects[k + 1 :])
+    for k in range(len(p.donate)):
+        yield replace(p, donate=p.donate[:k] + p.donate[k + 1 :])
+    for i, x in enumerate(p.inputs):
+        if x.place is not None:
+            yield replace(p, inputs=p.inputs[:i] + (replace(x, place=None),) + p.inputs[i + 1 :])
+        if x.closure is not None:
+            yield replace(p, inputs=p.inputs[:i] + (replace(x, closure=None),) + p.inputs[i + 1 :])
+
+
+PASSES = (_drop_outputs, _drop_ops, _drop_inputs, _drop_edges, _mesh_passes, _shrink_shapes, _simplify_specs, _simplify_values)
 
 
 def minimize(

@@ -38,7 +38,7 @@ from harness.campaign.cells import (
 from harness.campaign.generation import GENERATION, stable_constants
 from harness.campaign.known_queries import trouble_kind
 from harness.run.modes import DEFAULT_MODES
-from programs.cells import PAIRED
+from programs.cells import FEATURE_KINDS, PAIRED
 from programs.model import Program
 from programs.ops import COLLECTIVES, NO_CPU_VALUES
 from strategies.focus import FOCI, KINDS, PROFILES, Focus, can_hold
@@ -107,7 +107,9 @@ def sweep_groups(seed: int, k: int = SWEEP_GROUP, foci: tuple[Focus, ...] = FOCI
         for collective in (True, False):
             per_kind: list[list[tuple[Focus, ...]]] = []
             for kind in KINDS:
-                if (kind in COLLECTIVES) != collective:
+                # (how a program meets its shard_map, programs/cells.py FEATURE_KINDS, is
+                # shard_map's own too: swept with the collectives)
+                if (kind in COLLECTIVES or kind in FEATURE_KINDS) != collective:
                     continue
                 mine = [f for f in foci if f.profile == profile and f.kind == kind]
                 rnd.shuffle(mine)

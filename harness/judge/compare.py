@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from harness.judge.compare_edges import compare_donation, compare_effects
 from harness.judge.compare_facts import compare_grad, compare_lowering, compare_types
-from harness.judge.compare_outputs import compare_batched, compare_output
+from harness.judge.compare_outputs import batch_members, compare_batched, compare_output
 from harness.judge.divergence import Divergence, DivergenceKind, producer
 from harness.judge.errors import matches
 from harness.run.observation import Observation
@@ -125,9 +126,12 @@ def _compare_run(p: Program, pred: Prediction, obs: Observation) -> list[Diverge
         )
         return out
     if mode in ("vmap", "vmap_spmd"):
+        out += compare_effects(p, batch_members(p, pred, obs), obs)
         return out + _at_first_wrong_shape(p, out, compare_batched(p, pred, obs))
     if mode in ("grad", "grad_remat"):
+        # (their effects' calls carry the primals at the grad point: not compared)
         return out + compare_grad(p, obs)
+    out += compare_effects(p, [pred], obs) + compare_donation(p, obs)
     for k, (o, e) in enumerate(zip(obs.outputs, pred.outputs)):
         out.extend(_at_first_wrong_shape(p, out, compare_output(p, k, o, e, mode)))
     return out

@@ -110,6 +110,11 @@ def compare_lowering(p: Program, pred: Prediction, obs: Observation) -> list[Div
                     return [div("nested_region", "sdy.manual_computation regions (manual axes)", f.get("region_manual_axes"), f"one over {inner} (a nested shard_map)")]
                 regions.remove(inner)
     manual = sorted(pred.manual_axes)
+    if p.effects:
+        # (a jax.debug.callback / print under partial manual runs in a helper region over
+        # the automatic axes, jax/_src/debugging.py `_debug_callback_partial_auto`: one
+        # disjoint from the manual axes is not the shard_map's)
+        regions = [r for r in regions if not set(r).isdisjoint(manual)]
     ours = [r for r in regions if r == manual] if want_regions else regions
     others = [r for r in regions if r != manual and not set(r).isdisjoint(manual)]
     if len(ours) != want_regions or (want_regions and others):
@@ -120,19 +125,33 @@ def compare_lowering(p: Program, pred: Prediction, obs: Observation) -> list[Div
     manual = tuple(pred.manual_axes)  # type: ignore[assignment]
     if f.get("manual_axes") != sorted(manual):
         out.append(div("manual_axes", "manual_axes", f.get("manual_axes"), sorted(manual)))
-    n_in = len(p.inputs)
-    in_ranks = [len(pred.value_types[i].shape) for i in range(n_in)]
-    want_in = expected_shardings(p.in_specs, in_ranks, manual)
-    if f.get("in_shardings") != want_in:
+    # the region's arguments: the shard_map's (`Program.passed`), after the values its body
+    # closes over that jax makes arguments too (as many as it keeps: it may inline a
+    # constant), which are compared no further
+    passed = p.passed
+    closed = len(p.inputs) - len(passed)
+    in_ranks = [len(pred.value_types[i].shape) for i in passed]
+    want_in = expected_shardings(tuple(p.in_specs[i] for i in passed), in_ranks, manual)
+    got_in = _passed_part(f.get("in_shardings"), len(passed), closed)
+    if got_in != want_in:
         out.append(div("in_shardings", "in_shardings", f.get("in_shardings"), want_in))
     out_ranks = [len(o.local_shape) for o in pred.outputs]
     want_out = expected_shardings(p.out_specs, out_ranks, manual)
     if f.get("out_shardings") != want_out:
         out.append(div("out_shardings", "out_shardings", f.get("out_shardings"), want_out))
-    want_blocks = [list(pred.value_types[i].shape) for i in range(n_in)]
-    if f.get("block_shapes") != want_blocks:
+    want_blocks = [list(pred.value_types[i].shape) for i in passed]
+    if _passed_part(f.get("block_shapes"), len(passed), closed) != want_blocks:
         out.append(div("block_shapes", "region block argument shapes", f.get("block_shapes"), want_blocks))
     return out
+
+
+def _passed_part(got: object, n: int, closed: int) -> object:
+    """The region's last `n` arguments' facts, where at most `closed` come before them (the
+    closed-over values jax made arguments); `got` itself where there are none or it does
+    not fit."""
+    if not closed or not isinstance(got, list) or not n <= len(got) <= n + closed:
+        return got
+    return got[len(got) - n:]
 
 
 def compare_grad(p: Program, obs: Observation) -> list[Divergence]:

@@ -372,10 +372,16 @@ def _member(p: Program, b: int) -> Prediction:
     return predict(p, batch=b)
 
 
+def batch_members(p: Program, pred: Prediction, obs: Observation) -> list[Prediction]:
+    """The prediction for each member of the batch the vmap mode `obs.mode` runs."""
+    n_batch = MODES[obs.mode].batch_size(p)  # type: ignore[attr-defined]
+    return [pred] + [_member(p, b) for b in range(1, n_batch)]
+
+
 def compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
     """vmap: each output is the batch of the per-member predictions, stacked on axis 0."""
-    n_batch = MODES[obs.mode].batch_size(p)  # type: ignore[attr-defined]
-    members = [pred] + [_member(p, b) for b in range(1, n_batch)]
+    members = batch_members(p, pred, obs)
+    n_batch = len(members)
     out = []
     for k, o in enumerate(obs.outputs):
         e = pred.outputs[k]

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from harness.judge.compare import Divergence, DivergenceKind
+from oracles.explicit import free_placed
 from oracles.prediction import ValueType
 from programs.model import Op, Program, Spec
 
@@ -89,6 +90,21 @@ PROGRAM_FEATURES = {
     # the call inside jax.sharding.auto_axes (strategies/explicit.py wrap_call)
     "auto_axes_call": lambda p: p.wrap == "auto_axes",
     "explicit_axes_call": lambda p: p.wrap == "explicit_axes",
+    # ---- how the program meets its shard_map (programs/model.py Place, CLOSURES, Effect)
+    # the body closes over a value of the called function (traced, batched, differentiated)
+    "closure==outer": lambda p: any(x.closure == "outer" for x in p.inputs),
+    # jax.debug.callback / print effects in the body
+    "effects": lambda p: bool(p.effects),
+    # a mesh with an Explicit axis (inside auto_axes / explicit_axes: the mesh the shard_map sees)
+    "explicit_axis": lambda p: bool(p.explicit_axes),
+    # an argument placed over an Explicit axis the shard_map leaves free (its sharding
+    # joins the body's types: oracles/explicit.py free_shardings)
+    "free_explicit_placement": free_placed,
+    # an argument jax.device_put inside the call to a sharding naming an Explicit axis
+    "device_put_explicit": lambda p: any(x.place is not None and x.place.how == "device_put"
+                                         and any(p.outer_mesh().axis_type(a) == "explicit" for a in x.place.spec.axes())
+                                         for x in p.inputs),
+    # ---- (end of the block)
 }
 
 

@@ -19,8 +19,9 @@ from programs.model import Program
 
 def run_batch(progs: list[Program]) -> list[Observation]:
     """jit-mode observations for each program, from one combined jit when possible."""
-    if len(progs) == 1 or any(p.needs_mesh_context() or p.permutes_out_of_mesh_order() for p in progs):
-        # (a program under jax.set_mesh, or needing a jax flag, runs alone: one context per program)
+    if len(progs) == 1 or any(p.needs_mesh_context() or p.permutes_out_of_mesh_order() or p.has_edges() for p in progs):
+        # (a program under jax.set_mesh, or needing a jax flag, runs alone: one context per
+        # program; so does one with placed or closed-over arguments, effects or donation)
         return [MODES["jit"].run(p) for p in progs]
     if len({p.x64 for p in progs}) > 1:  # jax_enable_x64 is one setting per trace: one jit per setting
         obs: dict[int, Observation] = {}

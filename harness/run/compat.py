@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.run.lowering import to_pspec, wrapped
+from oracles.explicit import argument_sharding
 from oracles.interpreter import trace
 from oracles.prediction import ErrorKind
 from programs.emit import PERMUTE_ORDER_FLAG
@@ -420,6 +421,14 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
         out.append(f"{p.wrap} around the call under {mode}: the mode does not wrap its call that way (shardfuzz)")
     if mode == "multiprocess" and p.needs_mesh_context():
         out.append("the multiprocess mode under a mesh context: its two-process mesh is not entered with jax.set_mesh (shardfuzz)")
+    if mode == "eager" and "explicit" in p.outer_mesh().axis_types and any(x.closure == "outer" for x in p.inputs):
+        # (jit traces the NumPy argument the body closes over: untyped, it runs)
+        out.append("eager closing over a value of the called function on a mesh with an Explicit axis: the eager form "
+                   "closes over a concrete jax array, typed with the mesh's Explicit axes under jax.set_mesh, which jax "
+                   "does not implement (NotImplementedError, jax-ml/jax#29162)")
+    if mode == "multiprocess" and p.has_edges():
+        out.append("the multiprocess mode with placed or closed-over arguments, effects or donation: its rank "
+                   "processes run the plain call (shardfuzz)")
     return out
 
 
@@ -472,6 +481,9 @@ def _explicit_features(p: Program, v: str) -> list[str]:
         out.append(f"jax.sharding.{p.wrap}: jax {v} does not have it")
     if p.explicit_axes and has("axis_types") and not _explicit_typing():
         out.append(f"shard_map on an Explicit mesh: jax {v} does not type it as jax 0.10.2 does (in_specs vs the argument's sharding, jax.typeof(out).sharding)")
+    elif _partial_manual_mismatch(p) and _partial_manual_arg_check():
+        out.append(f"a partial-manual shard_map on an all-Explicit mesh: jax {v} checks an argument's sharding along the "
+                   "manual axes against its in_spec, which jax 0.10.2 reshards")
     if any(s.unreduced or s.reduced for s in p.in_specs + p.out_specs) and not _spec_accepts_ur():
         out.append(f"PartitionSpec(unreduced=, reduced=): jax {v} does not have them")
     for to in sorted({str(op.p("to")) for op in p.body if op.kind == "pcast" and op.p("to") != "varying"}):
@@ -528,6 +540,47 @@ def _explicit_typing() -> bool:
             return sharding_type_of(out) == ((("a",),), (), ())
     except Exception:  # noqa: BLE001 - any other failure: not the form the oracle follows
         return False
+
+
+def _partial_manual_mismatch(p: Program) -> bool:
+    """An all-Explicit mesh, partial manual, and an argument whose sharding along the
+    manual axes (oracles/explicit.py `argument_sharding`) is not its in_spec."""
+    if not p.mesh.names or len(p.explicit_axes) != len(p.mesh.names) or set(p.manual_axes) == set(p.mesh.names):
+        return False
+    manual = set(p.manual_axes)
+    for i, (x, s) in enumerate(zip(p.inputs, p.in_specs)):
+        if s.kind != "P" or x.closure is not None:
+            continue
+        rank = len(x.shape)
+        arg = argument_sharding(p, i)
+        mine = [tuple(a for a in e if a in manual) if e else () for e in tuple(arg.entries) + (None,) * (rank - len(arg.entries))]
+        want = [tuple(e) if e else () for e in tuple(s.entries) + (None,) * (rank - len(s.entries))]
+        if mine[:rank] != want[:rank]:
+            return True
+    return False
+
+
+@functools.cache
+def _partial_manual_arg_check() -> bool:
+    """Whether a partial-manual shard_map on an all-Explicit mesh checks an unsharded
+    argument against an in_spec that splits it (jax 0.12.0 raises 'in_specs passed to
+    shard_map: ... does not match the specs of the input'; 0.10.2 reshards it, as the
+    oracle does). Probed on a mesh of two size-1 axes."""
+    import jax
+
+    if not (hasattr(jax, "set_mesh") and hasattr(jax, "shard_map")):
+        return False
+    P = jax.sharding.PartitionSpec
+    mesh = make_mesh(("a", "b"), (1, 1), ("explicit", "explicit"))
+    try:
+        with jax.set_mesh(mesh):
+            f = jax.shard_map(lambda x: x, in_specs=P("a"), out_specs=P("a"), axis_names={"a"})
+            jax.eval_shape(f, jax.ShapeDtypeStruct((1,), np.float32))
+    except ValueError:
+        return True
+    except Exception:  # noqa: BLE001 - another failure: not this check
+        return False
+    return False
 
 
 def shard_map(

@@ -174,21 +174,42 @@ def _as_jax_value(v: Any) -> Any:
     return jnp.asarray(v)
 
 
-def make_body(p: Program, record: Callable[[int, Any], None] | None = None) -> Callable[..., Any]:
+def make_body(p: Program, record: Callable[[int, Any], None] | None = None,
+              closed: dict[int, Any] | None = None, emit: Callable[[int, Any], None] | None = None) -> Callable[..., Any]:
     """The shard_map body for `p`. `record(value_index, jax_value)` sees every value as it
-    is made (at trace time), so modes can read `jax.typeof` of each."""
+    is made (at trace time), so modes can read `jax.typeof` of each. The body takes the
+    arguments the shard_map is given (`Program.passed`) and closes over the others: a
+    NumPy constant as `jnp.asarray` of it, an "outer" one as its value in `closed` (the
+    called function's: harness/run/edges.py `closing`). `emit(value_index, jax_value)`
+    makes the effects reading a value (`Program.effects`) right after it is made
+    (harness/run/edges.py `emit`; None: the body has none)."""
     n_in = len(p.inputs)
+    passed = p.passed
+    effects = {e.value for e in p.effects} if emit is not None else set()
 
     def body(*args: Any) -> tuple[Any, ...]:
-        vals = list(args)
+        if len(passed) == n_in:
+            vals = list(args)
+        else:
+            import jax.numpy as jnp
+
+            given = dict(zip(passed, args))
+            vals = [given[i] if x.closure is None else jnp.asarray(x.materialize()) if x.closure == "numpy"
+                    else (closed or {})[i] for i, x in enumerate(p.inputs)]
         if record is not None:
             for i, v in enumerate(vals):
                 record(i, v)
+        for i in range(n_in):
+            if i in effects:
+                emit(i, vals[i])  # type: ignore[misc]
         for i, op in enumerate(p.body):
             v = wrapped(op, [vals[j] for j in op.operands])
             vals.append(v)
             if record is not None:
                 record(n_in + i, _as_jax_value(v))
+            if n_in + i in effects:
+                emit(n_in + i, v)  # type: ignore[misc]
         return tuple(vals[o] for o in p.outputs)
 
     return body
+

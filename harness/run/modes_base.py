@@ -9,6 +9,8 @@ A mode overrides only the steps it does differently (`build`, `compiled`, `call`
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 import traceback
 from collections import OrderedDict
@@ -18,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.run import compat
+from harness.run import compat, edges
 from harness.run.lowering import make_body, to_pspec
-from harness.run.observation import Observation, ObservedOutput
+from harness.run.observation import DonatedArg, EffectCall, Observation, ObservedOutput
 from programs.model import Program
 from programs.serialize import program_id
 
@@ -31,8 +33,10 @@ def _inputs(p: Program) -> list[np.ndarray]:
 
 def structure_key(p: Program) -> str:
     """The program with its input values left out: programs with the same key trace and
-    compile to the same executable."""
-    return program_id(replace(p, inputs=tuple(replace(x, seed=0, fill="small") for x in p.inputs)))
+    compile to the same executable (a NumPy constant the body closes over is part of it:
+    its values are in the trace)."""
+    return program_id(replace(p, inputs=tuple(x if x.closure == "numpy" else replace(x, seed=0, fill="small")
+                                              for x in p.inputs)))
 
 
 # (mode, structure key) -> (the jitted callable, the body value types its trace saw, and
@@ -82,26 +86,38 @@ class Mode:
     def build(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
         def make() -> Callable[..., Any]:
             mesh = compat.make_mesh(p.mesh.names, p.mesh.sizes, p.mesh.axis_types)
-            in_specs = tuple(to_pspec(s) for s in p.in_specs)
+            # (the arguments the body closes over are not the shard_map's: no in_spec)
+            in_specs = tuple(to_pspec(p.in_specs[i]) for i in p.passed) if len(p.passed) < len(p.inputs) else \
+                tuple(to_pspec(s) for s in p.in_specs)
             out_specs = tuple(to_pspec(s) for s in p.out_specs)
-            body = self.body(p, record)
-            f = compat.shard_map(
-                body,
-                None if p.mesh_context else mesh,  # None: the mesh from jax.set_mesh (mesh_scope)
-                in_specs,
-                out_specs,
-                None if p.axis_names is None else frozenset(p.axis_names),
-                p.check_vma,
-            )
-            return compat.with_reshard(p, f)
+
+            def shard_mapped(closed: dict[int, Any] | None) -> Callable[..., Any]:
+                return compat.shard_map(
+                    self.body(p, record, closed),
+                    None if p.mesh_context else mesh,  # None: the mesh from jax.set_mesh (mesh_scope)
+                    in_specs,
+                    out_specs,
+                    None if p.axis_names is None else frozenset(p.axis_names),
+                    p.check_vma,
+                )
+
+            # a body closing over arguments: the shard_map is made inside the called
+            # function, when it is called (harness/run/edges.py `closing`)
+            f = shard_mapped(None) if len(p.passed) == len(p.inputs) else edges.closing(p, shard_mapped)
+            return edges.traced(p, compat.with_reshard(p, f))
 
         # auto_axes / explicit_axes around the call: the shard_map is made inside the
         # wrapper, where the context mesh has the wrapped axes retyped
         return make() if p.wrap is None else compat.with_wrap(p, make)
 
-    def body(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+    effects: bool = True  # this mode makes the body's effects (Program.effects)
+    donates: bool = False  # this mode jits the call with donate_argnums=Program.donate
+
+    def body(self, p: Program, record: Callable[[int, Any], None] | None,
+             closed: dict[int, Any] | None = None) -> Callable[..., Any]:
         """The shard_map body this mode runs (under jax.checkpoint for `remat`)."""
-        body = make_body(p, record)
+        emit = functools.partial(edges.emit, p) if p.effects and self.effects else None
+        body = make_body(p, record, closed, emit)
         if self.remat:
             import jax
 
@@ -126,7 +142,7 @@ class Mode:
     cacheable: bool = False  # `compiled` is the whole mode: reuse it for the same structure
 
     def inputs(self, p: Program) -> list[np.ndarray]:
-        return _inputs(p)
+        return edges.host_args(p, _inputs(p))
 
     def run(self, p: Program) -> Observation:
         missing = compat.unsupported_features(p, self.name)
@@ -164,23 +180,37 @@ class Mode:
             )
 
         key = (self.name, structure_key(p)) if self.cacheable else None
-        # jax.set_mesh where the program needs it; jax flags it needs (the permute-order check)
-        with compat.mesh_scope(p), compat.program_config(p):
+        effects = bool(p.effects) and self.effects
+        calls: tuple[EffectCall, ...] = ()
+        donated: tuple[DonatedArg, ...] = ()
+        # jax.set_mesh where the program needs it; jax flags it needs (the permute-order check);
+        # sys.stdout gathered where the body prints (its jax.debug.print effects)
+        printing = any(e.kind == "print" for e in p.effects) and effects
+        with compat.mesh_scope(p), compat.program_config(p), edges.printed() if printing else contextlib.nullcontext() as out:
+            edges.CALLS.clear()
             try:
+                args = self.inputs(p)
                 hit = COMPILED.get(key) if key else None
                 if hit is not None:  # the same program but for input values: no trace, no compile
                     COMPILED.move_to_end(key)  # type: ignore[arg-type]
                     types.update(hit[1])
                     urs.update(hit[2])
-                    outs = self.call(hit[0], self.inputs(p))
+                    outs = self.call(hit[0], args)
                 elif key is None:
-                    outs = self.execute(self.build(p, record), self.inputs(p))
+                    outs = self.execute(self.build(p, record), args)
                 else:
                     g = self.compiled(self.build(p, record))
-                    outs = self.call(g, self.inputs(p))
+                    outs = self.call(g, args)
                     COMPILED[key] = (g, dict(types), dict(urs))
                     while len(COMPILED) > COMPILED_MAX:
                         COMPILED.popitem(last=False)
+                if effects:
+                    import jax
+
+                    jax.effects_barrier()
+                    calls = edges.collect(p, out.getvalue() if printing else "")
+                if self.donates and p.donate:
+                    donated = edges.donated_state(p, args)
             except Exception as e:
                 return raised(e)
             observed_list = []
@@ -190,7 +220,8 @@ class Mode:
                 except Exception as e:  # jax produced an output that cannot be read back: which one
                     return raised(e, f"read_output:{k}")
             observed = tuple(observed_list)
-        return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0, value_ur=urs)
+        return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0, value_ur=urs,
+                           calls=calls, donated=donated)
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
         blocks: dict[tuple[int, ...], np.ndarray] = {}

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.run import compat
+from harness.run import compat, edges
 from harness.run.lowering import make_body
 from harness.run.modes_base import Mode, Staged
 from harness.run.observation import Observation, ObservedOutput
@@ -32,12 +32,12 @@ class Abstract(Mode):
     name, values = "abstract", False
 
     def inputs(self, p: Program) -> list[Any]:
-        return _shapes_only(p)
+        return edges.host_shapes(p, _shapes_only(p))
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax
 
-        return jax.eval_shape(f, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
+        return jax.eval_shape(f, *[edges.abstract(a) for a in args])
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
         return ObservedOutput(tuple(o.shape), str(o.dtype), None, None, compat.sharding_type_of(o))
@@ -55,12 +55,17 @@ class Eager(Mode):
 
 
 class Jit(Mode):
-    name, cacheable = "jit", True
+    name, cacheable, donates = "jit", True, True
+    _donate: tuple[int, ...] = ()  # this call's Program.donate: set by run
+
+    def run(self, p: Program) -> Observation:
+        self._donate = p.donate
+        return super().run(p)
 
     def compiled(self, f: Callable[..., Any]) -> Callable[..., Any]:
         import jax
 
-        return jax.jit(f)
+        return jax.jit(f, donate_argnums=self._donate) if self._donate else jax.jit(f)
 
     def stage(self, p: Program, record: Callable[[int, Any], None]) -> Staged | None:
         return self.staged(p, self.build(p, record), self.inputs(p))
@@ -148,7 +153,7 @@ def probe_program(p: Program) -> Program:
     # the wrapper gives it, `p.mesh`, its values are the same, and auto_axes' out_sharding
     # is one spec per output)
     return replace(p, body=body, outputs=tuple(new[v] for v in vals), out_specs=(spec,) * len(vals), check_vma=False,
-                    wrap=None, wrap_axes=(), wrap_specs=())
+                   wrap=None, wrap_axes=(), wrap_specs=(), effects=(), donate=())
 
 
 class Smap(Mode):
@@ -169,7 +174,7 @@ class Smap(Mode):
         import jax
 
         axis, ins, outs = self._form
-        return compat.with_reshard(p, jax.smap(make_body(p, record), in_axes=ins, out_axes=outs, axis_name=axis))
+        return edges.traced(p, compat.with_reshard(p, jax.smap(make_body(p, record), in_axes=ins, out_axes=outs, axis_name=axis)))
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax
@@ -196,10 +201,13 @@ class Probe(Mode):
         obs = Mode.run(self, q)
         return replace(obs, mode=self.name, facts={"values": list(probe_values(p))})
 
-    def body(self, p: Program, record: Callable[[int, Any], None] | None) -> Callable[..., Any]:
+    effects = False  # (the probe reads every value; the program's effects are checked by the mode it probes)
+
+    def body(self, p: Program, record: Callable[[int, Any], None] | None,
+             closed: dict[int, Any] | None = None) -> Callable[..., Any]:
         import jax.numpy as jnp
 
-        body = make_body(p, record)
+        body = make_body(p, record, closed)
 
         def probed(*args: Any) -> tuple[Any, ...]:  # rank 0 cannot be split: a (1,) block each
             return tuple(jnp.reshape(v, (1,)) if jnp.ndim(v) == 0 else v for v in body(*args))
@@ -227,14 +235,14 @@ class Lowering(Mode):
     _facts: dict[str, Any]  # this call's lowering facts: reset by run, set by execute
 
     def inputs(self, p: Program) -> list[Any]:
-        return _shapes_only(p)
+        return edges.host_shapes(p, _shapes_only(p))
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax
 
-        lowered = jax.jit(f, keep_unused=True).lower(*[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
+        lowered = jax.jit(f, keep_unused=True).lower(*[edges.abstract(a) for a in args])
         self._facts = lowering_facts(lowered.as_text())
-        return jax.eval_shape(f, *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
+        return jax.eval_shape(f, *[edges.abstract(a) for a in args])
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
         return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)

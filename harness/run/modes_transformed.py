@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.run import edges
 from harness.run.modes_base import Mode, Staged
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program, is_float
@@ -35,6 +36,8 @@ class Vmap(Mode):
     def unsupported(self, p: Program) -> str:
         """Why this mode does not run `p` ('' where it does); sets the spmd axis it batches over."""
         self._axis = p.spmd_axis() if self.spmd else None
+        self._in_axes = tuple(x.batched for x in p.inputs)
+        self._batch = self.batch_size(p)
         if self.spmd and (self._axis is None or p.defect is not None):
             return "a defect (jax's error wording differs under vmap)" if self._axis else "no free manual axis of size > 1"
         return ""
@@ -46,25 +49,35 @@ class Vmap(Mode):
         return super().run(p)
 
     def inputs(self, p: Program) -> list[np.ndarray]:
-        return [np.stack([x.materialize(b) for b in range(self.batch_size(p))]) for x in p.inputs]
+        # (an argument vmap does not batch, a Python scalar or a NumPy constant the body
+        # closes over, is given once: in_axes=None, `_vmapped`)
+        return edges.host_args(p, [np.stack([x.materialize(b) for b in range(self.batch_size(p))]) if x.batched else x.materialize()
+                                   for x in p.inputs], batched=True)
 
     cacheable = True
+
+    def _vmapped(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        import jax
+
+        kw: dict[str, Any] = {} if all(self._in_axes) else {"in_axes": tuple(0 if b else None for b in self._in_axes)}
+        if not any(self._in_axes):
+            # (no batched argument, every one a scalar or closed over: vmap needs the size)
+            kw["axis_size"] = self._batch
+        return jax.vmap(f, spmd_axis_name=self._axis, **kw) if self._axis else jax.vmap(f, **kw)
 
     def compiled(self, f: Callable[..., Any]) -> Callable[..., Any]:
         import jax
 
-        return jax.jit(jax.vmap(f, spmd_axis_name=self._axis) if self._axis else jax.vmap(f))
+        return jax.jit(self._vmapped(f))
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:
         return ObservedOutput(tuple(o.shape), str(o.dtype), np.asarray(o), None)
 
     def stage(self, p: Program, record: Callable[[int, Any], None]) -> Staged | None:
-        import jax
 
         if self.unsupported(p):
             return None  # (`run` says why)
-        f = self.build(p, record)
-        return self.staged(p, jax.vmap(f, spmd_axis_name=self._axis) if self._axis else jax.vmap(f), self.inputs(p))
+        return self.staged(p, self._vmapped(self.build(p, record)), self.inputs(p))
 
 
 class VmapSpmd(Vmap):
@@ -127,7 +140,10 @@ class Grad(Mode):
         # host arrays, passed to the jit as they are: jnp.asarray with a dtype would convert
         # each on the device (a compile per shape and dtype) and the jit would then reshard
         # it, both paid on every program
-        primals = tuple(np.asarray(args[i]) for i in fl_idx)
+        # (a committed argument: committed there, as the call receives it; no Python scalar:
+        # the grad modes differentiate arrays)
+        args = edges.host_args(p, args, committed_only=True)
+        primals = tuple(args[i] if p.inputs[i].place is not None else np.asarray(args[i]) for i in fl_idx)
         vs = tangents(p)
         # tangents and cotangents in their value's dtype (jvp and vjp require it; they hold
         # values of that dtype already, `round_to`, so the cast is exact); the final dot

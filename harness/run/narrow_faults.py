@@ -89,3 +89,228 @@ NARROW: dict[str, Callable[[], None]] = {
     "narrow_all_gather_int32_two_axes": _wrap("all_gather", lambda x, a, *r, **kw: _dt(x, "int32") and len(_axes(a)) >= 2),
     "narrow_psum_float32_rank3": _wrap("psum", lambda x, a, **kw: _dt(x, "float32") and _nd(x) == 3),
 }
+
+
+# ---- how a program meets its shard_map (programs/model.py Place, CLOSURES, Effect,
+# Program.donate): each wrong in one feature cell (programs/cells.py FEATURE_KINDS) only.
+
+
+def _is_tracer(x: Any) -> bool:
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def _spec_axes(s: Any) -> list[tuple[str, ...]]:
+    """A PartitionSpec's entries, each as a tuple of axis names."""
+    return [tuple(e) if isinstance(e, (tuple, list)) else (e,) for e in tuple(s) if e is not None]
+
+
+def _wrap_device_put(when: Callable[[Any, Any], bool]) -> Callable[[], None]:
+    """A fault that adds 1 to `jax.device_put(x, sharding)` when `when(x, sharding)`."""
+
+    def install() -> None:
+        import jax
+
+        orig = jax.device_put
+
+        @functools.wraps(orig)
+        def broken(x: Any, device: Any = None, *args: Any, **kw: Any) -> Any:
+            out = orig(x, device, *args, **kw)
+            return out + 1 if device is not None and when(x, device) else out
+
+        jax.device_put = broken  # type: ignore[assignment]
+
+    return install
+
+
+def _closed_over(f: Any, kind: str) -> bool:
+    """Whether the function `f` (a shard_map body) closes over a jax tracer of `kind`
+    ("DynamicJaxprTracer": a value of an enclosing jit, "BatchTracer": one of an enclosing
+    vmap), looking into the dicts and functions its cells hold."""
+    seen: set[int] = set()
+    todo = [f]
+    while todo:
+        g = todo.pop()
+        if id(g) in seen:
+            continue
+        seen.add(id(g))
+        for cell in getattr(g, "__closure__", None) or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            items = list(v.values()) if isinstance(v, dict) else [v]
+            for it in items:
+                if type(it).__name__ == kind:
+                    return True
+                if callable(it) and hasattr(it, "__closure__"):
+                    todo.append(it)
+    return False
+
+
+def _wrap_shard_map(args_when: Callable[[Any, dict[str, Any]], bool] | None = None,
+                    body_when: Callable[[Any], bool] | None = None) -> Callable[[], None]:
+    """A fault in `jax.shard_map(f, ...)`: an argument for which `args_when(arg, kwargs)`
+    holds arrives + 1; or, where `body_when(f)` holds, every output of the call is + 1."""
+
+    def install() -> None:
+        import jax
+
+        orig = jax.shard_map
+
+        @functools.wraps(orig)
+        def broken(f: Any, *a: Any, **kw: Any) -> Any:
+            g = orig(f, *a, **kw)
+            wrong_body = body_when is not None and body_when(f)
+
+            def call(*args: Any) -> Any:
+                if args_when is not None:
+                    args = tuple(x + 1 if args_when(x, kw) else x for x in args)
+                outs = g(*args)
+                return jax.tree.map(lambda o: o + 1, outs) if wrong_body else outs
+
+            return call
+
+        jax.shard_map = broken  # type: ignore[assignment]
+
+    return install
+
+
+def _python_scalar(x: Any) -> bool:
+    """A Python int or float, or (under jit) the weakly typed rank-0 value one becomes."""
+    import jax
+
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, float)):
+        return True
+    return _is_tracer(x) and _nd(x) == 0 and bool(getattr(jax.typeof(x), "weak_type", False))
+
+
+def _free_axis_committed(x: Any, kw: dict[str, Any]) -> bool:
+    """An argument committed to a NamedSharding naming an axis the shard_map leaves
+    automatic (axis_names a strict subset)."""
+    names = kw.get("axis_names")
+    spec = getattr(getattr(x, "sharding", None), "spec", None)
+    if _is_tracer(x) or names is None or spec is None:
+        return False
+    return any(a not in names for e in _spec_axes(spec) for a in e)
+
+
+def _free_axis_committed_anywhere() -> None:
+    """`_free_axis_committed` in eager shard_map (the argument it is given) and under jit
+    (the jitted call's arguments, against the axis_names of the shard_map its trace made):
+    every output + 1."""
+    import jax
+
+    _wrap_shard_map(args_when=_free_axis_committed)()
+    made: dict[str, Any] = {}
+    sm = jax.shard_map
+
+    @functools.wraps(sm)
+    def recording(f: Any, *a: Any, **kw: Any) -> Any:
+        made["axis_names"] = kw.get("axis_names")
+        return sm(f, *a, **kw)
+
+    jax.shard_map = recording  # type: ignore[assignment]
+    orig = jax.jit
+
+    @functools.wraps(orig)
+    def broken(f: Any, *a: Any, **kw: Any) -> Any:
+        g = orig(f, *a, **kw)
+        seen: dict[str, Any] = {}
+
+        def call(*args: Any) -> Any:
+            outs = g(*args)
+            # (the shard_map made last: before the jit, or while its first call traced it)
+            names = seen.setdefault("axis_names", made.get("axis_names"))
+            if names is not None and any(_free_axis_committed(x, {"axis_names": names}) for x in jax.tree.leaves(args)):
+                return jax.tree.map(lambda o: o + 1, outs)
+            return outs
+
+        call.lower = g.lower  # type: ignore[attr-defined]  # (the lowering mode lowers it)
+        return call
+
+    jax.jit = broken  # type: ignore[assignment]
+
+
+def _wrap_debug_callback(when: Callable[[Any], bool]) -> Callable[[], None]:
+    """A fault in `jax.debug.callback(cb, *args)`: its last argument + 1 when `when(it)`."""
+
+    def install() -> None:
+        import jax
+
+        orig = jax.debug.callback
+
+        @functools.wraps(orig)
+        def broken(cb: Any, *args: Any, **kw: Any) -> Any:
+            if args and when(args[-1]):
+                args = (*args[:-1], args[-1] + 1)
+            return orig(cb, *args, **kw)
+
+        jax.debug.callback = broken  # type: ignore[assignment]
+
+    return install
+
+
+def _print_float32_off_by_one() -> None:
+    """`jax.debug.print` prints a float32 value (its last argument) off by one."""
+    import jax
+
+    orig = jax.debug.print
+
+    @functools.wraps(orig)
+    def broken(fmt: Any, *args: Any, **kw: Any) -> Any:
+        if args and _dt(args[-1], "float32"):
+            args = (*args[:-1], args[-1] + 1)
+        return orig(fmt, *args, **kw)
+
+    jax.debug.print = broken  # type: ignore[assignment]
+
+
+def _donated_committed_result() -> None:
+    """`jax.jit(f, donate_argnums=...)` called with a committed donated argument: every
+    output + 1."""
+    import jax
+
+    orig = jax.jit
+
+    @functools.wraps(orig)
+    def broken(f: Any, *a: Any, **kw: Any) -> Any:
+        g = orig(f, *a, **kw)
+        donated = kw.get("donate_argnums")
+        if not donated:
+            return g
+        nums = _axes(donated)
+
+        def call(*args: Any) -> Any:
+            outs = g(*args)
+            if any(i < len(args) and getattr(args[i], "committed", False) for i in nums):
+                return jax.tree.map(lambda o: o + 1, outs)
+            return outs
+
+        call.lower = g.lower  # type: ignore[attr-defined]
+        return call
+
+    jax.jit = broken  # type: ignore[assignment]
+
+
+NARROW.update({
+    # place|how=scalar: a Python int or float argument arrives off by one
+    "narrow_scalar_argument": _wrap_shard_map(args_when=lambda x, kw: _python_scalar(x)),
+    # place|spec=free_auto: a committed argument's layout along an automatic axis is read wrong
+    "narrow_free_axis_committed": _free_axis_committed_anywhere,
+    # place|how=device_put: an argument jax.device_put inside the call (traced) arrives off by one
+    "narrow_device_put_traced": _wrap_device_put(lambda x, s: _is_tracer(x)),
+    # closure|kind=outer under jit: a closed-over value of the enclosing jit is read off by one
+    "narrow_closure_traced": _wrap_shard_map(body_when=lambda f: _closed_over(f, "DynamicJaxprTracer")),
+    # closure|kind=outer under vmap: a closed-over batched value is batched wrongly
+    "narrow_closure_batched": _wrap_shard_map(body_when=lambda f: _closed_over(f, "BatchTracer")),
+    # effect|kind=callback of a value of rank 2 or more
+    "narrow_callback_rank2": _wrap_debug_callback(lambda v: _nd(v) >= 2),
+    # effect|kind=print of a float32 value
+    "narrow_print_float32": _print_float32_off_by_one,
+    # donate|arg=committed
+    "narrow_donate_committed": _donated_committed_result,
+})

@@ -31,6 +31,28 @@ class ObservedOutput:
 
 
 @dataclass(frozen=True, eq=False)
+class EffectCall:
+    """One call an effect of the body made (programs/model.py `Effect`): the device
+    coordinates along the manual axes it passed and the value; a printed one's value is
+    the numbers read back from its line (flat)."""
+
+    effect: int
+    coords: tuple[int, ...]
+    value: np.ndarray
+    printed: bool = False
+
+
+@dataclass(frozen=True)
+class DonatedArg:
+    """A donated argument after the call: deleted (reading it raised, `intact`), or not
+    deleted and holding its value (`intact`)."""
+
+    index: int
+    deleted: bool
+    intact: bool
+
+
+@dataclass(frozen=True, eq=False)
 class Observation:
     """What jax did with one program in one mode."""
 
@@ -49,6 +71,8 @@ class Observation:
     # run in one jit with the program's other `together` modes (harness/run/together.py):
     # a divergence it shows is re-run in this mode alone before it is reported
     together: bool = False
+    calls: tuple[EffectCall, ...] = ()  # the effects' calls, in the order they came
+    donated: tuple[DonatedArg, ...] = ()  # each donated argument after the call
 
     @property
     def raised(self) -> bool:
@@ -77,6 +101,9 @@ def observation_to_dict(o: Observation) -> dict[str, Any]:
         "value_types": [[i, list(s), dt, None if v is None else sorted(v)] for i, (s, dt, v) in o.value_types.items()],
         "value_ur": [[i, sorted(u), sorted(r)] for i, (u, r) in o.value_ur.items()],
         "together": o.together,
+        # (only when there are some, so an observation without keeps its wire form)
+        **({"calls": [[c.effect, list(c.coords), _arr_to(c.value), c.printed] for c in o.calls]} if o.calls else {}),
+        **({"donated": [[d.index, d.deleted, d.intact] for d in o.donated]} if o.donated else {}),
         "outputs": [
             {
                 "global_shape": list(x.global_shape),
@@ -117,6 +144,8 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
         facts=d.get("facts", {}),
         value_ur={int(i): (frozenset(u), frozenset(r)) for i, u, r in d.get("value_ur", [])},
         together=bool(d.get("together", False)),
+        calls=tuple(EffectCall(int(k), tuple(c), _arr_from(v), bool(pr)) for k, c, v, pr in d.get("calls", [])),
+        donated=tuple(DonatedArg(int(i), bool(dl), bool(ok)) for i, dl, ok in d.get("donated", [])),
     )
 
 

@@ -37,7 +37,8 @@ TOGETHER = ("jit", "vmap", "vmap_spmd", "grad", "grad_remat")
 def together_modes(p: Program, modes: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """The modes of `modes` worth running together on `p`: none for an invalid program
     (every mode raises at tracing, before any compile)."""
-    if p.defect is not None:
+    if p.defect is not None or p.effects or p.donate:
+        # (effects: each mode's calls are its own; donation: the jit mode donates alone)
         return ()
     mine = tuple(m for m in modes if m in TOGETHER)
     return mine if len(mine) > 1 else ()

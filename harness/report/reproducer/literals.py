@@ -15,6 +15,7 @@ from harness.judge.errors import ERROR_TABLE
 from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_size
 from oracles import predict
 from oracles.derivatives import directional_derivative
+from oracles.effects import device_calls
 from oracles.prediction import Prediction
 from programs.model import Program, is_float
 from programs.ops import WRAP_COPIES
@@ -127,18 +128,39 @@ def lowering_literal(p: Program, pred: Prediction) -> list[str]:
         inner = sorted(str(a) for a in axes) if isinstance(axes, tuple) else []
         if inner and any(p.mesh.axis_size(a) > 1 for a in inner):
             nested += [inner] * (WRAP_COPIES[str(op.p("wrap"))] if op.p("wrap") else 1)  # one region per copy (cond branches, loop init)
-    n_in = len(p.inputs)
-    want_in = expected_shardings(p.in_specs, [len(pred.value_types[i].shape) for i in range(n_in)], manual)
+    # (the shard_map's own arguments: with values the body closes over, jax puts those it
+    # makes region arguments first, `closed` at most: harness/judge/compare_facts.py)
+    passed = p.passed
+    want_in = expected_shardings(tuple(p.in_specs[i] for i in passed), [len(pred.value_types[i].shape) for i in passed], manual)
     want_out = expected_shardings(p.out_specs, [len(o.local_shape) for o in pred.outputs], manual)
-    blocks = [list(pred.value_types[i].shape) for i in range(n_in)]
+    blocks = [list(pred.value_types[i].shape) for i in passed]
     return [
         "# the Shardy lowering: one sdy.manual_computation over exactly the manual axes (none when every",
         "# manual axis has size 1), one more per nested shard_map, and its shardings and block shapes",
         "EXPECTED_LOWERING = dict(",
         f"  regions={1 if pred.expect_region else 0}, manual_axes={sorted(manual)!r}, nested={nested!r},",
         f"  in_shardings={want_in!r}, out_shardings={want_out!r}, block_shapes={blocks!r},",
+        *([f"  closed={len(p.inputs) - len(passed)},  # values the body closes over: region arguments before the others"]
+          if len(passed) < len(p.inputs) else []),
         ")",
     ]
+
+
+EFFECT_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd")  # (harness/judge/compare.py: the modes that compare calls)
+
+
+def calls_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
+    """EXPECTED_CALLS: per effect, every call it may make (each device's coordinates along
+    the manual axes and its block; under vmap, of every batch member)."""
+    members = [pred] + ([predict(p, batch=b) for b in range(1, batch_size(p, mode))] if mode in ("vmap", "vmap_spmd") else [])
+    rows = []
+    for k, e in enumerate(pred.effects):
+        calls = [f"({list(c)!r}, {array_literal(b)})" for m in members for _, c, b in device_calls(p, m.effects[k])]
+        name = f"a{e.value}" if e.value < len(p.inputs) else f"v{e.value - len(p.inputs)}"
+        rows.append(f"  dict(kind={e.kind!r}, value={name!r}, manual={list(e.manual)!r}, exact={e.exact}, rtol=0.0, "
+                    f"atol={_tol(max(m.effects[k].atol for m in members))}, calls=[{', '.join(calls)}]),")
+    return ["# each effect: the calls it may make, one per device (coordinates along the manual axes, block)",
+            "EXPECTED_CALLS = [", *rows, "]"]
 
 
 def grad_literal(p: Program, pred: Prediction) -> list[str]:
@@ -175,4 +197,6 @@ def expectations(p: Program, pred: Prediction, mode: str) -> list[str]:
             lines += [""] + lowering_literal(p, pred)
         if mode in ("grad", "grad_remat"):
             lines += [""] + grad_literal(p, pred)
+        if p.effects and mode in EFFECT_MODES:
+            lines += [""] + calls_literal(p, pred, mode)
     return lines

@@ -10,7 +10,19 @@ from collections.abc import Callable
 from harness.judge.compare_outputs import compiler_layout
 from harness.report.reproducer.mode_choice import auto_axes, batch_size
 from programs.body_text import body_source, specs_src
-from programs.emit import REPRO_MODES, args_src, call_src, context_src, inputs_fn_src, mesh_src
+from programs.emit import (
+    REPRO_MODES,
+    args_src,
+    call_src,
+    closure_src,
+    context_src,
+    donate_src,
+    inputs_fn_src,
+    jit_src,
+    mesh_src,
+    place_src,
+    placed_args,
+)
 from programs.errors import NoReproducer
 from programs.model import Program, is_float
 
@@ -41,6 +53,10 @@ def setup_lines(p: Program, mode: str) -> list[str]:
         *inputs_fn_src(p),
         "",
         "",
+        *closure_src(p),
+        *place_src(p),
+        *donate_src(p),
+        "",
         body_source(p, record="record"),
         "",
         "",
@@ -62,11 +78,27 @@ def ragged_guard(p: Program, mode: str, exit_line: str) -> list[str]:
 
 def run_lines(p: Program, mode: str) -> list[str]:
     """`def run()`: runs the program as the harness mode does; returns the observed
-    outputs (shape, dtype, per-device blocks or None, global value or None) and facts."""
+    outputs (shape, dtype, per-device blocks or None, global value or None) and facts.
+    With effects, the run waits for them (jax.effects_barrier) with sys.stdout gathered
+    in PRINTED (their jax.debug.print lines)."""
     make = _RUNS.get(mode)
     if make is None:
         raise NoReproducer(f"no reproducer for mode {mode!r}; one of {', '.join(REPRO_MODES)}")
-    return make(p, mode)
+    lines = make(p, mode)
+    if not p.effects:
+        return lines
+    at = lines.index("def run():")
+    return [*lines[:at], "def _run():", *lines[at + 1:], "", "",
+            "PRINTED = []  # what jax.debug.print wrote while the program ran", "", "",
+            "def run():",
+            "  import contextlib",
+            "  import io",
+            "  buf = io.StringIO()",
+            "  with contextlib.redirect_stdout(buf):",
+            "    got = _run()",
+            "    jax.effects_barrier()",
+            "  PRINTED.append(buf.getvalue())",
+            "  return got"]
 
 
 # what run() returns: the outputs with each device's block and the global value ...
@@ -102,8 +134,22 @@ def _unpack(p: Program) -> str:
 def _run_direct(p: Program, mode: str) -> list[str]:
     """jit, eager and gspmd (jit with the GSPMD partitioner): the shard_map called."""
     pre = ['  jax.config.update("jax_use_shardy_partitioner", False)  # the GSPMD partitioner'] if mode == "gspmd" else []
-    call = "f" if mode == "eager" else "jax.jit(f)"
-    return ["def run():", *pre, _unpack(p), f"  outs = {call}({args_src(p)})", "  jax.block_until_ready(outs)", *_VALUES]
+    call = "f" if mode == "eager" else jit_src(p)
+    if p.donate and mode != "eager":  # (each donated argument read back after the call: check_donation)
+        return ["DONATED = []  # (argument, deleted, intact) after the call", "", "",
+                "def run():", *pre, _unpack(p), f"  args = {placed_args(p, args_src(p)).lstrip('*')}",
+                f"  outs = {call}(*args)", "  jax.block_until_ready(outs)",
+                "  want = inputs(0)",
+                "  for i in DONATE:",
+                "    deleted = bool(getattr(args[i], 'is_deleted', lambda: False)())",
+                "    try:",
+                "      got = np.asarray(args[i])",
+                "    except Exception:  # (reading a deleted array raises, as it must)",
+                "      got = None",
+                "    intact = (got is None) if deleted else (got is not None and np.array_equal(got.reshape(want[i].shape), want[i]))",
+                "    DONATED.append((i, deleted, intact))",
+                *_VALUES]
+    return ["def run():", *pre, _unpack(p), f"  outs = {call}({placed_args(p, args_src(p))})", "  jax.block_until_ready(outs)", *_VALUES]
 
 
 def _run_multiprocess(p: Program, mode: str) -> list[str]:
@@ -147,14 +193,23 @@ def _run_smap(p: Program, mode: str) -> list[str]:
     ]
 
 
+def _structs(p: Program) -> str:
+    """The abstract arguments: with placements, a committed one's sharding kept and a
+    Python scalar as it is (harness/run/edges.py `host_shapes`)."""
+    if not place_src(p):
+        return _STRUCTS
+    return ("[a if isinstance(a, (bool, int, float)) else jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, 'sharding', None)) "
+            "for a in place(*inputs(0))]")
+
+
 def _run_abstract(p: Program, mode: str) -> list[str]:
-    return ["def run():", f"  outs = jax.eval_shape(f, *{_STRUCTS})", "  facts = {}", *_SHAPES_ONLY]
+    return ["def run():", f"  outs = jax.eval_shape(f, *{_structs(p)})", "  facts = {}", *_SHAPES_ONLY]
 
 
 def _run_lowering(p: Program, mode: str) -> list[str]:
     return [
         "def run():",
-        f"  structs = {_STRUCTS}",
+        f"  structs = {_structs(p)}",
         "  facts = lowering_facts(jax.jit(f, keep_unused=True).lower(*structs).as_text())",
         "  outs = jax.eval_shape(f, *structs)",
         *_SHAPES_ONLY,
@@ -164,12 +219,19 @@ def _run_lowering(p: Program, mode: str) -> list[str]:
 def _run_vmap(p: Program, mode: str) -> list[str]:
     """vmap and vmap_spmd: the batch of members made as the harness makes it."""
     spmd = p.spmd_axis() if mode == "vmap_spmd" else None
-    vm = f"jax.vmap(f, spmd_axis_name={spmd!r})" if spmd else "jax.vmap(f)"
+    in_axes = tuple(0 if x.batched else None for x in p.inputs)
+    kw = "" if all(a == 0 for a in in_axes) else f", in_axes={in_axes!r}"
     n = batch_size(p, mode)
+    kw += "" if any(a == 0 for a in in_axes) else f", axis_size={n}"  # (nothing batched: vmap needs the size)
+    vm = f"jax.vmap(f, spmd_axis_name={spmd!r}{kw})" if spmd else f"jax.vmap(f{kw})"
+    # (an argument vmap does not batch, a Python scalar or a NumPy constant the body
+    # closes over, is given once, member 0's: in_axes=None)
+    args = f"[np.stack([m[i] for m in batch]) if {in_axes!r}[i] == 0 else batch[0][i] for i in range({len(p.inputs)})]" if kw else \
+        f"[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})]"
     return [
         "def run():",
         f"  batch = [inputs(b) for b in range({n})]  # member b: the arguments made with seed / offset b",
-        f"  outs = jax.jit({vm})(*[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})])",
+        f"  outs = jax.jit({vm})(*{'place(*' + args + ', batched=True)' if place_src(p) else args})",
         "  return [(tuple(o.shape), str(o.dtype), None, np.asarray(o)) for o in outs], {}",
     ]
 

@@ -9,12 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.report.reproducer.literals import doc_text, expectations, summary
+from harness.report.reproducer.literals import EFFECT_MODES, doc_text, expectations, summary
 from harness.report.reproducer.mode_choice import VALUE_MODES, prepare
 from harness.report.reproducer.run_snippets import ragged_guard, run_lines, setup_lines
 from harness.report.reproducer.script_text import (
     CHECK_BATCHED,
+    CHECK_CALLS,
     CHECK_COMMON,
+    CHECK_DONATION,
     CHECK_GRAD,
     CHECK_LOWERING,
     CHECK_VALUES,
@@ -64,7 +66,7 @@ def reproducer(p: Program, mode: str = "jit", title: str = "", own: Own | None =
     pred = prepare(p, mode)
     title = title or "shardfuzz reproducer"
     expected = summary(p, pred, mode)
-    helpers, calls = _checks(pred, mode)
+    helpers, calls = _checks(pred, mode, p)
     names = value_names(p)
     n_in = len(p.inputs)
     kinds = {names[n_in + i]: op.kind for i, op in enumerate(p.body)}
@@ -127,10 +129,16 @@ def reproducer(p: Program, mode: str = "jit", title: str = "", own: Own | None =
     return "\n".join(lines)
 
 
-def _checks(pred: Prediction, mode: str) -> tuple[list[str], list[str]]:
+def _checks(pred: Prediction, mode: str, p: Program | None = None) -> tuple[list[str], list[str]]:
     """The helper definitions the script needs and the check calls of `main`."""
     helpers = [CHECK_COMMON]
     calls = ["      if check_shapes(outs, problems):"]
+    if p is not None and pred.error is None and p.effects and mode in EFFECT_MODES:
+        helpers.append(CHECK_CALLS)
+        calls.append("        check_calls(problems)")
+    if p is not None and pred.error is None and p.donate and mode in ("jit", "gspmd"):
+        helpers.append(CHECK_DONATION)
+        calls.append("        check_donation(problems)")
     if pred.error is None and mode in VALUE_MODES + ("vmap", "vmap_spmd"):
         helpers.append(CHECK_VALUES if mode in VALUE_MODES else CHECK_BATCHED)
         calls.append("        check_values(outs, problems)")

@@ -205,7 +205,11 @@ def check_lowering(facts, problems):
                     f"but it must have {[manual] * want['regions']}")
     return
   for key in ("manual_axes", "in_shardings", "out_shardings", "block_shapes") if want["regions"] else ():
-    if facts.get(key) != want[key]:
+    got = facts.get(key)
+    if want.get("closed") and key in ("in_shardings", "block_shapes") and isinstance(got, list) \
+        and len(want[key]) <= len(got) <= len(want[key]) + want["closed"]:
+      got = got[len(got) - len(want[key]):]  # (the closed-over values jax made arguments come first)
+    if got != want[key]:
       problems.append(f"the manual region's {key}={facts.get(key)}, but it must be {want[key]}")
 '''
 
@@ -340,16 +344,18 @@ GRAD_WHERE = {grad_where!r}  # the program's collectives, as the grad modes name
 
 def raised_at(e):
   """The op jax raised at: the last line of `body` the traceback passes through (its value
-  names the op), or 'lowering' when jax raised after tracing the body."""
+  names the op), or 'lowering' when jax raised after tracing the body. (A body that
+  closes over values of the called function is defined inside `make_body`.)"""
   import inspect
   import traceback
+  fn = globals().get("body") or globals().get("make_body")
   try:
-    lines, start = inspect.getsourcelines(body)
+    lines, start = inspect.getsourcelines(fn)
   except (OSError, TypeError):
     return "lowering"
   at = None
   for fr in traceback.extract_tb(e.__traceback__):
-    if fr.name == "body" and fr.filename == body.__code__.co_filename:
+    if fr.name == "body" and fr.filename == fn.__code__.co_filename:
       at = fr.lineno
   if at is None or not 0 <= at - start < len(lines):
     return "lowering"
@@ -421,4 +427,38 @@ def main():
 
 if __name__ == "__main__":
   sys.exit(main())
+'''
+
+CHECK_CALLS = r'''
+def check_calls(problems):
+  # Each call an effect made (CALLS: the callbacks; PRINTED: the printed lines, read back)
+  # must be one device's: its coordinates along the manual axes and its block of the value
+  # (under vmap, one batch member's). jax's docstring promises neither how many calls nor
+  # their order ("could be dropped, duplicated, or potentially reordered").
+  calls = list(globals().get("CALLS", []))
+  for chunk in re.split(r"^shardfuzz-effect ", "".join(PRINTED), flags=re.M)[1:]:
+    head, _, body = chunk.partition(": ")
+    parts = head.split()
+    nums = re.findall(r"True|False|nan|-?inf|[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?", body)
+    value = np.array([{"True": 1.0, "False": 0.0}[t] if t in ("True", "False") else float(t) for t in nums])
+    calls.append((int(parts[0]), tuple(int(c) for c in parts[1:]), value))
+  for n, (k, coords, value) in enumerate(calls):
+    e = EXPECTED_CALLS[k]
+    value = np.asarray(value)
+    if any(list(c) == list(coords) and value.size == np.asarray(b).size and same(value.reshape(np.shape(b)), b, e)
+           for c, b in e["calls"]):
+      continue
+    problems.append(f"jax.debug.{e['kind']} of {e['value']} (effect {k}), call {n}: coordinates {list(coords)} along "
+                    f"{e['manual']} with value {short(value)}, but no device has both (each call is one device's "
+                    "coordinates and its block)")
+    return
+'''
+
+CHECK_DONATION = r'''
+def check_donation(problems):
+  # each donated argument after the call: deleted (reading it raises), or holding its value
+  for i, deleted, intact in DONATED:
+    if not intact:
+      what = "is deleted, yet reading it gave values" if deleted else "is not deleted, yet no longer holds its value"
+      problems.append(f"donated argument a{i} {what}; it must be deleted (reading it raises) or unchanged")
 '''
