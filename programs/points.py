@@ -37,3 +37,24 @@ def tangents(p: Program) -> list[np.ndarray | None]:
 def cotangent(k: int, shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray:
     """A weight u for output k (of its global shape and dtype)."""
     return round_to(np.random.default_rng(2000 + k).uniform(-1, 1, size=shape), dtype)
+
+
+# The modes that differentiate the whole shard_map at the grad point (harness/run/
+# modes_transformed.py): grad and grad_remat (<u, J v> by jvp and by vjp), jvp and
+# linearize (each output's <u_k, J_k v>), hessian (v^T H v of s = <u, outputs> by
+# jax.hessian, and <jax.jacfwd(s), v>). Each runs only programs with a float argument.
+DERIVATIVE_MODES = ("grad", "grad_remat", "jvp", "linearize", "hessian")
+# the modes whose derivative goes through a transpose (jax defines none for while_loop)
+REVERSE_MODES = ("grad", "grad_remat", "hessian")
+# the hessian mode builds the dense Hessian of s over every float argument element
+HESSIAN_MAX_ELEMENTS = 256
+# jax.checkpoint policies a program's grad_remat run may name (`Program.remat_policy`):
+# the named ones of jax.checkpoint_policies that take no argument
+REMAT_POLICIES = ("nothing_saveable", "everything_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable")
+
+
+def float_elements(p: Program) -> int:
+    """How many elements the float arguments hold together (the hessian mode's size)."""
+    import math
+
+    return sum(math.prod(x.shape) for x in p.inputs if is_float(x.dtype))

@@ -14,8 +14,23 @@ import hashlib
 import json
 from typing import Any
 
-from programs.model import CALL_WRAPS, DTYPES, Input, Mesh, Op, ParamValue, Program, Spec
+from programs.model import (
+    AXIS_NAMES_FORMS,
+    CALL_STYLES,
+    CALL_WRAPS,
+    DTYPES,
+    IN_SPECS_FORMS,
+    OUT_SPECS_FORMS,
+    CallForm,
+    Input,
+    Mesh,
+    Op,
+    ParamValue,
+    Program,
+    Spec,
+)
 from programs.ops import SYNTAX, WRAPS
+from programs.points import REMAT_POLICIES
 from programs.validate import ProgramFormatError, validate
 
 __all__ = ["SCHEMA_VERSION", "ProgramFormatError", "from_json", "program_from_dict", "program_id", "program_to_dict", "to_json"]
@@ -70,6 +85,9 @@ def program_to_dict(p: Program) -> dict[str, Any]:
         **({"mesh_context": True} if p.mesh_context else {}),
         **({"reshard": True} if p.reshard else {}),
         **({"wrap": {"kind": p.wrap, "axes": list(p.wrap_axes), "specs": [_spec_to_json(s) for s in p.wrap_specs]}} if p.wrap else {}),
+        **({"remat_policy": p.remat_policy} if p.remat_policy is not None else {}),
+        # only the fields that differ from the plain call, so older programs keep their ids
+        **({"form": p.form.changed()} if p.form.changed() else {}),
     }
 
 
@@ -152,6 +170,8 @@ def program_from_dict(d: Any, check: bool = True) -> Program:
         mesh_context=_flag(d, "mesh_context"),
         reshard=_flag(d, "reshard"),
         **_wrap_from_json(d.get("wrap")),
+        remat_policy=_remat_policy_from_json(d.get("remat_policy")),
+        form=_form_from_json(d.get("form")),
     )
     if check:
         validate(p)
@@ -170,6 +190,30 @@ def _wrap_from_json(w: Any) -> dict[str, Any]:
     axes = _strs(_req(w, "axes", "program.wrap", list), "program.wrap.axes")
     specs = tuple(_spec_from_json(s, f"program.wrap.specs[{i}]") for i, s in enumerate(_req(w, "specs", "program.wrap", list)))
     return {"wrap": kind, "wrap_axes": axes, "wrap_specs": specs}
+
+
+def _remat_policy_from_json(v: Any) -> str | None:
+    """The optional "remat_policy" (absent: the default policy)."""
+    if v is not None and v not in REMAT_POLICIES:
+        raise ProgramFormatError(f"program.remat_policy={v!r} must be null or one of {list(REMAT_POLICIES)}")
+    return v  # type: ignore[no-any-return]
+
+
+_FORMS = {"style": CALL_STYLES, "in_specs": IN_SPECS_FORMS, "out_specs": OUT_SPECS_FORMS, "axis_names": AXIS_NAMES_FORMS}
+
+
+def _form_from_json(v: Any) -> CallForm:
+    """The optional "form" object: how the call is written (absent: the plain call)."""
+    if v is None:
+        return CallForm()
+    if not isinstance(v, dict):
+        raise ProgramFormatError(f"program.form must be an object {{style, in_specs, out_specs, axis_names}}, got {type(v).__name__}")
+    for k, x in v.items():
+        if k not in _FORMS:
+            raise ProgramFormatError(f"program.form: unknown field {k!r} (known: {', '.join(_FORMS)})")
+        if x not in _FORMS[k]:
+            raise ProgramFormatError(f"program.form.{k}={x!r} must be one of {list(_FORMS[k])}")
+    return CallForm(**v)
 
 
 def _mesh_from_json(m: dict[str, Any]) -> Mesh:

@@ -170,6 +170,20 @@ def validate(p: Program) -> None:
         raise _fail(f"program.defect: expected a defect name or null, got {p.defect!r}")
     if p.wrap is not None:
         _check_wrap(p)
+    _check_form(p)
+
+
+def _check_form(p: Program) -> None:
+    """One spec for every argument / output (`form` "single") needs them all equal; in_specs
+    left out ("omitted") are what jax infers (`Program.inferred_in_specs`), so the
+    program says what runs."""
+    if p.form.in_specs == "omitted" and p.in_specs != p.inferred_in_specs():
+        raise _fail(f"program.form.in_specs='omitted': program.in_specs={list(p.in_specs)} must be what jax infers from the "
+                    f"arguments, {list(p.inferred_in_specs())} (each resharded argument's in_spec, else P())")
+    for which, specs in (("in_specs", p.in_specs), ("out_specs", p.out_specs)):
+        if getattr(p.form, which) == "single" and len(set(specs)) > 1:
+            raise _fail(f"program.form.{which}='single' writes one spec for every {'argument' if which == 'in_specs' else 'output'}, "
+                        f"but program.{which} differ ({list(specs)}); make them equal or use 'tuple'")
 
 
 def _check_wrap(p: Program) -> None:

@@ -12,6 +12,7 @@ from harness.run.modes import MODES, Observation
 from oracles import predict
 from oracles.prediction import Prediction
 from programs.model import Program
+from programs.points import DERIVATIVE_MODES
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,7 +206,7 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
         c = culprit(d)
         if c is None:
             return d
-        if d.mode in ("grad", "grad_remat"):
+        if d.mode in DERIVATIVE_MODES:
             return replace(d, where=f"{d.where.split(':')[0]}:{c}")
         return replace(d, where=c)
 

@@ -24,6 +24,7 @@ from harness.run.observation import Observation
 from oracles.prediction import PredictedError, Prediction
 from programs.graph import cone
 from programs.model import Program
+from programs.points import DERIVATIVE_MODES
 
 __all__ = ["Divergence", "DivergenceKind", "compare", "compare_modes", "producer"]
 
@@ -121,7 +122,7 @@ def _compare_run(p: Program, pred: Prediction, obs: Observation) -> list[Diverge
         return out
     if mode in ("vmap", "vmap_spmd"):
         return out + _at_first_wrong_shape(p, out, compare_batched(p, pred, obs))
-    if mode in ("grad", "grad_remat"):
+    if mode in DERIVATIVE_MODES:
         return out + compare_grad(p, obs)
     for k, (o, e) in enumerate(zip(obs.outputs, pred.outputs)):
         out.extend(_at_first_wrong_shape(p, out, compare_output(p, k, o, e, mode)))

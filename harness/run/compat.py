@@ -42,9 +42,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES, WRAPS
+from programs.points import DERIVATIVE_MODES, REVERSE_MODES
 
 if TYPE_CHECKING:
-    from programs.model import Program
+    from programs.model import CallForm, Program
 
 N_DEVICES = 8
 # the first jaxlib (major, minor) without --xla_cpu_use_fusion_emitters
@@ -200,7 +201,8 @@ def _eager_partial_manual() -> bool:
     return True
 
 
-VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "probe", "probe_eager", "probe_gspmd", "multiprocess")
+VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "jvp", "linearize", "hessian", "probe",
+               "probe_eager", "probe_gspmd", "multiprocess")
 
 
 def _backend() -> str:
@@ -223,7 +225,7 @@ def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
         out.append(f"the GSPMD partitioner: jax {jax_version()} has no jax_use_shardy_partitioner flag")
     out += _cpu_gaps(p, mode)
     out += _explicit_mode_gaps(p, mode)
-    if mode in ("grad", "grad_remat") and any(op.p("wrap") == "while" for op in p.body):
+    if mode in REVERSE_MODES and any(op.p("wrap") == "while" for op in p.body):
         # jax defines no transpose for while_loop (ValueError "Reverse-mode
         # differentiation does not work for lax.while_loop or lax.fori_loop with dynamic
         # start/stop values", jax/_src/lax/control_flow/loops.py _while_transpose_error):
@@ -415,7 +417,7 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
     gap = ur_mode_gap(mode) if p.uses_ur() else None
     if gap is not None:
         out.append(gap)
-    if mode in ("grad", "grad_remat") and (p.explicit_axes or p.wrap is not None):
+    if mode in DERIVATIVE_MODES and (p.explicit_axes or p.wrap is not None):
         # harness gap: the grad modes make cotangents as unsharded arrays and flatten
         # outputs with reshape, which an Explicit output's sharding type refuses (an
         # Auto mesh entered with jax.set_mesh has no sharding types: they run it)
@@ -534,6 +536,16 @@ def _explicit_typing() -> bool:
         return False
 
 
+def _in_form(specs: Any, form: str) -> Any:
+    """A tuple of specs in the call's form (programs/model.py CallForm): the tuple, a
+    list, or its one spec ("single": every spec equal)."""
+    if form == "list":
+        return list(specs)
+    if form == "single" and specs:
+        return specs[0]
+    return specs
+
+
 def shard_map(
     f: Callable[..., Any],
     mesh: Any,
@@ -541,14 +553,28 @@ def shard_map(
     out_specs: Any,
     axis_names: frozenset[str] | None,
     check_vma: bool,
+    form: CallForm | None = None,
 ) -> Callable[..., Any]:
+    """`jax.shard_map` of `f`, written in the call form `form` (programs/model.py CallForm:
+    the style, in_specs / out_specs as a tuple, a list, one spec or (in_specs) left out,
+    axis_names as a set or a frozenset); older jax: jax.experimental.shard_map."""
     import jax
 
+    from programs.model import CallForm
+
+    form = form or CallForm()
     kw: dict[str, Any] = {}
     if axis_names is not None:
-        kw["axis_names"] = set(axis_names)
+        kw["axis_names"] = frozenset(axis_names) if form.axis_names == "frozenset" else set(axis_names)
     if hasattr(jax, "shard_map"):
-        return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=check_vma, **kw)
+        kw.update(mesh=mesh, out_specs=_in_form(out_specs, form.out_specs), check_vma=check_vma)
+        if form.in_specs != "omitted":  # (left out: jax infers them from the arguments' types)
+            kw["in_specs"] = _in_form(in_specs, form.in_specs)
+        if form.style == "decorator":
+            return jax.shard_map(**kw)(f)  # type: ignore[no-any-return]
+        if form.style == "partial":
+            return functools.partial(jax.shard_map, **kw)(f)  # type: ignore[no-any-return]
+        return jax.shard_map(f, **kw)
     from jax.experimental.shard_map import shard_map as old  # pragma: no cover
 
     if axis_names is not None:

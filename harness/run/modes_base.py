@@ -93,6 +93,7 @@ class Mode:
                 out_specs,
                 None if p.axis_names is None else frozenset(p.axis_names),
                 p.check_vma,
+                p.form,
             )
             return compat.with_reshard(p, f)
 
@@ -106,7 +107,9 @@ class Mode:
         if self.remat:
             import jax
 
-            body = jax.checkpoint(body)
+            # (a named policy of jax.checkpoint_policies where the program has one)
+            policy = getattr(jax.checkpoint_policies, p.remat_policy) if p.remat_policy else None
+            body = jax.checkpoint(body, policy=policy)
         return body
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:

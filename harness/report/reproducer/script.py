@@ -25,6 +25,7 @@ from harness.report.reproducer.script_text import (
 from oracles.prediction import Prediction
 from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, x64_lines
 from programs.model import Program
+from programs.points import DERIVATIVE_MODES
 
 TIMEOUT_S = 120  # the child's limit (env SHARDFUZZ_REPRO_TIMEOUT): past it, a hang
 
@@ -105,7 +106,7 @@ def _checks(pred: Prediction, mode: str) -> tuple[list[str], list[str]]:
     if mode == "lowering":
         helpers += [LOWERING_FACTS, CHECK_LOWERING]
         calls.append("      check_lowering(facts, problems)")
-    if mode in ("grad", "grad_remat") and pred.error is None:
+    if mode in DERIVATIVE_MODES and pred.error is None:
         helpers.append(CHECK_GRAD)
         calls.append("      check_derivative(facts, problems)")
     return helpers, calls
