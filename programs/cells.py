@@ -87,11 +87,38 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     out.update(f"{k}|{a}&{b}" for i, a in enumerate(params) for b in params[i + 1:])
     if k == "all_to_all" and op.p("split_axis") is not None:
         out.add(f"{k}|split{'!=' if op.p('split_axis') != op.p('concat_axis') else '=='}concat")
+    if op.p("axes") == ():
+        out.add(f"{k}|axes=empty")  # (a collective over no axes: a group of one)
+    for source, form in op.p("forms") or ():  # type: ignore[union-attr, misc]
+        out.add(f"{k}|{source}_form={form}")  # (an argument in another form: programs/forms.py)
     if op.p("groups") is not None:
         out.add(f"{k}|groups=yes")
     if op.p("perm") is not None and axes and all(a in mesh.names for a in axes):
         out.add(f"{k}|perm={_perm_class(op, mesh.group_size(axes))}")
     return out
+
+
+CALL = "call"  # the pseudo-kind of the program's own cells (`call_cells`)
+
+
+def call_cells(p: Program) -> frozenset[str]:
+    """The program's own cells, kind "call": how its shard_map is called (the style, the
+    in_specs / out_specs / axis_names forms, the mesh passed or from jax.set_mesh, the
+    manual axes all or a subset with the mesh's axis types) and the flags it runs under
+    (check_vma, the grad_remat policy). Every live op's cells come with them
+    (`_cells_of`): a program checks its call cells through any of its outputs."""
+    f = p.form
+    kinds = set(p.mesh.axis_types)
+    types = "mixed" if len(kinds) > 1 else kinds.pop()
+    subset = p.axis_names is not None and set(p.axis_names) != set(p.mesh.names)
+    out = {
+        f"{CALL}|style={f.style}", f"{CALL}|in_specs={f.in_specs}", f"{CALL}|out_specs={f.out_specs}",
+        f"{CALL}|check_vma={p.check_vma}", f"{CALL}|mesh={'context' if p.mesh_context else 'argument'}",
+        f"{CALL}|manual={'subset' if subset else 'all'}&types={types}", f"{CALL}|remat_policy={p.remat_policy or 'none'}",
+    }
+    if p.axis_names is not None:
+        out.add(f"{CALL}|axis_names={f.axis_names}")
+    return frozenset(out)
 
 
 def program_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:
@@ -121,4 +148,6 @@ def _cells_of(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...]
         rank = len(types[op.operands[0]][0]) if types and op.operands and op.operands[0] < len(types) else None
         dtype = types[n_in + i][1] if types else "?"
         out |= op_cells(p.mesh, op, rank, dtype)
-    return frozenset(out)
+    # (the call's cells with any live op's, also where jax fails before the body: an
+    # invalid program's call checked by error)
+    return frozenset(out | call_cells(p)) if ops else frozenset()

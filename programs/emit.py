@@ -10,6 +10,7 @@ jax returned, comparing nothing.
 
 from __future__ import annotations
 
+from programs.forms import arg_source
 from programs.model import BATCH_IOTA_STEP, BATCH_SEED_STEP, Op, ParamValue, Program, Spec, is_float
 from programs.ops import (
     MODULE_SOURCE,
@@ -53,7 +54,7 @@ def _arg_src(a: Arg, names: list[str], op: Op) -> str:
         return f"jnp.{op.p(a.source)}"
     if a.form == "spec":
         return repr(op.spec_param(a.source))
-    return literal(python_value(a.form, op.p(a.source)))
+    return arg_source(a, op)  # (in the form the op writes it: programs/forms.py)
 
 
 def _args_src(args: tuple[Arg, ...], names: list[str], op: Op) -> list[str]:

@@ -40,6 +40,7 @@ PARAM_TYPES = {
     "transform": "a derivative transform: one of TRANSFORMS (jvp, vjp, grad)",
     "custom": "how the sub-body is differentiated: one of CUSTOMS (none, custom_jvp, custom_vjp)",
     "steps": "a sub-body of one operand: (kind, operands, params) per op; value 0 is the operand, step i defines value i + 1 and reads value i first (mul: then value i or 0); the last step's value is the result",
+    "forms": "(argument, form) pairs: the axes, perm or groups argument written in another form (programs/forms.py ARG_FORMS)",
 }
 
 
@@ -258,6 +259,13 @@ OP_TABLE: dict[str, OpDesc] = {
     d.kind: replace(d, params=d.params + (_WRAP,)) if 1 <= d.arity <= 2 else d
     for d in _TABLE
 }
+
+
+# every kind with an axes, perm or groups argument may write it in another form than its
+# plain one (programs/forms.py: an axis name as a 1-tuple or a list, a perm as an array)
+_FORMS = Param("forms", "forms", optional=True)
+OP_TABLE = {k: replace(d, params=d.params + (_FORMS,)) if any(a.source in ("axes", "perm", "groups") for a in d.call.args) else d
+            for k, d in OP_TABLE.items()}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 
+from programs.forms import ARG_FORMS, form_from
 from programs.model import DTYPES, CallForm, Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry, _freeze
 from programs.ops import CUSTOMS, OP_TABLE, TRANSFORMS, WRAP_SOURCE, Arg, OpDesc, transform_template
 from programs.points import REMAT_POLICIES
@@ -167,14 +168,18 @@ def _param(a: Arg, node: ast.AST, body: _Body, params: dict[str, ParamValue], op
         if inner.ops:
             raise SourceError(node.body, "a nested shard_map holds exactly one op, reading its one argument by name")
         params["inner"], params["inner_params"] = op.kind, op.params
-    elif a.form == "axes":
-        v = _literal(node, "axes")
-        params[a.source] = (v,) if isinstance(v, str) else _freeze(v)
     elif a.form == "set":
         v = _literal(node, a.source)
         params[a.source] = tuple(sorted(v)) if isinstance(v, (set, frozenset)) else _freeze(v)  # type: ignore[arg-type]
     else:
-        params[a.source] = _freeze(_literal(node, a.source))
+        # (an axes, perm or groups argument in another form than its plain one, a NumPy
+        # array included, is recorded in the op's `forms`: programs/forms.py)
+        array = isinstance(node, ast.Call) and _dotted(node.func) in ("np.array", "numpy.array") and len(node.args) == 1
+        v = _literal(node.args[0] if array else node, a.source)  # type: ignore[attr-defined]
+        params[a.source] = (v,) if a.source == "axes" and isinstance(v, str) else _freeze(v)
+        form = form_from(a, v, array) if a.source in ARG_FORMS else None
+        if form is not None:
+            params["forms"] = tuple(sorted({**dict(params.get("forms") or ()), a.source: form}.items()))  # type: ignore[arg-type, misc]
 
 
 def _from_template(d: OpDesc, args: list[ast.AST], keywords: list[ast.keyword], node: ast.AST, body: _Body,

@@ -22,6 +22,7 @@ from oracles.prediction import OracleError, ValueType
 from programs.cells import axis_class
 from programs.model import DTYPES, X64_DTYPE, Mesh, Op, is_float
 from strategies import reuse
+from strategies.forms import EMPTY_AXES_KINDS, draw_arg_forms
 from strategies.invalid import ValueView as _V
 
 # results that are Python numbers, not jax arrays (lax.axis_size returns an int, and
@@ -72,6 +73,9 @@ class _Body:
         # `_focus_op`: "tiled", "axis", "split_axis", "perm", ... -> its class, as
         # programs/cells.py names them); empty: every parameter drawn freely
         self.want: dict[str, str] = {}
+        # the swarm features of the program (strategies/programs.py SWARM_FEATURES) the
+        # draws here read: "arg_forms" (an argument in another form), "empty_axes"
+        self.features: frozenset[str] = frozenset()
 
     def tiled(self, draw: st.DrawFn) -> bool:
         """Tiled or not: as `want` names it, else drawn."""
@@ -193,6 +197,10 @@ class _Body:
         if not self.usable:
             return False
         x = self.vals[idx]
+        if axes is None and "empty_axes" in self.features and kind in EMPTY_AXES_KINDS \
+                and draw(st.integers(0, 15), label="empty_axes") == 0:
+            axes = ()  # over no axes: a group of one (strategies/forms.py)
+            event(f"{kind} over no axes ()")
         if axes is None:
             pool = self.usable
             along = tuple(a for a in self.usable if a in x.vma)
@@ -210,4 +218,9 @@ class _Body:
                 axes = inside
             if not inside:
                 event(f"{kind}: invariant operand")
-        return COLLECTIVE_DRAWS[kind](self, draw, idx, axes)
+        before = len(self.ops)
+        ok = COLLECTIVE_DRAWS[kind](self, draw, idx, axes)
+        if ok and ("arg_forms" in self.features or any(k.endswith("_form") for k in self.want)):
+            for i in range(before, len(self.ops)):
+                draw_arg_forms(draw, self, i)  # (its axes, perm, groups in another form: strategies/forms.py)
+        return ok

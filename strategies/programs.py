@@ -33,6 +33,8 @@ from strategies.body import ACROSS, _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
+from programs.cells import CALL
+from strategies.forms import FORM_DEFECTS, call_fixes, call_mesh, draw_call_form
 from strategies.invalid import DEFECTS, TRACED_DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
@@ -237,7 +239,10 @@ def _check_program_args(
 # kinds instead of every program thin in all of them. Drawn with st.booleans, one per
 # kind and feature, so Hypothesis shrinks and replays them like any other choice (a
 # disabled feature shrinks to enabled: the default program).
-SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis", "float64")
+# (the forms: "call_form" the call's style, spec and axis_names forms and the grad_remat
+# policy; "arg_forms" an op's axes, perm or groups in another form; "empty_axes" a
+# collective over no axes: strategies/forms.py)
+SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis", "float64", "call_form", "arg_forms", "empty_axes")
 
 
 @st.composite
@@ -502,6 +507,7 @@ def programs(
         in_specs.append(s)
         vals.append(v)
     body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
+    body.features = features
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
         for _attempt in range(4):
@@ -522,7 +528,10 @@ def programs(
             event(f"collective: {o.kind}")
     program = _program(body, inputs, in_specs, outputs, out_specs)
     program = call_form(draw, program)  # jax.set_mesh or mesh=, and reshard
-    return _maybe_invalid(draw, program, body, invalid, defects)
+    program = _maybe_invalid(draw, program, body, invalid, defects)
+    if "call_form" in features:  # (its meaning kept: strategies/forms.py)
+        program = draw_call_form(draw, program)
+    return program
 
 
 # the chain of strategies/explicit.py `draw_reduced` that holds each (kind, to=) cell
@@ -681,14 +690,15 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
         # (by error on an Explicit focus mesh: with reduced values only the Explicit-axis
         # defects apply, `_maybe_invalid`)
         return _focus_reduced(draw, body, f, to, want, wants)
-    axes = _focus_axes(body.mesh, body.usable, next((c for g in (f, *extra) if (c := g.fixes("axes")) is not None), None))
+    cls = next((c for g in (f, *extra) if (c := g.fixes("axes")) is not None), None)
+    axes = () if cls == "empty" else _focus_axes(body.mesh, body.usable, cls)
     # the one psum with a bool result is over no axes (oracles/ops/reductions.py: psum
     # returns its operand as it is there; over any axis it sums a bool as int32)
     empty = f.kind == "psum" and wanted((f, *extra))[1] == "bool"
     if f.kind == "pcast" and axes is None and len(body.usable) == 1:
         axes = body.usable  # (pvary needs a value invariant along the one axis: `_takes_all`)
     for n in range(6):
-        idx = _focus_operand(draw, body, f, extra, axes if n % 2 == 0 else None)
+        idx = _focus_operand(draw, body, f, extra, axes if n % 2 == 0 or cls == "empty" else None)
         if idx is None:
             break
         before = len(body.ops)
@@ -701,7 +711,7 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
             if f.kind in BINARY_OPS and (d := wanted((f, *extra))[1]) is not None:
                 body.want["dtype"] = d  # (the binary op's partner of that dtype: strategies/local_ops.py)
             try:
-                ok = body.try_op(draw, f.kind, operand=idx, axes=() if empty else axes if n % 2 == 0 else None)
+                ok = body.try_op(draw, f.kind, operand=idx, axes=() if empty else axes if n % 2 == 0 or cls == "empty" else None)
             finally:
                 body.want = {}
         if not ok:
@@ -729,7 +739,7 @@ def _steering(foci: tuple[Focus, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for g in foci:
         for d, v in g.parts:
-            if d in PAIRED or d == "perm":
+            if d in PAIRED or d == "perm" or d.endswith("_form"):
                 out[d] = v
             elif g.dimension in ("split!=concat", "split==concat") or d in ("split!", "split"):
                 out["split"] = "!=" if "!=" in g.cell else "=="
@@ -775,6 +785,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     group = [(g,) if isinstance(g, Focus) else tuple(g) for g in ((foci,) if isinstance(foci, Focus) else foci)]
     every = [g for c in group for g in c]
     f = group[0][0]
+    if f.kind == CALL:
+        return _call_focused(draw, tuple(every), kinds, max_args, max_outputs, defects)
     # (an Auto mesh passed as mesh=: the grad and multiprocess modes do not run a
     # program under a mesh context, harness/run/compat.py `_explicit_mode_gaps`)
     mesh, usable = focus_mesh(draw, f, AXIS_NAMES)
@@ -886,4 +898,51 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         # the focus ops check their cells by error only where jax traces the body before
         # it finds the defect (a spec-type or in_specs defect stops it before any op)
         defects = tuple(d for d in defects if d in TRACED_DEFECTS) or defects
-    return _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)
+    program = _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)
+    return draw_call_form(draw, program)  # (the call's form, its meaning kept: the call cells ride along)
+
+
+# the call foci whose cell exists only by error: the defect that writes the form jax rejects
+_FORM_DEFECT_OF = {("in_specs", "list"): "in_specs_list", ("out_specs", "list"): "out_specs_list",
+                   ("in_specs", "omitted"): "in_specs_omitted"}
+
+
+def _call_focused(draw: st.DrawFn, foci: tuple[Focus, ...], kinds: tuple[str, ...], max_args: int, max_outputs: int,
+                  defects: tuple[str, ...]) -> Program:
+    """A program around foci of the program's own cells (kind "call", programs/cells.py
+    `call_cells`): the focus mesh with the axis types and manual axes they fix
+    (strategies/forms.py `call_mesh`), check_vma as they fix it, a few ops of any kind,
+    then the call written as they fix it (`draw_call_form`); invalid for a `|by_error`
+    focus, by the defect that writes the form it names where jax rejects that form."""
+    f = foci[0]
+    fix = call_fixes(foci)
+    mesh, _ = focus_mesh(draw, f, AXIS_NAMES)
+    mesh, manual = call_mesh(draw, fix, mesh)
+    free = mesh.names[-1]  # (the focus mesh's last axis, even: vmap_spmd splits over it)
+    usable = tuple(a for a in manual if a != free) or manual
+    vma_flag = fix.get("check_vma", "True") != "False"
+    n_args = draw(st.integers(1, max_args), label="n_args")
+    inputs, in_specs, vals = [], [], []
+    for i in range(n_args):
+        x, s, v = draw(_argument(mesh, usable, i, dtypes=("float32",) if i == 0 else _X32_DTYPES), label=f"arg{i}")
+        inputs.append(x)
+        in_specs.append(s)
+        vals.append(v)
+    body = _Body(mesh, manual, vma_flag, vals, usable)
+    enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
+    for _ in range(draw(st.integers(1, 4), label="n_ops")):
+        body.try_op(draw, draw(reuse.sampled_from(enabled or kinds), label="op_kind"))
+    outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs)
+    program = _program(body, inputs, in_specs, outputs, out_specs)
+    program = call_form(draw, program)  # (jax.set_mesh or mesh=, and reshard where an Explicit axis needs it)
+    if "mesh" in fix:
+        program = replace(program, mesh_context=fix["mesh"] == "context" or program.wrap is not None)
+    form_defect = next((_FORM_DEFECT_OF[(d, v)] for d, v in fix.items() if (d, v) in _FORM_DEFECT_OF
+                        and not (d == "in_specs" and v == "omitted" and fix.get("types", "explicit") == "explicit")), None)
+    if form_defect is not None:  # (its cell exists by error only: the form jax rejects is the defect)
+        bad = FORM_DEFECTS[form_defect](draw, program, body.vals)
+        if bad is not None:
+            event(f"defect: {form_defect}")
+            return draw_call_form(draw, replace(bad, defect=form_defect), {d: v for d, v in fix.items() if (d, v) not in _FORM_DEFECT_OF})
+    program = _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)
+    return draw_call_form(draw, program, fix)

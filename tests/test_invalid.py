@@ -46,6 +46,11 @@ EXPECTED = {
     "explicit_axes_in_sharding": ErrorKind.IN_SPEC_ARG_SHARDING,
     "out_spec_drops_reduced": ErrorKind.OUT_SPEC_REPLICATION,
     "unreduced_spec_auto_axis": ErrorKind.UNREDUCED_TYPE,
+    # forms jax rejects (strategies/forms.py)
+    "axes_list": ErrorKind.COLLECTIVE_PARAM,
+    "in_specs_list": ErrorKind.IN_SPECS_STRUCTURE,
+    "out_specs_list": ErrorKind.OUT_SPECS_STRUCTURE,
+    "in_specs_omitted": ErrorKind.SPEC_TYPE,
 }
 
 

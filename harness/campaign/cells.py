@@ -260,6 +260,11 @@ def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: Mapping[str
     """Why `cell` can never be value-checked in `mode` here, or None. `ur_gaps`: the
     modes that run no reduced / unreduced program on the workers' jax, and why."""
     kind = cell.split("|")[0]
+    if kind == "call" and mode == "smap":
+        return "smap writes the program as jax.smap(body, in_axes=, out_axes=, axis_name=), not as this shard_map call"
+    if kind == "call" and mode in DERIVATIVE_MODES and any(
+            part in ("in_specs=omitted", "types=explicit", "types=mixed") for part in cell.split("|")[1].split("&")):
+        return "the derivative modes run no program with Explicit axes (their tangents and cotangents carry no sharding types: shardfuzz)"
     if ur_gaps and mode in ur_gaps and cell.removesuffix("|by_error") in UR_CELLS:
         return f"{mode} runs no program with a reduced / unreduced value: {ur_gaps[mode]}"
     if cell.endswith("|by_error"):
