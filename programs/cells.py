@@ -51,6 +51,11 @@ def op_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     out = _own_cells(mesh, op, rank, dtype)
     if op.kind == "shard_map":
         out |= _own_cells(mesh, op.inner_op(), rank, dtype)
+        # (in_specs given or left out, inferred from the operand's type; the inner axes'
+        # types: Explicit where the outer call leaves Explicit axes free)
+        out.add(f"shard_map|in_spec={'inferred' if op.p('in_spec') is None else 'given'}")
+        kinds = {mesh.axis_type(a) for a in op.p("inner_axes") or ()}  # type: ignore[union-attr]
+        out.add(f"shard_map|inner_axes={'mixed' if len(kinds) > 1 else kinds.pop() if kinds else 'none'}")
     return out
 
 

@@ -172,11 +172,13 @@ _TABLE = (
     # a nested shard_map (mesh from context) over `inner_axes`, axes the outer body left
     # automatic: jax.shard_map(lambda b: <inner op>(b), in_specs=P(*in_spec),
     # out_specs=P(*out_spec), axis_names=set(inner_axes), check_vma=check_vma)(x);
-    # the inner op is one op of kind `inner` with parameters `inner_params` (pairs)
+    # the inner op is one op of kind `inner` with parameters `inner_params` (pairs);
+    # without `in_spec`, in_specs left out (jax infers them from the operand's type)
     OpDesc("shard_map", 1,
-           (Param("inner_axes", "axes"), Param("in_spec", "spec"), Param("out_spec", "spec"), Param("inner", "kind"),
+           (Param("inner_axes", "axes"), Param("in_spec", "spec", optional=True), Param("out_spec", "spec"), Param("inner", "kind"),
             Param("inner_params", "params"), Param("check_vma", "bool")),
-           Call("jax", "shard_map", (Arg("fn", form="fn"), Arg("in_spec", "in_specs", "spec"), Arg("out_spec", "out_specs", "spec"),
+           Call("jax", "shard_map", (Arg("fn", form="fn"), Arg("in_spec", "in_specs", "spec", omit_none=True),
+                                     Arg("out_spec", "out_specs", "spec"),
                                      Arg("inner_axes", "axis_names", "set"), Arg("check_vma", "check_vma", "bool")),
                 then=(Arg("x0"),))),
     # a derivative transform of a sub-body of one operand (`steps`: local ops and linear

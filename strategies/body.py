@@ -190,8 +190,9 @@ class _Body:
                 return False  # (as a nested shard_map: values sharded in types the oracle does not model)
             return draw_transform(self, draw, idx)
         if kind == "shard_map":
-            if any(t == "explicit" and a not in self.manual for a, t in zip(self.mesh.names, self.mesh.axis_types)):
-                return False  # over an Explicit axis it would shard body values in types the oracle does not model
+            # (over an Explicit axis the outer call leaves free, in_specs are left out and
+            # the out_spec is P(): the nested result keeps its sharding type, which the
+            # oracle models; strategies/nested.py)
             return draw_nested(self, draw, idx)
         # collectives
         if not self.usable:

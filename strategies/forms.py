@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from oracles.ops.base import LIST_AXES
 from programs.forms import ARG_FORMS, form_of, with_form
-from programs.model import CallForm, Mesh, Program
+from programs.model import CallForm, Mesh, Op, Program
 from programs.ops import OP_TABLE
 from programs.points import REMAT_POLICIES
 from strategies import reuse
@@ -112,8 +112,10 @@ def draw_call_form(draw: st.DrawFn, p: Program, fix: dict[str, str] | None = Non
     out_form = p.form.out_specs if p.form.out_specs != "tuple" else pick("out_specs", single_out, "out_specs_form")
     names = pick("axis_names", ["set", "frozenset"], "axis_names_form") if p.axis_names is not None else "set"
     q = replace(p, form=CallForm(style, in_form, out_form, names))
-    if in_form == "omitted" and not q.reshard and any(s.axes() for s in q.in_specs):
-        q = replace(q, reshard=True)  # (jax infers an in_spec from the argument's sharding type)
+    if in_form == "omitted":
+        if not q.reshard and any(s.axes() for s in q.in_specs):
+            q = replace(q, reshard=True)  # (jax infers an in_spec from the argument's sharding type)
+        q = replace(q, in_specs=q.inferred_in_specs())  # (the same specs, as jax writes them: P(None) is P())
     if q.form.changed():
         event("call form: " + ", ".join(f"{k}={v}" for k, v in sorted(q.form.changed().items())))
     policy = fix.get("remat_policy")
@@ -130,11 +132,18 @@ def _one_spec(specs: tuple, n: int) -> bool:  # type: ignore[type-arg]
     return len(specs) == n > 0 and all(s.kind == "P" for s in specs) and len(set(specs)) == 1
 
 
+# the defects (besides the in_spec* ones) that change what the arguments are or how they
+# arrive (strategies/explicit_defects.py)
+_ARGUMENT_DEFECTS = frozenset({"missing_reshard", "explicit_axes_in_sharding", "unreduced_spec_auto_axis"})
+
+
 def _inferable(p: Program) -> bool:
     """Whether jax infers `p`'s in_specs as they are: a valid program, every manual axis
     Explicit, no unreduced / reduced spec and no wrapper, each in_spec naming only
     (manual, Explicit) axes, so the argument resharded to it has that type."""
-    return (p.defect is None and p.wrap is None and bool(p.manual_axes)
+    # (an invalid program's defect elsewhere: after the in_specs, which stay what they are)
+    spec_defect = p.defect is not None and (p.defect.startswith("in_spec") or p.defect in _ARGUMENT_DEFECTS)
+    return (not spec_defect and p.wrap is None and bool(p.manual_axes)
             and all(p.mesh.axis_type(a) == "explicit" for a in p.manual_axes)
             and len(p.in_specs) == len(p.inputs)
             and all(s.kind == "P" and not (s.unreduced or s.reduced) for s in p.in_specs))
@@ -176,11 +185,23 @@ def in_specs_omitted(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Prog
     return replace(q, in_specs=q.inferred_in_specs())
 
 
+def nested_in_specs_omitted(draw: st.DrawFn, p: Program, vals: list[ValueView]) -> Program | None:
+    """One more nested shard_map, a copy of one over Auto axes, with its in_specs left out
+    (jax infers them only over Explicit axes: TypeError), after the body."""
+    spots = [op for op in p.body if op.kind == "shard_map" and op.p("in_spec") is not None
+             and any(p.mesh.axis_type(a) != "explicit" for a in op.p("inner_axes"))]  # type: ignore[union-attr]
+    if not spots:
+        return None
+    op = draw(reuse.sampled_from(spots), label="nested_omitted_op")
+    return replace(p, body=p.body + (Op.make(op.kind, op.operands, **{k: v for k, v in op.params if k != "in_spec"}),))
+
+
 FORM_DEFECTS = {
     "axes_list": axes_list,
     "in_specs_list": _specs_list("in_specs"),
     "out_specs_list": _specs_list("out_specs"),
     "in_specs_omitted": in_specs_omitted,
+    "nested_in_specs_omitted": nested_in_specs_omitted,
 }
 
 
@@ -212,7 +233,7 @@ def call_mesh(draw: st.DrawFn, fix: dict[str, str], mesh: Mesh) -> tuple[Mesh, t
     else:
         kinds = ("auto",) * n
     manual = mesh.names
-    if fix.get("manual") == "subset" and n > 1:
+    if (fix.get("manual") == "subset" or "axis_names" in fix) and n > 1:  # (axis_names written only for a subset)
         k = draw(st.integers(1, n - 1), label="call_n_manual")
         manual = tuple(sorted(draw(reuse.permutations(list(mesh.names[:-1])), label="call_manual")[: k - 1] + [mesh.names[-1]],
                               key=mesh.names.index))

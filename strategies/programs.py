@@ -30,7 +30,7 @@ from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is
 from programs.ops import BINARY_OPS, COLLECTIVES
 from strategies import reuse
 from strategies.body import ACROSS, _Body
-from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
+from strategies.explicit import axis_types, call_form, draw_reduced, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
 from programs.cells import CALL
@@ -516,7 +516,7 @@ def programs(
                 break
     if draw(st.integers(0, 2), label="reduced") == 0:
         draw_reduced(draw, body)  # a chain through the reduced / unreduced types
-    if manual != mesh.names and "shard_map" in enabled and not free_explicit(mesh, manual) and draw(st.integers(0, 2), label="nested") != 0:
+    if manual != mesh.names and "shard_map" in enabled and draw(st.integers(0, 2), label="nested") != 0:
         body.try_op(draw, "shard_map")  # partial manual: about half get a nested shard_map
     if "transform" in enabled and draw(st.integers(0, 3), label="transform_more") == 0:
         body.try_op(draw, "transform")  # a derivative transform in about an eighth of the programs more
@@ -739,7 +739,7 @@ def _steering(foci: tuple[Focus, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for g in foci:
         for d, v in g.parts:
-            if d in PAIRED or d == "perm" or d.endswith("_form"):
+            if d in PAIRED or d in ("perm", "in_spec") or d.endswith("_form"):
                 out[d] = v
             elif g.dimension in ("split!=concat", "split==concat") or d in ("split!", "split"):
                 out["split"] = "!=" if "!=" in g.cell else "=="
@@ -797,6 +797,9 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     if explicit:
         mesh = Mesh(mesh.names, mesh.sizes, ("explicit",) * len(mesh.names))
     manual = mesh.names
+    if f.kind == "shard_map" and any(g.fixes("in_spec") == "inferred" or g.fixes("inner_axes") == "explicit" for g in every):
+        # (in_specs left out: jax infers them only over Explicit axes, the last one here)
+        mesh = Mesh(mesh.names, mesh.sizes, mesh.axis_types[:-1] + ("explicit",))
     if f.kind == "shard_map":
         manual = mesh.names[:-1]  # a nested shard_map's axes are Auto outside it: the last axis is
     vma_flag = not any(g.needs_check_vma_off for g in every)
@@ -944,5 +947,12 @@ def _call_focused(draw: st.DrawFn, foci: tuple[Focus, ...], kinds: tuple[str, ..
         if bad is not None:
             event(f"defect: {form_defect}")
             return draw_call_form(draw, replace(bad, defect=form_defect), {d: v for d, v in fix.items() if (d, v) not in _FORM_DEFECT_OF})
+    if f.by_error and fix.get("in_specs") == "omitted":
+        # (a defect jax finds after the in_specs it infers: on an all-Explicit mesh
+        # `_maybe_invalid` would take only the Explicit-axis ones, which change them)
+        bad = apply_defect(draw, program, body.vals, tuple(d for d in defects if d in TRACED_DEFECTS) or tuple(TRACED_DEFECTS))
+        if bad is not None:
+            event(f"defect: {bad.defect}")
+            return draw_call_form(draw, bad, fix)
     program = _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)
     return draw_call_form(draw, program, fix)

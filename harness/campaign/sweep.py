@@ -172,9 +172,10 @@ def _alone(f: Focus) -> bool:
     under check_vma; vmap has no batching rule for a reduced or unreduced value,
     harness/run/compat.py, and eager fails on one, the known eager-*-intermediate
     divergences): in the spmd profile it goes in a group of its own, so the other foci
-    keep theirs."""
-    return f.profile == "spmd" and ((f.dimension == "wrap" and f.value == "while") or f.needs_check_vma_off
-                                    or f.reduced_type is not None)
+    keep theirs. A focus on the program's own cells (kind "call": strategies/forms.py) is
+    its program's alone: a program is called one way."""
+    return f.kind == "call" or (f.profile == "spmd" and ((f.dimension == "wrap" and f.value == "while") or f.needs_check_vma_off
+                                                          or f.reduced_type is not None))
 
 
 def _together(a: Focus, b: Focus) -> bool:
