@@ -576,6 +576,54 @@ for _modes, _ids in _DERIVATIVE_TOO.items():
     for _e in entries:
         if _e["id"] in _ids:
             _e["signatures"] = [s.replace("grad,grad_remat", f"grad,grad_remat,{_modes}") for s in _e["signatures"]]
+entries += [
+ # (measured on jax 0.10.2 and 0.12.0, the cases in every mode: pmax / pmin over () and a negative
+ # pswapaxes axis run on 0.12.0; the others show on both)
+ *[E(id=f"{k}-empty-axes", case=f"{k}_empty_axes", mode="jit", jax_versions=">=0.10,<0.11",
+     signatures=[f"unexpected_error|*|{k}->ValueError", "wrong_error|*|*->ValueError"],
+     when=[f"{k}:n_axes==0", "check_vma==True"],
+     reason=f"jax.lax.{k} over no axes, axis_name=(), raises ValueError 'psum is a variant->invariant collective ... Got axes=()' "
+            f"under check_vma, in every mode: psum and pmean return their operand there (parallel.py: 'if not axes: return x'), "
+            f"{k} binds {k}_p with axes=() and its abstract eval (the psum_invariant rule) finds none of the (no) axes varying; "
+            "over no axes the reduction is the operand itself, as the oracle predicts (a group of one).",
+     link="https://github.com/jax-ml/jax/issues/19720 (degenerate axis_name=() behaves inconsistently across collectives)")
+   for k in ("pmax", "pmin")],
+ E(id="all-gather-untiled-empty-axes", case="all_gather_untiled_empty_axes", mode="jit", jax_versions=SINCE_0_10,
+   errors_downstream=True,  # (the missing dimension: later shape checks and the out_specs' rank)
+   signatures=["shape|*|all_gather", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError", "missing_error|*|*",
+               "value|*|all_gather", "lowering|lowering|*"],
+   when=["all_gather:n_axes==0", "all_gather:tiled==False"],
+   reason="jax.lax.all_gather(x, (), axis=k, tiled=False) returns x itself: _all_gather shortcuts an empty axis_name ('if not "
+          "axis_name: return x') before the untiled shape rule its docstring states ('a new axis of size axis_size in position "
+          "axis'), so the result lacks the new dimension of size 1 (a group of one), and later shapes, the out_specs' rank check "
+          "and values follow the wrong shape.",
+   link="https://github.com/jax-ml/jax/issues/19720 (degenerate axis_name=() behaves inconsistently across collectives)"),
+ E(id="psum-scatter-untiled-empty-axes", case="psum_scatter_untiled_empty_axes", mode="jit", jax_versions=SINCE_0_10,
+   errors_downstream=True,
+   signatures=["shape|*|psum_scatter", "unexpected_error|*|*->ValueError", "wrong_error|*|*->ValueError", "missing_error|*|*",
+               "value|*|psum_scatter", "lowering|lowering|*"],
+   when=["psum_scatter:n_axes==0", "psum_scatter:tiled==False"],
+   reason="jax.lax.psum_scatter(x, (), scatter_dimension=d, tiled=False) returns x itself ('if not axes: return x'): untiled, the "
+          "documented result removes the scatter dimension, which must have the group's size (1 over no axes); jax neither removes "
+          "it nor checks its size, so a dimension of size 1 stays and one of another size raises nothing.",
+   link="https://github.com/jax-ml/jax/issues/19720 (degenerate axis_name=() behaves inconsistently across collectives)"),
+ E(id="pbroadcast-string-axis-name", case="pbroadcast_string_axis", mode="abstract", jax_versions=SINCE_0_10,
+   signatures=["unexpected_error|*|pbroadcast->NameError", "wrong_error|*|*->NameError"],
+   when=["pbroadcast:forms"],
+   reason="jax.lax.pbroadcast(x, 'data', 0), the axis name as a string (its docstring: 'axis_name: hashable Python object used to "
+          "name a pmapped axis'), checks each character of it as an axis name: NameError 'Found an unbound axis name: d' (the "
+          "message also names ppermute); given ('data',) it runs. The oracle takes the string as the one axis it names.",
+   link=NONE + "'pbroadcast axis_name string', 'pbroadcast unbound axis name ppermute'"),
+ E(id="negative-pswapaxes-axis", case="pswapaxes_negative_axis", mode="jit", rewrite="nonnegative_axes", jax_versions=">=0.10,<0.11",
+   signatures=["unexpected_error|*|pswapaxes->ValueError", "unexpected_error|*|lowering->ValueError", "wrong_error|*|*->ValueError",
+               "value|*|pswapaxes", "crash|*|crash", "timeout|*|timeout"],
+   when=["pswapaxes:axis<0"],
+   reason="jax.lax.pswapaxes with a negative axis binds all_to_all with it as split and concat axis unnormalised: lowering fails "
+          "StableHLO verification ('split_dimension ... non-negative'); the pswapaxes form of negative-all-to-all-split-axis (the "
+          "same root cause: all_to_all forwards negative axes, jax-ml/jax#19720), recorded apart because that entry names "
+          "all_to_all ops only. The rewrite (the same axis, non-negative) is checked in full.",
+   link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998 for all_to_all)"),
+]
 # ---- end of issue 56's block ----
 
 HEADER = """# Known divergences between jax and the documented shard_map semantics shardfuzz checks,

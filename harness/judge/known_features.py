@@ -149,7 +149,8 @@ class OpFeature:
     groups hold different values; one group is the whole reduction),
     'cotangent_sum_dtype' (a reverse-mode transform, vjp or grad, whose steps make its
     operand vary along a manual axis it was invariant along: the operand's dtype, which
-    the transpose's all-reduce of the cotangent over that axis has)."""
+    the transpose's all-reduce of the cotangent over that axis has),
+    'n_axes' (how many axis names it takes: 'pmax:n_axes==0' is a pmax over ())."""
 
     kind: str
     param: str | None
@@ -188,6 +189,8 @@ class OpFeature:
             v = types[0].dtype if op.kind in _ALLREDUCE and op.operands and types else None
         elif self.param == "cotangent_sum_dtype":
             v = _cotangent_sum_dtype(p, op, types)
+        elif self.param == "n_axes":
+            v = len(op.p("axes")) if isinstance(op.p("axes"), tuple) else None  # type: ignore[arg-type]
         if v is None:
             return False
         if self.op is None:
