@@ -249,3 +249,18 @@ def test_cells_of_the_call_and_of_the_forms() -> None:
     assert "psum|axes=empty" in program_cells(empty)
     assert "shard_map|in_spec=inferred" in program_cells(_nested(("explicit", "explicit")))
     assert "shard_map|inner_axes=explicit" in program_cells(_nested(("explicit", "explicit")))
+
+
+def test_the_derivative_modes_run_unchecked_programs_and_say_what_they_cannot_reach() -> None:
+    """grad, grad_remat, jvp, linearize and hessian run check_vma=False programs (no
+    longer a gap); smap writes the program as jax.smap and checks no call cell; the
+    derivative modes run no Explicit-axis program; hessian only small ones."""
+    from harness.campaign.cells import applies, unreachable
+
+    unchecked = prog(XY, [f32(8, 8)], [P("x", "y")], [op("mul", 0, 0)], [1], [P("x", "y")], check_vma=False)
+    assert all(applies(unchecked, m) for m in ("grad", "grad_remat", "jvp", "linearize", "hessian"))
+    assert not applies(prog(XY, [f32(64, 64)], [P("x", "y")], [op("mul", 0, 0)], [1], [P("x", "y")]), "hessian")
+    assert unreachable("call|check_vma=False", "grad") is None
+    assert unreachable("call|style=decorator", "smap") is not None
+    assert unreachable("call|in_specs=omitted", "jvp") is not None and unreachable("call|in_specs=omitted", "jit") is None
+    assert unreachable("psum|groups=yes", "grad") is None  # (groups need check_vma=False, which grad now runs)
