@@ -139,11 +139,13 @@ def output_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = N
 
 
 def ops_cells(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:
-    """The cells of those body ops of `p` that are live (`program_cells`, restricted)."""
-    return _cells_of(p, ops & live_ops(p), types)
+    """The cells of those body ops of `p` that are live (`program_cells`, restricted):
+    the ops' own, not the program's call cells (no op is at fault for those)."""
+    return _cells_of(p, ops & live_ops(p), types, call=False)
 
 
-def _cells_of(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None) -> frozenset[str]:
+def _cells_of(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None,
+              call: bool = True) -> frozenset[str]:
     n_in = len(p.inputs)
     out: set[str] = set()
     for i in sorted(ops):
@@ -155,4 +157,4 @@ def _cells_of(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...]
         out |= op_cells(p.mesh, op, rank, dtype)
     # (the call's cells with any live op's, also where jax fails before the body: an
     # invalid program's call checked by error)
-    return frozenset(out | call_cells(p)) if ops else frozenset()
+    return frozenset(out | call_cells(p)) if ops and call else frozenset(out)

@@ -53,8 +53,17 @@ HESSIAN_MAX_ELEMENTS = 256
 REMAT_POLICIES = ("nothing_saveable", "everything_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable")
 
 
+def used_float_args(p: Program) -> list[int]:
+    """The float arguments an op reads or an output is (the hessian mode differentiates
+    those: an unused one adds zero rows to the Hessian, and its size alone)."""
+    n_in = len(p.inputs)
+    used = {j for op in p.body for j in op.operands if j < n_in} | {o for o in p.outputs if o < n_in}
+    return [i for i, x in enumerate(p.inputs) if is_float(x.dtype) and i in used]
+
+
 def float_elements(p: Program) -> int:
-    """How many elements the float arguments hold together (the hessian mode's size)."""
+    """How many elements the used float arguments hold together (the hessian mode's
+    size, `used_float_args`)."""
     import math
 
-    return sum(math.prod(x.shape) for x in p.inputs if is_float(x.dtype))
+    return sum(math.prod(p.inputs[i].shape) for i in used_float_args(p))

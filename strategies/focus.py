@@ -93,9 +93,9 @@ class Focus:
 
     @property
     def needs_check_vma_off(self) -> bool:
-        """psum / pmean with axis_index_groups: drawn under check_vma=False only
-        (strategies/collectives.py `_reduction`)."""
-        return self.kind in ("psum", "pmean") and self.dimension == "groups"
+        """psum / pmean with axis_index_groups (in any form): drawn under check_vma=False
+        only (strategies/collectives.py `_reduction`)."""
+        return self.kind in ("psum", "pmean") and self.dimension in ("groups", "groups_form")
 
 
 def _fits(cell: str, profile: str) -> bool:

@@ -11,6 +11,7 @@ from harness.campaign.fuzz import COSTLY_MODES, COSTLY_SHARE, tier_modes
 from harness.run.modes import DEFAULT_MODES
 from programs.model import Input, Mesh, Op, Program, Spec
 from programs.serialize import program_id
+from programs.points import DERIVATIVE_MODES
 
 
 def _psum(n: int, dtype: str = "float32") -> Program:
@@ -674,6 +675,9 @@ def test_the_late_part_sent_next_is_the_one_with_most_unchecked_cells_per_op(tmp
     run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
     sched = _Scheduler(run, None)
     small, big = _psum(1), _two_outputs()
+    for c in checked_cells(small) | checked_cells(big):  # (the programs' call cells, the same for both: checked)
+        if c.startswith("call|"):
+            run.cells.checks[(c, "eager")] = 1
     sched.late = [(small, ("eager",), "a", checked_cells(small)), (big, ("eager",), "b", checked_cells(big))]
     assert sched.best_late() == 1  # (the psum, neg and their pair cells, one argument)
     for c in checked_cells(big):
@@ -702,7 +706,7 @@ def test_cells_after_an_op_jax_raises_at_in_a_mode_are_left_open_there() -> None
                 (2, 3), (Spec((("x", "y"),)), Spec((("x",),))))
     assert predict(p).error is None
     lost = raise_lost(cfg, p, "0.10.2")
-    assert set(lost) == {"grad", "grad_remat"} and "pcast|axes=with_size_1" in lost["grad"]
+    assert set(lost) == set(DERIVATIVE_MODES) and "pcast|axes=with_size_1" in lost["grad"]  # (every derivative mode: pmax has none)
     assert not any(c.startswith(("pmax", "neg")) for c in lost["grad"])
     led = CellLedger.new()
     assert "grad" in tier_modes(p, cfg, led, True, "0.10.2")  # (the neg: grad checks it in the program without the pmax)
@@ -781,7 +785,7 @@ def test_an_entry_for_another_predicted_error_is_no_trouble_for_an_invalid_progr
                 (1, 2), (Spec((None,)), Spec((None,))), defect="out_spec_drops_varying_axis")
     err = predict(p).error
     assert err is not None and err.kind.value == "out_spec_replication"
-    assert error_trouble(cfg, p, "0.10.2") == {"grad": frozenset({0}), "grad_remat": frozenset({0})}
+    assert error_trouble(cfg, p, "0.10.2") == {m: frozenset({0}) for m in DERIVATIVE_MODES}
 
 
 def test_cells_the_program_without_the_bug_cannot_check_in_a_mode_are_left_open_there() -> None:
@@ -803,7 +807,7 @@ def test_cells_the_program_without_the_bug_cannot_check_in_a_mode_are_left_open_
     p = Program(mesh, (Input((4,), "float32", "iota"),), (Spec((("x",),)),), ops, (5, 3), (Spec((("x",),)), Spec((("x",),))))
     assert predict(p).error is None
     lost = raise_lost(cfg, p, "0.10.2")
-    assert set(lost) == {"grad", "grad_remat"}
+    assert set(lost) == set(DERIVATIVE_MODES)
     assert "neg|dtype=int32" in lost["grad"] and "mul|dtype=float32" in lost["grad"]
     assert not any(c.startswith("pmax") for c in lost["grad"])  # (blocked by the entry, not lost)
     # with a float output beside the integer one, the program without the pmax runs in grad
@@ -1179,7 +1183,9 @@ def test_while_the_sweep_runs_a_derived_program_runs_only_the_modes_it_brings_a_
     # (a program the results gave: the sweep's draws, which read `scheduled`, stay blind to it)
     assert not any(f"{c}@jit" in run.cells.scheduled for c in psum | neg)
     # one that brings nothing is not sent; after the sweep, every mode it was queued in
-    q = Program(p.mesh, p.inputs, p.in_specs, p.body, p.outputs, p.out_specs, check_vma=not p.check_vma)
+    # (another program with the same cells: its argument's values differ)
+    q = Program(p.mesh, tuple(Input(x.shape, x.dtype, x.fill, x.seed + 1, x.offset) for x in p.inputs), p.in_specs, p.body,
+                p.outputs, p.out_specs)
     run.cells.claim(other, psum | neg, ("jit",))
     run.queue_derived(q, p, ("jit", "vmap"))
     pool.sent.clear()

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from harness.campaign.cells import applies, checked_cells, typed_cells
 from harness.campaign.generation import seeded_programs
 from oracles.interpreter import trace
+from programs.cells import CALL
 from programs.model import Program, is_float
 from programs.serialize import program_id
 from strategies.focus import CELLS, FOCI, KINDS, Focus, draw_focus
@@ -25,9 +26,9 @@ def test_the_table_names_cells_of_drawn_kinds() -> None:
     assert len(CELLS) > 500 and len(set(CELLS)) == len(CELLS)
     for c in CELLS:
         kind, dim, *rest = c.split("|")
-        assert kind in ALL_KINDS and "=" in dim, c
+        assert (kind in ALL_KINDS or kind == CALL) and "=" in dim, c  # (CALL: the program's own cells)
         assert rest in ([], ["by_error"]), c
-    assert set(KINDS) <= set(ALL_KINDS)
+    assert set(KINDS) <= set(ALL_KINDS) | {CALL}
     assert all(f.profile == "spmd" or not f.by_error for f in FOCI)
     pairs = [c for c in CELLS if "&" in c]
     assert pairs and not any(c.endswith("|by_error") for c in pairs), "pair cells are value cells only"
@@ -196,7 +197,7 @@ def test_a_cell_a_later_program_holds_first_outside_the_table_is_swept_at_once()
     led.scheduled |= {f"{f.cell}@{m}" for f in FOCI for m in DEFAULT_MODES}  # (the sweep is out)
     sweep = Sweep(3, ledger=led)
     assert list(sweep.draws()) == [] and not sweep.new_cells()
-    new = ("pmin|wrap=switch|by_error", "ragged_all_to_all|axes=one")
+    new = ("ppermute|wrap=switch|by_error", "ragged_all_to_all|axes=one")
     assert not set(new) & {f.cell for f in FOCI}
     led.seen |= {*new, "axis_index|rank=?"}
     assert sweep.new_cells()
@@ -499,7 +500,8 @@ def test_the_sweep_aims_at_a_cell_outside_the_table_that_a_program_held() -> Non
     from harness.run.modes import DEFAULT_MODES
     from strategies.focus import CELLS
 
-    outside = {"cast|dtype=float64|by_error", "psum|dtype=uint64|by_error"}
+    # (two cells sweep programs of seed 1 hold that the table does not list: found by drawing them)
+    outside = {"psum|dtype=int64|by_error", "add|dtype=int64|by_error"}
     assert not outside & set(CELLS)
     ledger = CellLedger.new()
     held: set[str] = set()

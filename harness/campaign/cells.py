@@ -26,7 +26,7 @@ from programs.cells import op_cells, ops_cells, output_cells, program_cells  # n
 from programs.graph import drop_unused_inputs, lean_part, sliced_ops
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
-from programs.points import DERIVATIVE_MODES, HESSIAN_MAX_ELEMENTS, REVERSE_MODES, float_elements
+from programs.points import DERIVATIVE_MODES, HESSIAN_MAX_ELEMENTS, REVERSE_MODES, float_elements, used_float_args
 from programs.serialize import program_id
 
 VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "jvp", "linearize", "hessian", "multiprocess")
@@ -238,8 +238,8 @@ def applies(p: Program, mode: str, ur_gaps: Mapping[str, str] | None = None) -> 
     if mode in DERIVATIVE_MODES:
         if not any(is_float(x.dtype) for x in p.inputs) or p.explicit_axes or p.wrap is not None:
             return False
-        if mode == "hessian" and float_elements(p) > HESSIAN_MAX_ELEMENTS:
-            return False  # (harness/run/modes_transformed.py Hessian: a dense Hessian)
+        if mode == "hessian" and (not used_float_args(p) or float_elements(p) > HESSIAN_MAX_ELEMENTS):
+            return False  # (harness/run/modes_transformed.py Hessian: a dense Hessian of the used float arguments)
         if mode in REVERSE_MODES and any(op.p("wrap") == "while" for op in p.body):
             return False  # (harness/run/compat.py: jax has no reverse-mode derivative of lax.while_loop)
         # a valid program checks a derivative only of a float output (the grad modes skip it

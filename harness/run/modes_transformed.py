@@ -136,7 +136,7 @@ class Grad(Mode):
         from programs.points import cotangent, tangents
 
         p = self._program
-        fl_idx = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
+        fl_idx = self.float_args(p)
         shapes = jax.eval_shape(f, *args)
         out_idx = [k for k, o in enumerate(shapes) if jnp.issubdtype(o.dtype, jnp.floating)]
         if not out_idx:
@@ -164,6 +164,10 @@ class Grad(Mode):
             return self.derive(g, prim, tan, cot)
 
         return shapes, out_idx, both, (primals, tans, us)
+
+    def float_args(self, p: Program) -> list[int]:
+        """The arguments the derivatives are taken with respect to: every float one."""
+        return [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
 
     @staticmethod
     def facts_of(out_idx: list[int], d: dict[str, Any]) -> dict[str, Any]:
@@ -263,7 +267,14 @@ class Hessian(Grad):
         n = float_elements(p)
         if n > HESSIAN_MAX_ELEMENTS:
             return f"{n} float argument elements (a dense Hessian of at most {HESSIAN_MAX_ELEMENTS})"
-        return super().applicable(p)
+        return super().applicable(p) or ("" if self.float_args(p) else "no float argument an op reads")
+
+    def float_args(self, p: Program) -> list[int]:
+        """The used float arguments (programs/points.py `used_float_args`): an unused one
+        adds only zeros to the Hessian (the oracle moves it too, to no effect)."""
+        from programs.points import used_float_args
+
+        return used_float_args(p)
 
     def derive(self, g: Callable[..., Any], prim: tuple[Any, ...], tan: tuple[Any, ...], cot: tuple[Any, ...]) -> dict[str, Any]:
         import jax

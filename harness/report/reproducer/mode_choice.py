@@ -8,7 +8,7 @@ from oracles import predict
 from oracles.prediction import Prediction
 from programs.emit import REPRO_MODES
 from programs.model import Program, is_float
-from programs.points import DERIVATIVE_MODES, HESSIAN_MAX_ELEMENTS, float_elements
+from programs.points import DERIVATIVE_MODES, HESSIAN_MAX_ELEMENTS, float_elements, used_float_args
 
 VALUE_MODES = ("jit", "eager", "gspmd", "smap", "multiprocess")  # the modes that compare per-device blocks
 
@@ -69,6 +69,8 @@ def applicable(p: Program, mode: str) -> str:
     if mode in DERIVATIVE_MODES:
         if not any(is_float(x.dtype) for x in p.inputs):
             return "no float argument"
+        if mode == "hessian" and not used_float_args(p):
+            return "no float argument an op reads"
         if mode == "hessian" and float_elements(p) > HESSIAN_MAX_ELEMENTS:
             return f"{float_elements(p)} float argument elements (a dense Hessian of at most {HESSIAN_MAX_ELEMENTS})"
     return ""

@@ -22,6 +22,7 @@ from programs.emit import (
     specs_src,
 )
 from programs.model import Program, is_float
+from programs.points import used_float_args
 
 # the multiprocess mode's mesh: half of its devices in each process, process 0 first
 _MP_MESH = [
@@ -187,7 +188,8 @@ def _run_vmap(p: Program, mode: str) -> list[str]:
 def _run_grad(p: Program, mode: str) -> list[str]:
     """The derivative modes at the harness' grad point: grad and grad_remat (<u, J v> by
     jvp and by vjp), jvp, linearize, hessian (v^T H v and <jacfwd(s), v>)."""
-    fl = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
+    # (hessian: the used float arguments only, as the harness mode: programs/points.py used_float_args)
+    fl = used_float_args(p) if mode == "hessian" else [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
     seeds = {i: p.inputs[i].seed + 31 * i + 1 for i in fl}
     return [
         f"FLOAT_ARGS = {fl!r}",
