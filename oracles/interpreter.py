@@ -16,7 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.checks import check_call_form, check_in_specs, check_out_specs, check_spec_types_and_axes
+from oracles.checks import (
+    check_call_form,
+    check_in_specs,
+    check_out_specs,
+    check_spec_types_and_axes,
+)
 from oracles.devices import assemble_global, np_dtype, split_global
 from oracles.explicit import check_arg_shardings, check_out_ur, check_unreduced_specs, out_sharding
 from oracles.ops import OPS, Ctx

@@ -4,6 +4,7 @@ them). Pure functions of the program: no jax, no oracle."""
 
 from __future__ import annotations
 
+from programs.forms import forms_of, names
 from programs.graph import cone, live_ops
 from programs.model import Mesh, Op, Program
 from programs.ops import LOCAL_OPS
@@ -54,7 +55,7 @@ def op_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
         # (in_specs given or left out, inferred from the operand's type; the inner axes'
         # types: Explicit where the outer call leaves Explicit axes free)
         out.add(f"shard_map|in_spec={'inferred' if op.p('in_spec') is None else 'given'}")
-        kinds = {mesh.axis_type(a) for a in op.p("inner_axes") or ()}  # type: ignore[union-attr]
+        kinds = {mesh.axis_type(a) for a in names(op.p("inner_axes"))}
         out.add(f"shard_map|inner_axes={'mixed' if len(kinds) > 1 else kinds.pop() if kinds else 'none'}")
     return out
 
@@ -94,7 +95,7 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
         out.add(f"{k}|split{'!=' if op.p('split_axis') != op.p('concat_axis') else '=='}concat")
     if op.p("axes") == ():
         out.add(f"{k}|axes=empty")  # (a collective over no axes: a group of one)
-    for source, form in op.p("forms") or ():  # type: ignore[union-attr, misc]
+    for source, form in forms_of(op).items():
         out.add(f"{k}|{source}_form={form}")  # (an argument in another form: programs/forms.py)
     if op.p("groups") is not None:
         out.add(f"{k}|groups=yes")

@@ -25,18 +25,28 @@ SEQUENCE_FORMS = ("list", "tuple", "array")  # [...], (...), np.array([...]): pe
 ARG_FORMS: dict[str, tuple[str, ...]] = {"axes": AXES_FORMS, "perm": SEQUENCE_FORMS, "groups": SEQUENCE_FORMS}
 
 
+def forms_of(op: Op) -> dict[str, str]:
+    """Argument -> the form `op` writes it in, for the arguments not in their plain form."""
+    raw = op.p("forms")
+    if not isinstance(raw, tuple):
+        return {}
+    return {str(kv[0]): str(kv[1]) for kv in raw if isinstance(kv, tuple) and len(kv) == 2}
+
+
+def names(v: ParamValue) -> tuple[str, ...]:
+    """A parameter holding axis names (axes, inner_axes) as a tuple of them (none: ())."""
+    return tuple(str(a) for a in v) if isinstance(v, tuple) else ()
+
+
 def form_of(op: Op, source: str) -> str | None:
     """The form `op` writes argument `source` in, or None (its plain form)."""
-    for k, v in op.p("forms") or ():  # type: ignore[union-attr, misc]
-        if k == source:
-            return str(v)
-    return None
+    return forms_of(op).get(source)
 
 
 def with_form(op: Op, source: str, form: str | None) -> Op:
     """`op` with argument `source` written in `form` (None, or a form that writes it as
     its plain form does: the plain form, recorded as nothing)."""
-    forms = {str(k): str(v) for k, v in op.p("forms") or ()}  # type: ignore[union-attr, misc]
+    forms = forms_of(op)
     forms.pop(source, None)
     arg = next((a for a in OP_TABLE[op.kind].call.args if a.source == source), None)
     if form is not None and arg is not None and op.p(source) is not None:

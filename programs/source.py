@@ -25,7 +25,18 @@ import math
 from dataclasses import dataclass, field, replace
 
 from programs.forms import ARG_FORMS, form_from
-from programs.model import DTYPES, CallForm, Input, Mesh, Op, ParamValue, Program, Spec, SpecEntry, _freeze
+from programs.model import (
+    DTYPES,
+    CallForm,
+    Input,
+    Mesh,
+    Op,
+    ParamValue,
+    Program,
+    Spec,
+    SpecEntry,
+    _freeze,
+)
 from programs.ops import CUSTOMS, OP_TABLE, TRANSFORMS, WRAP_SOURCE, Arg, OpDesc, transform_template
 from programs.points import REMAT_POLICIES
 from programs.validate import EXPLAINED_BY, ProgramFormatError, validate

@@ -118,7 +118,7 @@ def _check_op(p: Program, op: Op, where: str) -> None:
 def _check_forms(op: Op, where: str) -> None:
     """An op's `forms`: (argument, form) pairs naming one of its parameters and a form of
     programs/forms.py ARG_FORMS (an array only of groups of one size)."""
-    from programs.forms import ARG_FORMS
+    from programs.forms import ARG_FORMS, forms_of
 
     forms = op.p("forms")
     ok = isinstance(forms, tuple) and all(isinstance(kv, tuple) and len(kv) == 2 and kv[0] in ARG_FORMS and kv[1] in ARG_FORMS[kv[0]]
@@ -127,7 +127,7 @@ def _check_forms(op: Op, where: str) -> None:
         raise _fail(f"{where}.params.forms: expected [argument, form] pairs, an argument among {sorted(ARG_FORMS)} the op has "
                     f"and its form one of {ARG_FORMS}, got {forms!r}")
     groups = op.p("groups")
-    if dict(forms).get("groups") == "array" and isinstance(groups, tuple) and len({len(g) for g in groups}) > 1:  # type: ignore[arg-type, union-attr]
+    if forms_of(op).get("groups") == "array" and isinstance(groups, tuple) and len({len(g) for g in groups if isinstance(g, tuple)}) > 1:
         raise _fail(f"{where}.params.forms: groups of different sizes {groups!r} are no NumPy array; write them as a list")
 
 

@@ -25,7 +25,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from oracles.ops.base import LIST_AXES
-from programs.forms import ARG_FORMS, form_of, with_form
+from programs.forms import ARG_FORMS, form_of, names, with_form
 from programs.model import CallForm, Mesh, Op, Program
 from programs.ops import OP_TABLE
 from programs.points import REMAT_POLICIES
@@ -189,7 +189,7 @@ def nested_in_specs_omitted(draw: st.DrawFn, p: Program, vals: list[ValueView]) 
     """One more nested shard_map, a copy of one over Auto axes, with its in_specs left out
     (jax infers them only over Explicit axes: TypeError), after the body."""
     spots = [op for op in p.body if op.kind == "shard_map" and op.p("in_spec") is not None
-             and any(p.mesh.axis_type(a) != "explicit" for a in op.p("inner_axes"))]  # type: ignore[union-attr]
+             and any(p.mesh.axis_type(a) != "explicit" for a in names(op.p("inner_axes")))]
     if not spots:
         return None
     op = draw(reuse.sampled_from(spots), label="nested_omitted_op")

@@ -25,7 +25,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.cells import PAIRED, axis_class
+from programs.cells import CALL, PAIRED, axis_class
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import BINARY_OPS, COLLECTIVES
 from strategies import reuse
@@ -33,7 +33,6 @@ from strategies.body import ACROSS, _Body
 from strategies.explicit import axis_types, call_form, draw_reduced, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
-from programs.cells import CALL
 from strategies.forms import FORM_DEFECTS, call_fixes, call_mesh, draw_call_form
 from strategies.invalid import DEFECTS, TRACED_DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V

@@ -10,8 +10,8 @@ from harness.campaign.config import RunConfig
 from harness.campaign.fuzz import COSTLY_MODES, COSTLY_SHARE, tier_modes
 from harness.run.modes import DEFAULT_MODES
 from programs.model import Input, Mesh, Op, Program, Spec
-from programs.serialize import program_id
 from programs.points import DERIVATIVE_MODES
+from programs.serialize import program_id
 
 
 def _psum(n: int, dtype: str = "float32") -> Program:

@@ -26,7 +26,13 @@ from programs.cells import op_cells, ops_cells, output_cells, program_cells  # n
 from programs.graph import drop_unused_inputs, lean_part, sliced_ops
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
-from programs.points import DERIVATIVE_MODES, HESSIAN_MAX_ELEMENTS, REVERSE_MODES, float_elements, used_float_args
+from programs.points import (
+    DERIVATIVE_MODES,
+    HESSIAN_MAX_ELEMENTS,
+    REVERSE_MODES,
+    float_elements,
+    used_float_args,
+)
 from programs.serialize import program_id
 
 VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "jvp", "linearize", "hessian", "multiprocess")

@@ -15,8 +15,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from programs.model import Op, Program, Spec
 from programs.forms import arg_value
+from programs.model import Op, Program, Spec
 from programs.ops import OP_TABLE, Arg, Call, present_args, python_value, transform_template
 
 Lowered = Callable[[list[Any], Op], Any]

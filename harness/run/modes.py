@@ -36,7 +36,16 @@ from harness.run.modes_direct import (
     probe_values,
 )
 from harness.run.modes_multiprocess import Multiprocess
-from harness.run.modes_transformed import VMAP_BATCH, Grad, GradRemat, Hessian, Jvp, Linearize, Vmap, VmapSpmd
+from harness.run.modes_transformed import (
+    VMAP_BATCH,
+    Grad,
+    GradRemat,
+    Hessian,
+    Jvp,
+    Linearize,
+    Vmap,
+    VmapSpmd,
+)
 from harness.run.observation import (
     Observation,
     ObservedOutput,

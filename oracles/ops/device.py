@@ -162,7 +162,7 @@ class NestedShardMap(OpDef):
         for a in axes:
             if a not in ctx.mesh.names or a in ctx.manual:
                 raise ctx.fail(ErrorKind.UNBOUND_AXIS, f"nested shard_map over {a!r}, which is not an automatic axis here", a)
-        auto = [a for a in axes if ctx.mesh.axis_type(a) != "explicit"]
+        auto = [a for a in axes if ctx.mesh.axis_type(str(a)) != "explicit"]
         if ctx.op.p("in_spec") is None and auto:
             raise ctx.fail(ErrorKind.SPEC_TYPE, f"nested shard_map: in_specs left out, but its axes {auto} are not Explicit: "
                            "jax infers in_specs only over Explicit axes; pass in_specs=P(...)", "in_specs")

@@ -253,7 +253,9 @@ class Transpose(OpDef):
     @staticmethod
     def perm(ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
         r = len(ins[0].shape)
-        return tuple(int(a) % r if -r <= int(a) < r else int(a) for a in ctx.op.p("perm"))  # type: ignore[union-attr]
+        perm = ctx.op.p("perm")
+        axes = [a for a in perm if isinstance(a, int)] if isinstance(perm, tuple) else []
+        return tuple(a % r if -r <= a < r else a for a in axes)
 
     def check(self, ins: list[ValueType], ctx: Ctx) -> None:
         perm = tuple(ctx.op.p("perm"))  # type: ignore[arg-type]
