@@ -389,10 +389,11 @@ def ur_mode_gap(mode: str | None) -> str | None:
     The same for every such program: the run lists the cells only those ops hold as
     unreachable in that mode with this reason (harness/campaign/cells.py `unreachable`)."""
     v = jax_version()
-    if mode in ("vmap", "vmap_spmd") and not _ur_batching():
+    if mode in ("vmap", "vmap_spmd", "hessian") and not _ur_batching():
         # parallel.py: the batching rules of vary_unreduced_cast, preduced,
         # reduced_vary_cast, unreduced_psum and all_gather_reduced raise NotImplementedError
-        return f"{' / '.join(_UR_KINDS)} under vmap: jax {v} has no batching rule for them (NotImplementedError)"
+        # (the hessian mode batches the program too: jax.hessian and jax.jacfwd vmap it)
+        return f"{' / '.join(_UR_KINDS)} under vmap (and jax.hessian / jax.jacfwd, which vmap): jax {v} has no batching rule for them (NotImplementedError)"
     if mode == "eager" and not _eager_ur():
         # jax 0.9.2: "Eager shard_map with unreduced/reduced is not implemented. Please
         # wrap your shard_map in `jax.jit`."
