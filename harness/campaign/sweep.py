@@ -96,8 +96,8 @@ def sweep_groups(seed: int, k: int = SWEEP_GROUP, foci: tuple[Focus, ...] = FOCI
 
     1. the spmd profile before the smap one (the spmd programs run in every value mode
        but smap; the smap ones add the smap mode);
-    2. within a profile, the collectives (shard_map's own semantics) before the other
-       kinds, and a kind's groups by error spread evenly among its groups by value (an
+    2. within a profile, the collectives and the call's own cells (shard_map's own
+       semantics) before the other kinds, and a kind's groups by error spread evenly among its groups by value (an
        invalid program is cheap: it stops at tracing);
     3. round robin over the kinds, so every kind is reached early.
 
@@ -109,7 +109,8 @@ def sweep_groups(seed: int, k: int = SWEEP_GROUP, foci: tuple[Focus, ...] = FOCI
         for collective in (True, False):
             per_kind: list[list[tuple[Focus, ...]]] = []
             for kind in KINDS:
-                if (kind in COLLECTIVES) != collective:
+                # (the program's own cells, kind "call", are shard_map's own semantics too)
+                if (kind in COLLECTIVES or kind == "call") != collective:
                     continue
                 mine = [f for f in foci if f.profile == profile and f.kind == kind]
                 rnd.shuffle(mine)

@@ -171,8 +171,8 @@ def _doubled_derivative(g: Callable[..., Any]) -> Callable[..., Any]:
 
 def _inferred_spec_drops_an_axis() -> None:
     """With in_specs left out (jax infers them from the arguments' sharding types), the
-    inferred spec of the first argument split over two or more axes drops its last axis
-    (cell call|in_specs=omitted)."""
+    inferred spec of the first argument split along some dimension drops the axis of its
+    last split dimension (cell call|in_specs=omitted)."""
     import jax
 
     orig = jax.shard_map
@@ -189,7 +189,7 @@ def _inferred_spec_drops_an_axis() -> None:
                 for a in args:
                     parts = list(getattr(jax.typeof(a).sharding.spec, "partitions", ()))
                     named = [i for i, e in enumerate(parts) if e]
-                    if not dropped and len(named) >= 2:
+                    if not dropped and named:
                         parts[named[-1]], dropped = None, True
                     specs.append(P(*parts))
                 return orig(g, in_specs=tuple(specs), **kw)(*args)
