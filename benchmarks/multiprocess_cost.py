@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hypothesis import Phase  # noqa: E402
 
 from harness.campaign.config import RunConfig  # noqa: E402
-from harness.campaign.generation import _handling, hypothesis_test  # noqa: E402
+from harness.campaign.generation import handling, hypothesis_test  # noqa: E402
 from harness.run.modes_multiprocess import LARGE_BLOCK_BYTES, block_bytes, spans_processes  # noqa: E402
 from harness.run.pool import Pool  # noqa: E402
 from oracles import predict  # noqa: E402
@@ -31,7 +31,7 @@ from programs.model import Program  # noqa: E402
 def drawn(n: int, seed: int, large: float) -> list[Program]:
     out: list[Program] = []
     cfg = RunConfig(seed=seed, max_examples=n, modes=("abstract", "jit", "multiprocess"), large=large, invalid=0.0)
-    with _handling(out.append):
+    with handling(out.append):
         hypothesis_test(cfg, [Phase.generate])()
     seen, keep = set(), []
     for p in out:

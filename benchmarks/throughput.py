@@ -36,10 +36,11 @@ os.environ["SHARDFUZZ_CODEGEN"] = "default"
 compat.force_host_devices()
 
 import harness.campaign.fuzz as fuzz_mod  # noqa: E402
+import harness.campaign.plan as plan_mod  # noqa: E402
 from harness.campaign.fuzz import RunConfig, fuzz, seeded_programs  # noqa: E402
+from harness.campaign.known_queries import known_trouble  # noqa: E402
 from harness.judge.check import evaluate  # noqa: E402
-from harness.judge.known import known_trouble  # noqa: E402
-from harness.judge.known import load as load_suppressions  # noqa: E402
+from harness.judge.known_load import load as load_suppressions  # noqa: E402
 from harness.run.modes import DEFAULT_MODES, MODES  # noqa: E402
 from harness.run.pool import Pool  # noqa: E402
 from oracles.interpreter import predict  # noqa: E402
@@ -76,11 +77,12 @@ def draw_programs(n: int, s: int) -> tuple[list[Program], int]:
 
 class OracleClock:
     """Time spent in the oracle (prediction and comparison) inside a fuzz run, by
-    wrapping the two names harness.campaign.fuzz calls."""
+    wrapping the names the executor (harness.campaign.fuzz) and the planner
+    (harness.campaign.plan) call."""
 
     def __init__(self) -> None:
         self.spent = 0.0
-        self.saved = (fuzz_mod.evaluate, fuzz_mod.predict)
+        self.saved = (fuzz_mod.evaluate, plan_mod.predict)
 
     def wrap(self, f):  # type: ignore[no-untyped-def]
         def timed(*a, **k):  # type: ignore[no-untyped-def]
@@ -93,11 +95,11 @@ class OracleClock:
         return timed
 
     def __enter__(self) -> OracleClock:
-        fuzz_mod.evaluate, fuzz_mod.predict = (self.wrap(f) for f in self.saved)
+        fuzz_mod.evaluate, plan_mod.predict = (self.wrap(f) for f in self.saved)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        fuzz_mod.evaluate, fuzz_mod.predict = self.saved
+        fuzz_mod.evaluate, plan_mod.predict = self.saved
 
 
 def naive(progs: list[Program]) -> tuple[float, float]:

@@ -29,9 +29,9 @@ compat.force_host_devices()
 import jax.monitoring  # noqa: E402
 import numpy as np  # noqa: E402
 
+from harness.campaign.known_queries import known_trouble  # noqa: E402
 from harness.campaign.sweep import sweep_programs  # noqa: E402
-from harness.judge.known import known_trouble  # noqa: E402
-from harness.judge.known import load as load_suppressions  # noqa: E402
+from harness.judge.known_load import load as load_suppressions  # noqa: E402
 from harness.run.modes import MODES, Observation  # noqa: E402
 from harness.run.together import TOGETHER, run_together, together_modes  # noqa: E402
 from oracles import predict  # noqa: E402

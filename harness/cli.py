@@ -1,9 +1,13 @@
 """The `shardfuzz` command.
 
-    shardfuzz fuzz --seed S --max-examples N [--budget SECONDS] --report DIR
+    shardfuzz fuzz --seed S --max-examples N [--budget SECONDS] --report DIR [-v | -vv]
     shardfuzz replay CASE.json      re-run one case, print the verdict
     shardfuzz emit CASE.json        print a standalone reproducer
     shardfuzz explain CASE.json     the spec checker: shapes and varying axes op by op
+
+The console prints what is new or still failing and one line for the known divergences
+(harness/report/console.py); -v adds the known buckets, -vv the known entries nothing
+matched. The report files hold everything.
 
 Exit codes: 0 nothing diverged, 1 something did, 2 bad input (one line on stderr), 3 a
 shardfuzz bug (one line on stderr; the traceback in the report directory, or in a fresh
@@ -15,10 +19,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
+import time
+import traceback
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
-from harness.campaign.config import NO_LIMIT
+from harness import cli_tools
+from harness.campaign.config import (
+    ALONE_LIMIT_FACTOR,
+    GRACE_MIN_S,
+    GRACE_SHARE,
+    NO_LIMIT,
+    RunConfig,
+)
+from harness.campaign.database import open_database
+from harness.campaign.fuzz import fuzz, load_corpus
 from harness.campaign.shard import parse_shard
 from harness.cli_cases import cmd_emit, cmd_explain, cmd_minimize, cmd_replay
 from harness.cli_input import (
@@ -29,13 +46,13 @@ from harness.cli_input import (
     parse_modes,
     writable_dir,
 )
-from harness.run.modes import DEFAULT_MODES
+from harness.report.console import exit_code, print_summary
+from harness.report.merge import merge, missing_shards, read_report
+from harness.run.compat import force_host_devices
+from harness.run.modes import DEFAULT_MODES, MODES
 from harness.run.worker import host_device_count
-from harness.usage import UsageError, at_least, fraction, positive
-from programs.serialize import ProgramFormatError
-
-if TYPE_CHECKING:
-    from harness.report.summary import RunSummary
+from harness.usage import at_least, fraction, positive
+from programs.errors import ProgramFormatError, UsageError
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
@@ -59,8 +76,6 @@ class _Parser(argparse.ArgumentParser):
 
 def versions() -> str:
     """shardfuzz's version and jax's, from the installed distributions (jax not imported)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     def v(name: str) -> str:
         try:
             return version(name)
@@ -83,10 +98,8 @@ class _Version(argparse.Action):
 def _run_defaults() -> dict[str, object]:
     """`shardfuzz fuzz`'s defaults are RunConfig's (one source: the CLI, the benchmarks and
     library callers get the same run)."""
-    from harness.campaign.config import RunConfig
-
     d = RunConfig()
-    return {"modes": ",".join(d.modes), "max_examples": d.max_examples, "budget": d.budget_s, "minimize_budget": d.minimize_budget_s,
+    return {"modes": ",".join(d.modes), "max_examples": d.max_examples, "budget": d.budget_s, "grace": d.grace, "minimize_budget": d.minimize_budget_s,
             "minimize_total": d.minimize_total_s, "value_share": d.value_share, "batch": d.batch,
             "invalid": d.invalid, "workers": d.workers, "timeout": d.timeout_s, "seed": d.seed, "sweep": d.sweep}
 
@@ -99,7 +112,7 @@ PROFILES: dict[str, dict[str, object]] = {
     "ci": {"max_examples": 100, "minimize_budget": 0.0},
     # nightly adds the multiprocess mode (2 processes x 4 devices, gloo; its large programs
     # cost seconds each: benchmarks/multiprocess_cost.py), which the default modes leave out
-    "nightly": {"max_examples": NO_LIMIT, "budget": 8 * 3600.0, "minimize_total": 3600.0,
+    "nightly": {"max_examples": NO_LIMIT, "budget": 8 * 3600.0, "minimize_total": 3600.0, "grace": 4200.0,
                 "modes": ",".join((*DEFAULT_MODES, "multiprocess"))},
 }
 
@@ -173,8 +186,6 @@ def prune_cache(d: Path, max_bytes: int) -> int:
 
 
 def cmd_fuzz(a: argparse.Namespace) -> int:
-    from harness.campaign.fuzz import RunConfig, fuzz
-
     if a.profile is not None:
         if a.profile not in PROFILES:
             raise UsageError(f"--profile {a.profile!r}: unknown profile; choose from {', '.join(PROFILES)}")
@@ -189,8 +200,6 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
     corpus = None
     if a.corpus:
         corpus = writable_dir(a.corpus, "--corpus")
-        from harness.campaign.fuzz import load_corpus
-
         try:
             cases = load_corpus(corpus)
         except ProgramFormatError as e:
@@ -201,13 +210,12 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             fits(p, f"--corpus: {f}")
     worker_env = {"SHARDFUZZ_CODEGEN": a.codegen, **compile_cache_env(a.compile_cache, corpus)}
     if a.database is not None:
-        from harness.campaign.database import open_database
-
         open_database(a.database)  # (checked before the run: a wrong address is one line, exit 2)
     cfg = RunConfig(
         seed=a.seed,
         max_examples=a.max_examples,
         budget_s=a.budget,
+        grace=a.grace,
         report_dir=report,
         modes=parse_modes(a.modes),
         suppressions=load_known(a.suppressions),
@@ -226,15 +234,29 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         large=a.large,
         database=a.database,
         sweep=a.sweep,
+        verbosity=a.verbose,
+        started=getattr(a, "started", None),
     )
     s = fuzz(cfg)
-    print_summary(s, report)
-    return 1 if s.failing else 0
+    print_summary(s, report, a.verbose)
+    return exit_code(s)
+
+
+def process_started() -> float:
+    """The time.monotonic() this process started (Linux: /proc/self/stat; elsewhere, or
+    when that says something implausible, now): the command's budget counts from there,
+    the interpreter's start and imports included."""
+    now = time.monotonic()
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # (field 22, starttime: clock ticks after boot)
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0.0 <= age < 600.0 else now
 
 
 def cmd_merge(a: argparse.Namespace) -> int:
-    from harness.report.merge import merge, missing_shards, read_report
-
     out = writable_dir(a.report, "--report")
     dirs = [Path(d) for d in a.reports]
     for d in dirs:
@@ -242,49 +264,24 @@ def cmd_merge(a: argparse.Namespace) -> int:
             raise UsageError(f"merge: {d}: no such report directory (name the --report directories of the shards)")
     s = merge(dirs, out)
     gaps = missing_shards([read_report(d) for d in dirs])
-    print_summary(s, out)
+    print_summary(s, out, a.verbose)
     print(f"  merged {len(dirs)} reports: {', '.join(map(str, dirs))}")
     if gaps:
         print(f"  note: shards {', '.join(gaps)} are missing: this report covers only part of the run")
-    return 1 if s.failing else 0
+    return exit_code(s)
 
 
-def print_summary(s: RunSummary, report: Path) -> None:
-    """The console summary of a RunSummary: the same Counts line as junit.xml and index.html."""
-    print(
-        f"\nshardfuzz: jax {s.jax_version}, seed {s.seed}, modes {','.join(s.modes)}, {s.elapsed_s:.0f}s "
-        f"({s.repeats_skipped} programs drawn again, not rechecked; {s.derived_checked} derived programs checked: "
-        f"without a known bug, or without an op XLA:CPU cannot run)\n  {s.counts.line()}"
-    )
-    if s.cells:
-        print(f"  cells: {s.cell_coverage.line()}")
-    if s.mode_time:
-        print(f"  worker time: {s.worker_time.line()}")
-    for b in s.new + s.still:
-        tag = "NEW  " if b.new else "STILL"
-        mini = f"  minimized: {b.minimized_case} {list(b.minimized_size or ())}" if b.minimized_case else ""
-        print(f"  {tag} {b.signature}  x{b.count}  {b.case}{mini}")
-    for fx in s.fixed:
-        print(f"  FIXED {', '.join(fx.signatures)}  {fx.case}")
-    for b in s.known:
-        print(f"  known {b.signature}  x{b.count}  ({b.suppressed_by})")
-    if s.accidentally_invalid:
-        print(f"  note: {s.accidentally_invalid} drawn programs were invalid by accident (strategy bug)")
-    if s.unseen_suppressions:
-        print(f"  known divergences not seen in this run: {', '.join(s.unseen_suppressions)}")
-    stale = [e.id for e in s.known_entries if e.status == "fixed"]
-    if stale:
-        print(f"  known entries FIXED on this jax (their own case passes; narrow or retire them): {', '.join(stale)}")
-    print(f"  reports: {report / 'summary.json'}, {report / 'junit.xml'}, {report / 'index.html'}")
-    if s.failing:
-        print(f"  next: shardfuzz replay {s.failing[0].case}   |   shardfuzz explain {s.failing[0].case}")
+RUN_VERBOSITY = ("-v also prints the known buckets (as found, and each with its count at the end), -vv also the "
+                 "known entries this run did not match (default: what is new or still failing, one line for the known ones; "
+                 "the reports hold everything)")
+
+
+def add_verbosity(p: argparse.ArgumentParser, text: str = RUN_VERBOSITY) -> None:
+    """`-v` / `-vv`: the console's level (harness/report/console.py)."""
+    p.add_argument("-v", "--verbose", action="count", default=0, help=text)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from harness.campaign import qualify
-    from harness.report import catalogue
-    from harness.serve import server
-
     ap = _Parser(prog="shardfuzz", description="Property-based differential testing of jax.shard_map")
     ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -293,22 +290,17 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("merge", help="merge the reports of a run's shards into one report")
     g.add_argument("reports", nargs="+", metavar="REPORT_DIR", help="report directories (each with a summary.json)")
     g.add_argument("--report", required=True, help="directory for the merged summary.json, junit.xml, index.html, cases/")
+    add_verbosity(g)
     g.set_defaults(fn=cmd_merge)
-    qualify.register(sub)
-    catalogue.register(sub)
-    server.register(sub)
+    cli_tools.register(sub)
     return ap
 
 
 def _public_modes() -> str:
-    from harness.run.modes import MODES
-
     return ",".join(m for m in MODES if m not in INTERNAL_MODES)
 
 
 def _fuzz_parser(f: argparse.ArgumentParser) -> None:
-    from harness.run.modes import DEFAULT_MODES
-
     seconds = positive(float, "seconds")
     f.add_argument("--seed", type=int, default=FUZZ_DEFAULTS["seed"],
                    help="which programs: the same seed and options draw the same programs (programs_digest in the summary)")
@@ -316,11 +308,19 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
                    help="how many programs to draw (Hypothesis examples), at least 1; without it, --budget alone "
                    f"ends the run (default: {FUZZ_DEFAULTS['max_examples']})")
     f.add_argument("--budget", type=seconds, default=FUZZ_DEFAULTS["budget"],
-                   help="stop after this many seconds (default: none, only --max-examples)")
+                   help="stop drawing programs after this many seconds; the run ends, its reports written, within "
+                   f"the budget plus a grace of max({GRACE_MIN_S:.0f}s, {GRACE_SHARE * 100:.0f}%% of the budget), whatever jax "
+                   "does: jobs still running then are killed, and the work left over (known entries' own cases, "
+                   "minimization, late parts) is reported as not done (with --workers 0 jax runs in this process and "
+                   "cannot be stopped; default: none, only --max-examples)")
+    f.add_argument("--grace", type=at_least(0.0, float), default=FUZZ_DEFAULTS["grace"],
+                   help="seconds past --budget the run may take to finish the checks under way, check the known "
+                   "entries' own cases, minimize new buckets and write its reports (default: "
+                   f"max({GRACE_MIN_S:.0f}s, {GRACE_SHARE * 100:.0f}%% of the budget))")
     f.add_argument("--profile", default=None, help=f"preset options: {', '.join(PROFILES)} (explicit options win; default: none)")
     f.add_argument("--report", default="reports/run", help="directory for summary.json and cases/")
     f.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
-    f.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+    f.add_argument("--suppressions", default=None, help="known divergences TOML (default: harness/data/known_divergences.toml)")
     f.add_argument("--value-share", type=fraction, default=FUZZ_DEFAULTS["value_share"], help="share of programs run in every mode; the rest only in the abstract tier")
     f.add_argument("--batch", type=at_least(1, what="1: no batching"), default=FUZZ_DEFAULTS["batch"], help="value-tier programs compiled together as one jit")
     f.add_argument("--alone", action="store_true",
@@ -348,7 +348,10 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
     cores = len(os.sched_getaffinity(0))
     f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=FUZZ_DEFAULTS["workers"],
                    help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")
-    f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"], help="per-mode timeout in a worker, seconds")
+    f.add_argument("--timeout", type=seconds, default=FUZZ_DEFAULTS["timeout"],
+                   help="per-mode timeout in a worker, seconds; a timeout or crash no known entry explains runs again "
+                   f"alone on its worker with {ALONE_LIMIT_FACTOR:.0f} times this limit before it is reported: one that "
+                   "does not happen again is reported slow or flaky, not as a failure")
     f.add_argument("--database", default=None, metavar="DIR|redis://HOST:PORT[/DB]",
                    help="Hypothesis example database shared with other runs and shards: its saved failures are "
                    "replayed first, this run's new failures saved (default: the --corpus DIR's .hypothesis/, else none)")
@@ -362,13 +365,12 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
                    help="skip the sweep: by default a run first draws a program around every few cells of the "
                    "coverage table (every op kind's parameter classes, dtypes, ranks, wrappers, axis tuples; by "
                    "value and by error), then Hypothesis' stream; the sweep's programs count toward --max-examples")
+    add_verbosity(f)
     f.set_defaults(fn=cmd_fuzz)
 
 
 def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
     """minimize, replay, emit and explain: commands on one case file."""
-    from harness.run.modes import DEFAULT_MODES
-
     seconds = positive(float, "seconds")
     m = sub.add_parser("minimize", help="shrink a case while it keeps its divergence signature")
     m.add_argument("case", help="a JSON case file")
@@ -389,8 +391,9 @@ def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
                        help="run jax in this interpreter (an environment from scripts/envs.py; default: this one)")
         if name == "replay":
             s.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma-separated, from {_public_modes()}")
-            s.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
+            s.add_argument("--suppressions", default=None, help="known divergences TOML (default: harness/data/known_divergences.toml)")
             s.add_argument("--timeout", type=seconds, default=30.0, help="per-mode timeout in the worker, seconds")
+            add_verbosity(s, "-v also prints each known divergence with its message (default: one line per known entry)")
         if name == "emit":
             s.add_argument("--mode", default=None, help="run it as this mode does (default: the mode of the case's first divergence, else jit)")
             s.add_argument("--pytest", action="store_true",
@@ -401,18 +404,6 @@ def _case_parsers(sub) -> None:  # type: ignore[no-untyped-def]
                            help="propose the smallest edits that make an invalid program valid; show those the oracle "
                            "calls valid and jax runs agreeing with the oracle, as diffs with their outputs")
         s.set_defaults(fn=fn)
-
-
-def _qualify_corpus_fits(a: argparse.Namespace) -> None:
-    """`qualify --corpus`: every case's mesh fits on the workers' devices (its other
-    checks are qualify.load_corpus's)."""
-    from harness.campaign.qualify import load_corpus
-
-    if not a.corpus:
-        return  # --rejudge, or qualify says what is missing
-    root = Path(a.corpus)
-    for c in load_corpus(root):
-        fits(c.program, f"--corpus: {root / c.name}.json")
 
 
 def _saved(a: argparse.Namespace | None) -> str:
@@ -436,9 +427,6 @@ def _saved(a: argparse.Namespace | None) -> str:
 def _internal_error(e: Exception, a: argparse.Namespace | None) -> int:
     """A shardfuzz bug: one line on stderr, the traceback in the run's report directory
     (fuzz, qualify) or a fresh temporary file (replay, explain, emit, minimize)."""
-    import tempfile
-    import traceback
-
     text = traceback.format_exc()
     cmd = getattr(a, "cmd", None) or "shardfuzz"
     log: Path | None = None
@@ -468,12 +456,10 @@ def main(argv: list[str] | None = None) -> int:
     a: argparse.Namespace | None = None
     try:
         a = build_parser().parse_args(argv)
+        # the budget counts from the command's start (called in-process, from the call's)
+        a.started = process_started() if argv is None else time.monotonic()
         if a.cmd in ("fuzz", "replay", "explain", "minimize", "errors", "serve"):
-            from harness.run.compat import force_host_devices
-
             force_host_devices(host_device_count())
-        if a.cmd == "qualify":
-            _qualify_corpus_fits(a)
         return int(a.fn(a))
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -6,16 +6,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-from harness.cli_input import load_case, load_known, parse_modes
-from harness.usage import UsageError
+from harness.campaign.fuzz import atomic_write, case_document
+from harness.campaign.minimize import minimize_case, minimized_reproducer, size
+from harness.cli_input import load_case, load_known, parse_modes, python_option
+from harness.judge.check import check_in_pool
+from harness.judge.known import case_path
+from harness.judge.known_load import load
+from harness.judge.repair import judge
+from harness.report.console import divergence_lines
+from harness.report.explain import explain_lines
+from harness.report.fixes import find_fixes
+from harness.report.reproducer import case_mode, pytest_reproducer, reproducer
+from harness.run.compat import jax_version
+from harness.run.modes import DEFAULT_MODES
+from harness.run.pool import Pool
+from programs.emit import REPRO_MODES
+from programs.errors import KnownDivergencesError, NoReproducer, UsageError
 
 
-def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
-    """Print each mode and divergence; returns (new divergences, known entry ids, unsupported modes)."""
-    from harness.judge.known import explain_all
-
+def _print_verdict(v, entries, indent: str = "", verbosity: int = 0) -> list[str]:  # type: ignore[no-untyped-def]
+    """Print each mode, divergence and repaired program of a verdict (harness/judge/repair.py):
+    each divergence no entry's repair removes with its message, the known ones one line per
+    entry, or (-v) each with its message; returns the unsupported modes."""
+    res = v.result
     unsupported = []
     for o in res.observations:
         if o.status == "unsupported":
@@ -27,67 +44,45 @@ def _print_result(res, entries, jv: str, indent: str = "") -> tuple[int, list[st
         print(f"{indent}  {o.mode:>8}: {what} ({o.elapsed_s * 1000:.0f} ms)")
     pred = res.prediction
     print(f"{indent}  oracle  : {'predicts ' + str(pred.error) if pred.error else f'predicts {len(pred.outputs)} outputs'}")
-    new, known = 0, []
-    for x in explain_all(entries, res.divergences, res.program, pred, jv):
-        new += x.entry is None
-        if x.entry is not None and x.entry.id not in known:
-            known.append(x.entry.id)
-        print(f"{indent}{'known (' + x.entry.id + ')' if x.entry else 'DIVERGES'}: {x.divergence.signature}\n{indent}  {x.divergence.message}")
-    return new, known, unsupported
-
-
-def _python(a: argparse.Namespace) -> str | None:
-    """`--python ENV_PYTHON`: run jax there (checked: it exists and imports jax)."""
-    if getattr(a, "python", None) is None:
-        return None
-    from harness.campaign.qualify import check_interpreter
-
-    return check_interpreter(a.python)
+    for line in divergence_lines(v.judged, verbosity):
+        print(f"{indent}{line}")
+    for job, sub in v.repaired:
+        how = "its rewrite" if job.whole else f"its outputs {list(range(len(job.program.outputs)))} no known bug reaches"
+        print(f"{indent}  repaired without {', '.join(job.entries)} ({how}), in {','.join(job.modes)}:")
+        _print_verdict(sub, entries, indent + "    ", verbosity)
+    return unsupported
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
-    from harness.judge.check import check_in_pool
-    from harness.judge.known import derived_program
-    from harness.run.compat import jax_version
-    from harness.run.pool import Pool
-
     p = load_case(a.case)
     entries = load_known(a.suppressions)
     modes = parse_modes(a.modes)
-    pool = Pool(1, python=_python(a), timeout_s=a.timeout)  # a case may crash jax: never in this process
+    pool = Pool(1, python=python_option(a), timeout_s=a.timeout)  # a case may crash jax: never in this process
     jv = str(pool.info.get("jax_version") or jax_version())
     try:
-        res = check_in_pool(pool, p, modes)
-        new, known, unsupported = _print_result(res, entries, jv)
-        if known:
-            # a known bug explains only what it causes: the program without it is checked in full
-            used = [e for e in entries if e.id in known]
-            q = derived_program(used, p, res.prediction)
-            if q is not None:
-                kept = "its rewrite" if q.outputs == p.outputs and len(q.body) == len(p.body) else f"its outputs {list(range(len(q.outputs)))} no known bug reaches"
-                print(f"  checking the program without the known bug ({kept}):")
-                n2, k2, _ = _print_result(check_in_pool(pool, q, modes), entries, jv, indent="    ")
-                new += n2
-                known += [k for k in k2 if k not in known]
+        # a known bug explains what its repair removes: each explaining entry's repaired
+        # program is checked too, and whatever it still shows is new
+        v = judge(entries, check_in_pool(pool, p, modes), lambda q, ms: check_in_pool(pool, q, ms), jv)
+        unsupported = _print_verdict(v, entries, verbosity=a.verbose)
     finally:
         pool.close()
-    ran = len(res.observations) - len(unsupported)
+    new, known = v.new(), v.known()
+    by_id = {e.id: e for e in entries}
+    bugs = [k for k in known if not by_id[k].policy]
+    policy = [k for k in known if by_id[k].policy]
+    ran = len(v.result.observations) - len(unsupported)
     extra = f", {len(unsupported)} unsupported: {','.join(unsupported)}" if unsupported else ""
     if new:
-        print(f"{a.case}: DIVERGES ({new} divergences no known entry explains; jax {jv}, {ran} modes run{extra})")
+        print(f"{a.case}: DIVERGES ({len(new)} divergences no known entry's repair removes; jax {jv}, {ran} modes run{extra})")
     elif known:
-        print(f"{a.case}: KNOWN ({', '.join(known)}; jax {jv}, {ran} modes run{extra})")
+        said = "; ".join(x for x in (f"{', '.join(bugs)}" if bugs else "", f"policy: {', '.join(policy)}" if policy else "") if x)
+        print(f"{a.case}: KNOWN ({said}; jax {jv}, {ran} modes run{extra})")
     else:
         print(f"{a.case}: PASS (oracle and jax {jv} agree in {ran} modes{extra})")
     return 1 if new else 0
 
 
 def cmd_minimize(a: argparse.Namespace) -> int:
-    from harness.campaign.fuzz import atomic_write, case_document
-    from harness.campaign.minimize import minimize_case, minimized_reproducer, size
-    from harness.run.modes import DEFAULT_MODES
-    from harness.run.pool import Pool
-
     p = load_case(a.case)
     sig = a.signature
     if sig is None:
@@ -98,7 +93,7 @@ def cmd_minimize(a: argparse.Namespace) -> int:
         sig = sigs[0]
     if sig.count("|") != 2:
         raise UsageError(f"--signature {sig!r}: expected KIND|MODE|WHERE, e.g. value|jit|psum")
-    pool = Pool(1, python=_python(a), timeout_s=a.timeout)
+    pool = Pool(1, python=python_option(a), timeout_s=a.timeout)
     try:
         check_modes = DEFAULT_MODES
         print(f"minimizing {a.case} for {sig}: start {size(p)} (ops, args+outputs, mesh, elements, spec axes)")
@@ -116,8 +111,6 @@ def cmd_minimize(a: argparse.Namespace) -> int:
 
 def _entry_mode(case: Path) -> str | None:
     """The reproducer mode of the known entry whose own case `case` is, if any."""
-    from harness.judge.known import KnownDivergencesError, case_path, load
-
     try:
         entries = load()
     except KnownDivergencesError:
@@ -126,9 +119,6 @@ def _entry_mode(case: Path) -> str | None:
 
 
 def cmd_emit(a: argparse.Namespace) -> int:
-    from harness.report.reproducer import NoReproducer, case_mode, pytest_reproducer, reproducer
-    from programs.emit import REPRO_MODES
-
     p = load_case(a.case, emit=True)
     mode = a.mode
     if mode is None:  # a known entry's own case: the mode its bug shows in
@@ -146,11 +136,8 @@ def cmd_emit(a: argparse.Namespace) -> int:
     except NoReproducer as e:
         raise UsageError(f"{a.case}: {e}; pass another --mode") from None
     print(text)
-    python = _python(a)
+    python = python_option(a)
     if python is not None and not a.pytest:  # the same script, on that jax: say what it shows there
-        import subprocess
-        import sys
-
         r = subprocess.run([python, "-c", text], capture_output=True, text=True, timeout=600)
         verdict = next((ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith(("BUG:", "FIXED:"))), "")
         print(f"# on {a.python} it exits {r.returncode}: {verdict[:300] or (r.stderr.strip().splitlines() or ['?'])[-1]}",
@@ -159,25 +146,19 @@ def cmd_emit(a: argparse.Namespace) -> int:
 
 
 def cmd_explain(a: argparse.Namespace) -> int:
-    from harness.report.explain import explain_lines
-
     p = load_case(a.case)
     if a.fix and a.no_jax:
         raise UsageError("explain --fix checks every fix with jax; drop --no-jax")
     if a.no_jax:
         print("\n".join(explain_lines(p)))
     else:
-        from harness.run.pool import Pool
-
-        pool = Pool(1, python=_python(a))  # (crash-safe, and on the --python jax when given)
+        pool = Pool(1, python=python_option(a))  # (crash-safe, and on the --python jax when given)
         try:
             pool.submit(p, ("abstract",))
             (c,) = pool.drain()
             jv = pool.info.get("jax_version", "?")
             fixes = None
             if a.fix:
-                from harness.report.fixes import find_fixes
-
                 fixes = find_fixes(pool, p, jax_version=str(jv))
         finally:
             pool.close()

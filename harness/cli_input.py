@@ -1,17 +1,25 @@
 """What the command line hands over, checked before jax sees it: case files (parsed,
 validated, and fitted to the devices there are), --modes, --defects, the known
-divergences file and writable directories. Bad input is a UsageError: one line, exit 2."""
+divergences file, writable directories and `--python` interpreters. Bad input is a
+UsageError: one line, exit 2."""
 
 from __future__ import annotations
 
+import argparse
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
+from harness.judge.known_load import load
+from harness.run.modes import MODES
 from harness.run.worker import host_device_count
-from harness.usage import UsageError
+from programs.errors import KnownDivergencesError, ProgramFormatError, UsageError
 from programs.model import Program
-from programs.serialize import ProgramFormatError, from_json
+from programs.serialize import from_json
 from programs.source import from_source
 from programs.validate import check_fits
+from strategies.invalid import DEFECTS
 
 # Modes the harness runs for itself (harness/judge/check.py localises value divergences
 # with "probe"); never offered by --modes.
@@ -50,8 +58,6 @@ def load_case(path: str, emit: bool = False) -> Program:
 
 
 def parse_defects(text: str | None) -> tuple[str, ...]:
-    from strategies.invalid import DEFECTS
-
     if not text:
         return ()
     names = tuple(d.strip() for d in text.split(",") if d.strip())
@@ -62,8 +68,6 @@ def parse_defects(text: str | None) -> tuple[str, ...]:
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
-    from harness.run.modes import MODES
-
     public = [m for m in MODES if m not in INTERNAL_MODES]
     modes = tuple(m.strip() for m in text.split(",") if m.strip())
     bad = [m for m in modes if m not in public]
@@ -73,8 +77,6 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 
 def load_known(path: str | None):  # type: ignore[no-untyped-def]
-    from harness.judge.known import KnownDivergencesError, load
-
     try:
         return load(Path(path) if path else None)
     except KnownDivergencesError as e:
@@ -92,3 +94,28 @@ def writable_dir(path: str, option: str) -> Path:
     except OSError as e:
         raise UsageError(f"{option} {path}: cannot write there ({e.strerror}); pass a writable directory") from None
     return d
+
+
+def check_interpreter(python: str) -> str:
+    """The interpreter's path, or bad input naming it: missing, or without jax/numpy."""
+    path = shutil.which(python) if os.sep not in python else python
+    if path is None or not Path(path).is_file() or not os.access(path, os.X_OK):
+        raise UsageError(f"--python {python}: no such interpreter")
+    try:
+        r = subprocess.run(
+            [path, "-c", "import jax, numpy; print(jax.__version__)"],
+            capture_output=True, text=True, timeout=180,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UsageError(f"--python {python}: cannot run it ({e})") from None
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["import failed"])[-1]
+        raise UsageError(f"--python {python}: cannot import jax and numpy there ({last})")
+    return path
+
+
+def python_option(a: argparse.Namespace) -> str | None:
+    """`--python ENV_PYTHON`: run jax there (checked: it exists and imports jax)."""
+    if getattr(a, "python", None) is None:
+        return None
+    return check_interpreter(a.python)

@@ -1,24 +1,12 @@
-"""Bad input from the user: the one exception every command turns into one line on
-stderr and exit code 2 (harness/cli.py). Its own module, so any room can raise it
-without importing the CLI.
-
-Also the argparse types of every numeric option (`positive`, `at_least`, `fraction`):
-an option out of range is refused while the command line is parsed, naming the option,
-its value and the rule, before anything runs."""
+"""The argparse types of every numeric option (`positive`, `at_least`, `fraction`): an
+option out of range is refused while the command line is parsed, naming the option, its
+value and the rule, before anything runs. (Bad input found later raises `UsageError`,
+programs/errors.py.)"""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
-
-
-class ConfigError(UsageError, ValueError):
-    """A configuration value out of range (a `RunConfig` field): bad input when it came
-    from the command line, a ValueError to code that builds the configuration itself."""
 
 
 def _number(text: str, kind: type[int] | type[float]) -> float:

@@ -19,6 +19,7 @@ import numpy as np
 from oracles.devices import assemble_global
 from oracles.interpreter import trace
 from oracles.rounding import unit_roundoff
+from programs.graph import cone
 from programs.model import Program
 from programs.points import cotangent, grad_point, tangents
 
@@ -76,10 +77,8 @@ def _estimate(p: Program, point: list[np.ndarray], v: list[np.ndarray | None], o
 def _may_overflow(p: Program, st: Any, out_idx: list[int]) -> bool:
     """Whether a value the chosen outputs depend on may overflow its dtype in state `st`
     (its error bound is infinite, oracles/rounding.py `combine`): jax computes inf or nan
-    there, and its derivatives with it (seen: float16 * uint32 4294967295), where the
+    there, and its derivatives with it (e.g. float16 * uint32 4294967295), where the
     float64 differences stay finite. No derivative is predicted then, as no value is."""
-    from programs.graph import cone
-
     n_in = len(p.inputs)
     ops = frozenset().union(*(cone(p, p.outputs[k]) for k in out_idx))
     return any(bool(np.any(np.isinf(st.err[n_in + i]))) for i in ops)
@@ -101,8 +100,8 @@ def directional_derivative(p: Program, out_idx: list[int], steps: tuple[float, .
 def _directional_derivative(p: Program, out_idx_t: tuple[int, ...], steps: tuple[float, ...]) -> DirectionalDerivative:
     """<u, J v> at the grad point, from the smallest step; smooth only when every step
     agrees with itself and the last two agree with each other. (A max/min tie between
-    two elements that lies within the largest step but not the smallest fooled a
-    single-step check: shardfuzz seed 10, ppermute then minimum.)
+    two elements that lies within the largest step but not the smallest fools a
+    single-step check.)
 
     The tolerance: float32 implementations within 2e-3 of the scale; a program computing
     in bfloat16 or float16 computes J v in that precision (jvp and vjp keep the primal's

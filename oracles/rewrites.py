@@ -1,20 +1,23 @@
 """Semantics-preserving rewrites: the same program without a form jax gets wrong.
 
-A known jax divergence (reports/known_divergences.toml) may name one of these. The
+A known jax divergence (harness/data/known_divergences.toml) may name one of these. The
 program that shows the bug is reported as known for what the bug causes, and its
 rewrite, which means exactly the same thing by the oracle's rules, is then checked in
 every mode like any other program: everything else the program does is still checked.
 
-Each rewrite takes a program and returns the rewritten program, or None when it has
-nothing to rewrite. They use the oracle's own shape rules (an axis is canonicalised
-against the operand rank the oracle computes), so a rewrite cannot disagree with the
-oracle about what the program means.
+Each rewrite takes a program and the body ops an entry's bug is at (`sites`: the ops its
+features hold on; a rewrite that recognises its form by itself rewrites every instance)
+and returns the rewritten program, or None when it has nothing to rewrite. They use the
+oracle's own shape and type rules (an axis is canonicalised against the operand rank the
+oracle computes; a retyping names the axes the oracle says the value varies along), so a
+rewrite cannot disagree with the oracle about what the program means.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
@@ -33,7 +36,7 @@ def _with(op: Op, **params: ParamValue) -> Op:
     return Op.make(op.kind, op.operands, **{**op.param_dict, **params})
 
 
-def nonnegative_axes(p: Program) -> Program | None:
+def nonnegative_axes(p: Program, sites: frozenset[int] | None = None) -> Program | None:
     """psum_scatter's scatter_dimension, all_to_all's split_axis / concat_axis and pswapaxes'
     axis, when
     negative, become their non-negative equivalents (axis % rank of the operand).
@@ -41,13 +44,14 @@ def nonnegative_axes(p: Program) -> Program | None:
 
     An invalid program is rewritten too, where the oracle types the operand (its error
     comes later) and the axis is in range (-rank <= axis < 0): an out-of-range axis is
-    the defect itself, and stays. Its rewrite fails the same way without the crash (fuzz
-    seed 0: eager segfaulted at a negative split_axis of an invalid sweep program, and
-    the program sliced without that op was valid: its other all_to_alls' cells were
-    never checked by error in eager)."""
+    the defect itself, and stays. Its rewrite fails the same way without the crash (eager
+    can segfault at a negative split_axis, and the program sliced without that op would
+    be valid, so the other ops' cells by error would never be checked there)."""
     ranks = _ranks(p)
     body, changed = list(p.body), False
     for i, op in enumerate(p.body):
+        if sites is not None and i not in sites:
+            continue
         keys = {"psum_scatter": ("scatter_dimension",), "all_to_all": ("split_axis", "concat_axis"),
                 # (pswapaxes binds all_to_all with its axis as both)
                 "pswapaxes": ("axis",)}.get(op.kind, ())
@@ -66,16 +70,16 @@ def _renumber(index: int, listed: tuple[str, ...], ordered: tuple[str, ...], siz
     return int(np.ravel_multi_index([coords[a] for a in ordered], [sizes[a] for a in ordered]))
 
 
-def mesh_order_axes(p: Program) -> Program | None:
+def mesh_order_axes(p: Program, sites: frozenset[int] | None = None) -> Program | None:
     """ppermute / pshuffle over a tuple of axes listed out of mesh order: the axes in
     mesh order, with every perm index renumbered so the same devices exchange data
     (the perm's indices are axis_index values over the listed axes, major first)."""
     sizes = p.mesh.shape
     body, changed = list(p.body), False
     for i, op in enumerate(p.body):
-        if op.kind not in ("ppermute", "pshuffle"):
+        if op.kind not in ("ppermute", "pshuffle") or (sites is not None and i not in sites):
             continue
-        listed = tuple(op.p("axes"))  # type: ignore[arg-type]
+        listed = tuple(cast("tuple[str, ...]", op.p("axes")))
         ordered = tuple(sorted(listed, key=p.mesh.names.index))
         if listed == ordered or any(a not in sizes for a in listed):
             continue
@@ -84,9 +88,10 @@ def mesh_order_axes(p: Program) -> Program | None:
             return _renumber(k, listed, ordered, sizes)
 
         if op.kind == "ppermute":
-            perm: ParamValue = tuple(sorted((new(int(s)), new(int(d))) for s, d in op.p("perm")))  # type: ignore[union-attr, misc]
+            pairs = cast("tuple[tuple[int, int], ...]", op.p("perm"))
+            perm: ParamValue = tuple(sorted((new(int(s)), new(int(d))) for s, d in pairs))
         else:  # out[i] = x[perm[i]]  ->  out[new(i)] = x[new(perm[i])]
-            old = [int(x) for x in op.p("perm")]  # type: ignore[union-attr]
+            old = [int(x) for x in cast("tuple[int, ...]", op.p("perm"))]
             shuffled = [0] * len(old)
             for k, src in enumerate(old):
                 shuffled[new(k)] = new(src)
@@ -95,7 +100,85 @@ def mesh_order_axes(p: Program) -> Program | None:
     return replace(p, body=tuple(body)) if changed else None
 
 
-REWRITES: dict[str, Callable[[Program], Program | None]] = {
+def unwrap(p: Program, sites: frozenset[int] | None = None) -> Program | None:
+    """Each op of `sites` (by default every op) that runs inside a wrapper of the same
+    meaning (`wrap`: scan, cond, switch, while, fori, map, vmap, checkpoint; programs/ops.py
+    WRAP_SOURCE) run as itself: the oracle gives the wrapper no meaning, so the program
+    means the same; jax's batching rules of the wrappers under vmap with spmd_axis_name
+    are what the known entries say goes wrong."""
+    body, changed = list(p.body), False
+    for i, op in enumerate(p.body):
+        if op.p("wrap") is None or (sites is not None and i not in sites):
+            continue
+        body[i] = Op.make(op.kind, op.operands, **{k: v for k, v in op.param_dict.items() if k != "wrap"})
+        changed = True
+    return replace(p, body=tuple(body)) if changed else None
+
+
+# The varying axes jax 0.10.2 gives the results it types wrongly, from the oracle's types
+# of the operands (`vmas`) and the op: the typing bugs of the known entries
+# (harness/data/known_divergences.toml). A grouped pmax / pmin is typed as the reduction over
+# the whole axis (invariant over its axes, parallel.py _psum_invariant_abstract_eval);
+# precv as out_shape alone (no varying axes, _precv_abstract_eval); ragged_all_to_all as
+# its output buffer (_ragged_all_to_all_effectful_abstract_eval).
+JAX_TYPED_VMA: dict[str, Callable[[Op, list[frozenset[str]]], frozenset[str]]] = {
+    "pmax": lambda op, vmas: vmas[0] - frozenset(op.p("axes") or ()),  # type: ignore[arg-type]
+    "pmin": lambda op, vmas: vmas[0] - frozenset(op.p("axes") or ()),  # type: ignore[arg-type]
+    "sendrecv": lambda op, vmas: frozenset(),
+    "ragged_all_to_all": lambda op, vmas: vmas[1] if len(vmas) > 1 else frozenset(),
+}
+
+
+def _insert_after(p: Program, i: int, new: Op) -> Program:
+    """`p` with `new` (reading op i's result) right after body op i, every later reader
+    of op i's result (ops and outputs) reading `new`'s instead, later values renumbered."""
+    n_in = len(p.inputs)
+    v = n_in + i
+
+    def moved(x: int) -> int:
+        return v + 1 if x == v else x + 1 if x > v else x
+
+    body = [*p.body[: i + 1], new, *(replace(op, operands=tuple(moved(x) for x in op.operands)) for op in p.body[i + 1:])]
+    return replace(p, body=tuple(body), outputs=tuple(moved(o) for o in p.outputs))
+
+
+def vary_after(p: Program, sites: frozenset[int] | None = None) -> Program | None:
+    """After each op of `sites` (by default every op of a kind in JAX_TYPED_VMA) whose
+    result varies along manual axes that jax types it invariant over, a
+    `jax.lax.pcast(v, axes, to='varying')` over those axes: jax then types the value as
+    the oracle does, and every op after it is checked against the documented semantics.
+    The pcast is marked `repair=True`: the oracle, whose types already say the value
+    varies along those axes, treats it as the identity (types and values unchanged);
+    jax, which types the value invariant there, accepts it. Only with check_vma=True
+    (without it jax tracks no varying axes). An op already followed by such a repair is
+    left alone."""
+    if not p.check_vma:
+        return None
+    st, _ = trace(p, with_values=False)
+    types = st.types
+    n_in = len(p.inputs)
+    order = {a: k for k, a in enumerate(p.mesh.names)}
+    q, shift = p, 0
+    for i, op in enumerate(p.body):
+        if op.kind not in JAX_TYPED_VMA or (sites is not None and i not in sites) or n_in + i >= len(types):
+            continue
+        if any(o.kind == "pcast" and o.p("repair") and o.operands == (n_in + i,) for o in p.body):
+            continue
+        vmas = [types[x].vma or frozenset() for x in op.operands if x < len(types)]
+        want = types[n_in + i].vma
+        if want is None or len(vmas) < len(op.operands):
+            continue
+        missing = tuple(sorted((want - JAX_TYPED_VMA[op.kind](op, vmas)) & set(p.manual_axes), key=order.__getitem__))
+        if not missing:
+            continue
+        q = _insert_after(q, i + shift, Op.make("pcast", (n_in + i + shift,), axes=missing, to="varying", repair=True))
+        shift += 1
+    return q if shift else None
+
+
+REWRITES: dict[str, Callable[[Program, frozenset[int] | None], Program | None]] = {
     "nonnegative_axes": nonnegative_axes,
     "mesh_order_axes": mesh_order_axes,
+    "vary_after": vary_after,
+    "unwrap": unwrap,
 }

@@ -4,6 +4,8 @@ them). Pure functions of the program: no jax, no oracle."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from programs.forms import forms_of, names
 from programs.graph import cone, live_ops
 from programs.model import Mesh, Op, Program
@@ -32,11 +34,11 @@ def _axes_class(axes: tuple[str, ...], mesh: Mesh) -> str:
 
 
 def _perm_class(op: Op, n: int) -> str:
-    perm = op.p("perm")
+    pairs: list[tuple[int, int]]
     if op.kind == "pshuffle":
-        pairs = list(enumerate(perm))  # type: ignore[arg-type]
+        pairs = list(enumerate(cast("tuple[int, ...]", op.p("perm"))))
     else:
-        pairs = [tuple(x) for x in perm]  # type: ignore[union-attr]
+        pairs = [(s, d) for s, d in cast("tuple[tuple[int, int], ...]", op.p("perm"))]
     if all(s == d for s, d in pairs):
         return "identity"
     if len(pairs) < n:
@@ -80,7 +82,7 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
         out.add(f"{k}|rank={min(rank, 3)}&dtype={dtype}")
     if k in LOCAL_OPS:
         return out
-    axes = tuple(op.p("axes") or ())  # type: ignore[call-overload]
+    axes = tuple(cast("tuple[str, ...]", op.p("axes") or ()))
     if axes:
         cls = _axes_class(axes, mesh)
         out.add(f"{k}|axes={cls}")

@@ -10,127 +10,8 @@ jax returned, comparing nothing.
 
 from __future__ import annotations
 
-from programs.forms import arg_source
-from programs.model import BATCH_IOTA_STEP, BATCH_SEED_STEP, Op, ParamValue, Program, Spec, is_float
-from programs.ops import (
-    MODULE_SOURCE,
-    OP_TABLE,
-    WRAP_SOURCE,
-    Arg,
-    Call,
-    present_args,
-    python_value,
-    transform_template,
-)
-
-
-def literal(v: object) -> str:
-    """Python source for a value, the same in every process: a set's repr follows string
-    hashing (PYTHONHASHSEED), so sets are written sorted."""
-    if isinstance(v, (set, frozenset)):
-        return "{" + ", ".join(repr(x) for x in sorted(v, key=repr)) + "}" if v else "set()"
-    return repr(v)
-
-def axes_src(axes: ParamValue) -> str:
-    """'x' for one axis, ('x', 'y') for several: the forms users write."""
-    assert isinstance(axes, tuple)
-    return repr(python_value("axes", axes))
-
-
-def _arg_src(a: Arg, names: list[str], op: Op) -> str:
-    """One template argument as source (the lowering passes the same value)."""
-    if a.source == "xs":
-        return ", ".join(names[v] for v in op.operands)
-    if a.source in ("x0", "x1"):
-        x = names[op.operands[int(a.source[1])]]
-        if a.form == "send":
-            return f"jax.lax.psend({x}, {axes_src(op.p('axes'))}, {literal(python_value('pairs', op.p('perm')))})"
-        if a.form == "like":
-            return f"jax.ShapeDtypeStruct({x}.shape, {x}.dtype)"
-        return x
-    if a.form == "fn":
-        return f"lambda b: {op_source(op.inner_op(), ['b'])}"
-    if a.form == "dtype":
-        return f"jnp.{op.p(a.source)}"
-    if a.form == "spec":
-        return repr(op.spec_param(a.source))
-    return arg_source(a, op)  # (in the form the op writes it: programs/forms.py)
-
-
-def _args_src(args: tuple[Arg, ...], names: list[str], op: Op) -> list[str]:
-    return [(a.keyword + "=" if a.keyword else "") + _arg_src(a, names, op) for a in present_args(args, op)]
-
-
-def _call_src(call: Call, names: list[str], op: Op) -> str:
-    parts = _args_src(call.args, names, op)
-    if call.module == "operator":
-        return f"{parts[0]} {call.symbol} {parts[1]}" if len(parts) == 2 else f"{call.symbol}{parts[0]}"
-    if call.module == "method":
-        return f"{parts[0]}.{call.function}({', '.join(parts[1:])})"
-    return f"{MODULE_SOURCE[call.module]}.{call.function}({', '.join(parts)})"
-
-
-def op_source(op: Op, names: list[str]) -> str:
-    """The jax expression computing `op`, with operand names from `names`: its op table
-    call template written as source (the lowering builds the same call)."""
-    wrap = op.p("wrap")
-    if wrap is not None:
-        from dataclasses import replace
-
-        inner_names = list(names)
-        inner_names[op.operands[0]] = "c"
-        inner = op_source(replace(op, params=tuple(kv for kv in op.params if kv[0] != "wrap")), inner_names)
-        return WRAP_SOURCE[str(wrap)].format(inner=inner, x=names[op.operands[0]])
-    if op.kind not in OP_TABLE:
-        raise ValueError(f"no source form for op kind {op.kind!r}")
-    call = OP_TABLE[op.kind].call
-    if call.module == "template":
-        return transform_template(op).format(body=steps_source(op), x=names[op.operands[0]])
-    src = _call_src(call, names, op)
-    return f"{src}({', '.join(_args_src(call.then, names, op))})" if call.then else src
-
-
-def steps_source(op: Op) -> str:
-    """A transform's sub-body as a lambda of c: one step, `lambda c: -c`; several, each
-    named by an assignment expression and the last returned:
-    `lambda c: (s1 := -c, s2 := jax.lax.psum(s1, 'x'), s2 * c)[-1]`."""
-    steps = op.steps()
-    names = ["c"] + [f"s{i + 1}" for i in range(len(steps))]
-    parts = [op_source(st, names) for st in steps]
-    if len(parts) == 1:
-        return f"lambda c: {parts[0]}"
-    named = [f"{names[i + 1]} := {src}" for i, src in enumerate(parts[:-1])]
-    return "lambda c: (" + ", ".join([*named, parts[-1]]) + ")[-1]"
-
-
-def value_names(p: Program) -> list[str]:
-    return [f"a{i}" for i in range(len(p.inputs))] + [f"v{i}" for i in range(len(p.body))]
-
-
-def specs_src(specs: tuple[Spec, ...], form: str = "tuple") -> str:
-    """The specs, one per argument / output, in the call's `form` (programs/model.py
-    CallForm): a tuple, a list, or one spec for all ("single": they are equal)."""
-    if form == "list":
-        return "[" + ", ".join(repr(s) for s in specs) + "]"
-    if form == "single" and specs:
-        return repr(specs[0])
-    return "(" + ", ".join(repr(s) for s in specs) + ("," if len(specs) == 1 else "") + ")"
-
-
-def body_source(p: Program, fn: str = "body", record: str = "") -> str:
-    """The shard_map body as a Python function. `record`: the name of a function called,
-    before the return, with every value by name (`record(a0=a0, v0=v0, ...)`), so that a
-    reproducer can read `jax.typeof` of each while jax traces the body."""
-    names = value_names(p)
-    args = ", ".join(names[: len(p.inputs)])
-    lines = [f"def {fn}({args}):"]
-    for i, op in enumerate(p.body):
-        lines.append(f"  {names[len(p.inputs) + i]} = {op_source(op, names)}")
-    if record:
-        lines.append(f"  {record}(" + ", ".join(f"{n}={n}" for n in names) + ")")
-    outs = ", ".join(names[o] for o in p.outputs)
-    lines.append(f"  return {outs}" + ("," if len(p.outputs) == 1 else ""))
-    return "\n".join(lines)
+from programs.body_text import body_source, literal, specs_src
+from programs.model import BATCH_IOTA_STEP, BATCH_SEED_STEP, Program, is_float
 
 
 def shard_map_kwargs_src(p: Program) -> str:
@@ -341,9 +222,9 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
             '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
         ]
     if mode in ("vmap", "vmap_spmd"):
-        axis = p.spmd_axis() if mode == "vmap_spmd" else None
-        n = p.mesh.axis_size(axis) if axis else 2
-        vm = f"jax.vmap(f, spmd_axis_name={axis!r})" if axis else "jax.vmap(f)"
+        spmd = p.spmd_axis() if mode == "vmap_spmd" else None
+        n = p.mesh.axis_size(spmd) if spmd else 2
+        vm = f"jax.vmap(f, spmd_axis_name={spmd!r})" if spmd else "jax.vmap(f)"
         return [
             f"  batch = [inputs(b) for b in range({n})]  # a batch of {n}, member b as the harness makes it",
             f"  outs = jax.jit({vm})(*[np.stack([m[i] for m in batch]) for i in range({len(p.inputs)})])",

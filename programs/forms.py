@@ -13,10 +13,14 @@ keeps its JSON and its id.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from programs.model import Op, ParamValue
 from programs.ops import OP_TABLE, Arg, python_value
+
+if TYPE_CHECKING:  # (programs/body_text.py writes arguments by `arg_source`, below the model)
+    from programs.model import Op, ParamValue
 
 # per argument (an op table `Arg.source`), the forms it may be written in besides its
 # plain one (`python_value` of its `Arg.form`)
@@ -50,13 +54,13 @@ def with_form(op: Op, source: str, form: str | None) -> Op:
     forms.pop(source, None)
     arg = next((a for a in OP_TABLE[op.kind].call.args if a.source == source), None)
     if form is not None and arg is not None and op.p(source) is not None:
-        probe = Op.make(op.kind, op.operands, **{**op.param_dict, "forms": ((source, form),)})
+        probe = type(op).make(op.kind, op.operands, **{**op.param_dict, "forms": ((source, form),)})
         if form == "array" or _shape_of(arg_value(arg, probe)) != _shape_of(python_value(arg.form, op.p(source))):
             forms[source] = form
     params = {k: v for k, v in op.params if k != "forms"}
     if forms:
         params["forms"] = tuple(sorted(forms.items()))
-    return Op.make(op.kind, op.operands, **params)
+    return type(op).make(op.kind, op.operands, **params)
 
 
 def _nested(v: ParamValue, form: str) -> object:

@@ -1,6 +1,6 @@
 """The body as a dependency graph: which ops a value depends on, and slicing.
 
-A known jax divergence may explain only what its buggy op causes (reports/
+A known jax divergence may explain only what its buggy op causes (harness/data/
 known_divergences.toml): a wrong value explains the outputs whose dependency cone holds
 that op, never the others. `cone` answers that; `slice_outputs` gives the same program
 with only some outputs (dead ops dropped), so the outputs a known bug cannot touch are
@@ -46,9 +46,8 @@ def slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int] = froz
     values renumbered. The arguments stay (an unused argument changes no semantics, and
     in_specs still describe them). A dead op that is all that names float64 stays too: it
     is what turns jax_enable_x64 on (`Program.x64`), and without it every 64-bit type of
-    the rest would change (fuzz seed 0, 60 s: a sweep program's lean part lost a dead
-    float64 cast, its reduce_sum gave int32, not int64, and the smap pair
-    `all_gather|dtype=int64` it was claimed for was never checked)."""
+    the rest would change (a reduce_sum of an int32 gives int32, not int64), so a cut
+    part would not check the cells it was claimed for."""
     return sliced_ops(p, keep, also)[0]
 
 
@@ -77,8 +76,7 @@ def _slice_outputs(p: Program, keep: tuple[int, ...], also: frozenset[int]) -> t
         new_index[n_in + i] = n_in + j
     body = tuple(replace(p.body[i], operands=tuple(new_index[v] for v in p.body[i].operands)) for i in kept)
     # auto_axes' out_sharding has one spec per output: it keeps those of the kept outputs
-    # (fuzz seed 0 value run: a program without its known bug kept three out_shardings
-    # for two outputs, and jax's reshard refused the tree)
+    # (jax's reshard refuses a tree of out_shardings that does not match the outputs)
     wrap_specs = tuple(p.wrap_specs[k] for k in keep) if p.wrap == "auto_axes" and len(p.wrap_specs) == len(p.outputs) else p.wrap_specs
     return replace(p, body=body, outputs=tuple(new_index[o] for o in outputs), out_specs=out_specs, wrap_specs=wrap_specs), tuple(kept)
 
@@ -90,7 +88,7 @@ def drop_unused_inputs(p: Program) -> Program:
     argument, whose derivative they take).
     For a valid program only: an invalid one's defect may be an unused argument's spec.
     Eager shard_map moves every argument to its in_spec's layout with a compile of its
-    own (jax 0.10.2 `_unmatch_spec`, ~15 ms each with the compilation cache warm), as
+    own (jax 0.10.2 `_unmatch_spec`), as
     costly as an op, and an unused argument checks no cell."""
     n_in = len(p.inputs)
     used = {v for op in p.body for v in op.operands if v < n_in} | {o for o in p.outputs if o < n_in}

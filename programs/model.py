@@ -14,9 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import ml_dtypes  # bfloat16 as a NumPy dtype (numpy-only; jax itself depends on it)
 import numpy as np
+
+from programs.body_text import body_source
+from programs.ops import COLLECTIVES
 
 # A spec entry: None (dimension not split) or a tuple of mesh axis names (major first).
 SpecEntry = tuple[str, ...] | None
@@ -87,8 +91,9 @@ class Mesh:
         """'auto' or 'explicit' (an axis not in the mesh: 'auto', as jax never types by it)."""
         return dict(zip(self.names, self.axis_types)).get(name, "auto")
 
-    def group_size(self, axes: tuple[str, ...]) -> int:
-        return math.prod(self.shape[a] for a in axes)
+    def group_size(self, axes: SpecEntry) -> int:
+        """The devices in a group over `axes` (1 for a spec entry of None: split over none)."""
+        return math.prod(self.shape[a] for a in axes or ())
 
     def coords(self) -> Iterator[tuple[int, ...]]:
         """Every device's mesh coordinate, in device order (row-major)."""
@@ -200,7 +205,7 @@ class Op:
 
     @staticmethod
     def make(kind: str, operands: tuple[int, ...] = (), **params: ParamValue) -> Op:
-        return Op(kind, tuple(operands), tuple(sorted((k, _freeze(v)) for k, v in params.items())))
+        return Op(kind, tuple(operands), tuple(sorted((k, freeze(v)) for k, v in params.items())))
 
     def p(self, name: str, default: ParamValue = None) -> ParamValue:
         for k, v in self.params:
@@ -214,12 +219,14 @@ class Op:
 
     def inner_op(self) -> Op:
         """The one op inside a nested shard_map (kind "shard_map"), reading value 0."""
-        return Op(str(self.p("inner")), (0,), tuple(tuple(kv) for kv in self.p("inner_params")))  # type: ignore[union-attr, misc]
+        inner = cast("tuple[tuple[str, ParamValue], ...]", self.p("inner_params"))
+        return Op(str(self.p("inner")), (0,), tuple((k, v) for k, v in inner))
 
     def steps(self) -> tuple[Op, ...]:
         """A transform's sub-body (kind "transform"): value 0 is its operand, step i
         defines value i + 1."""
-        return tuple(Op(str(k), tuple(o), tuple(tuple(kv) for kv in ps)) for k, o, ps in self.p("steps"))  # type: ignore[union-attr, misc, arg-type]
+        steps = cast("tuple[tuple[str, tuple[int, ...], tuple[tuple[str, ParamValue], ...]], ...]", self.p("steps"))
+        return tuple(Op(str(k), tuple(o), tuple((n, v) for n, v in ps)) for k, o, ps in steps)
 
     def with_nested(self) -> tuple[Op, ...]:
         """This op and the ops it holds: a nested shard_map's one op, a transform's
@@ -232,12 +239,14 @@ class Op:
 
     def spec_param(self, key: str) -> Spec:
         """A nested shard_map's "in_spec" or "out_spec" as a Spec."""
-        return Spec(tuple(None if e is None else tuple(e) for e in self.p(key)))  # type: ignore[union-attr]
+        return Spec(tuple(None if e is None else tuple(e) for e in cast("tuple[SpecEntry, ...]", self.p(key))))
 
 
-def _freeze(v: object) -> ParamValue:
+def freeze(v: object) -> ParamValue:
+    """An op parameter as the model holds it: lists as tuples (hashable), NumPy integers as
+    int; a TypeError for anything that is not JSON-friendly."""
     if isinstance(v, (list, tuple)):
-        return tuple(_freeze(x) for x in v)
+        return tuple(freeze(x) for x in v)
     if isinstance(v, (np.integer,)):
         return int(v)
     if v is None or isinstance(v, (int, str, bool, float)):
@@ -360,7 +369,7 @@ class Program:
     def named_axes(self) -> set[str]:
         """Every mesh axis a spec or an op (nested ones included) names."""
         named = {a for s in self.in_specs + self.out_specs for a in s.axes() + s.unreduced + s.reduced}
-        return named | {a for op in self.all_ops() for a in (op.p("axes") or ())}  # type: ignore[union-attr]
+        return named | {a for op in self.all_ops() for a in cast("tuple[str, ...]", op.p("axes") or ())}
 
     def spmd_axis(self) -> str | None:
         """A mesh axis for `jax.vmap(..., spmd_axis_name=)`: manual, of size > 1, named
@@ -455,11 +464,7 @@ class Program:
         return False
 
     def collectives(self) -> tuple[str, ...]:
-        from programs.ops import COLLECTIVES
-
         return tuple(sorted({op.kind for op in self.all_ops() if op.kind in COLLECTIVES}))
 
     def __repr__(self) -> str:
-        from programs.emit import body_source
-
         return body_source(self)

@@ -8,17 +8,21 @@ Each `OpDesc` is the one description of an op kind in `programs/`:
   parameters become positional and keyword arguments, as data).
 
 Both the real jax call (`harness/run/lowering.py`, which resolves the module and function
-with getattr on jax) and the reproducer's text (`programs/emit.py` `op_source`) are
+with getattr on jax) and the reproducer's text (`programs/body_text.py` `op_source`) are
 derived from `call`, so they cannot disagree. The semantics of each kind live in the
-oracle (`oracles/ops/`, one class per kind); `tests/test_op_tables.py` asserts that every
-table names the same kinds. programs/ never imports jax: a template is strings and tuples.
+oracle (`oracles/ops/`, one class per kind) and its draw in the strategy; both rooms build
+their registries from this table's kinds and fail at import on a kind they lack
+(`tests/test_op_tables.py` asserts each registry equals the table). programs/ never
+imports jax: a template is strings and tuples.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from programs.model import Op, ParamValue
+if TYPE_CHECKING:
+    from programs.model import Op, ParamValue
 
 # what a parameter's value is (validated structurally by programs/serialize.py and
 # programs/validate.py)
@@ -103,6 +107,9 @@ class OpDesc:
     # others as unsupported)
     cpu_values: bool = True
     cpu_lowering: bool = True
+    # the kinds one builder below makes alike ("binary", "reduction"): the strategy draws
+    # every member with its family's one draw (strategies/draws.py `table_draws`)
+    family: str = ""
 
 
 def _x(*more: Arg) -> tuple[Arg, ...]:
@@ -116,17 +123,19 @@ _AXES, _GROUPS_P = Param("axes", "axes"), Param("groups", "groups", optional=Tru
 
 def _binary(kind: str, symbol: str = "", fn: str = "") -> OpDesc:
     call = Call("operator", kind, (Arg("x0"), Arg("x1")), symbol) if symbol else Call("jax.numpy", fn, (Arg("x0"), Arg("x1")))
-    return OpDesc(kind, 2, (), call, local=True)
+    return OpDesc(kind, 2, (), call, local=True, family="binary")
 
 
 def _reduction(kind: str) -> OpDesc:
-    return OpDesc(kind, 1, (_AXES, _GROUPS_P), Call("jax.lax", kind, _x(_AX, _GROUPS)))
+    return OpDesc(kind, 1, (_AXES, _GROUPS_P), Call("jax.lax", kind, _x(_AX, _GROUPS)), family="reduction")
 
 
+# The only list of op kinds: everything else that names every kind is derived from it
+# (`OP_KINDS`, `SYNTAX`, the lowering, emit; the oracle's `OPS`, oracles/ops/__init__.py;
+# the strategy's `ALL_KINDS` and draw tables, strategies/draws.py). Its order is the order
+# the strategy offers kinds in, so a row added or moved changes what a seed draws.
 _TABLE = (
     # local ops
-    OpDesc("const", 0, (Param("shape", "shape"), Param("dtype", "dtype"), Param("value", "scalar")),
-           Call("jax.numpy", "full", (Arg("shape", form="tuple"), Arg("value"), Arg("dtype", form="dtype"))), local=True),
     _binary("add", "+"),
     _binary("sub", "-"),
     _binary("mul", "*"),
@@ -136,6 +145,8 @@ _TABLE = (
     OpDesc("reduce_sum", 1, (Param("axis", "int"),), Call("jax.numpy", "sum", _x(Arg("axis", "axis"))), local=True),
     OpDesc("transpose", 1, (Param("perm", "ints"),), Call("jax.numpy", "transpose", _x(Arg("perm", form="tuple"))), local=True),
     OpDesc("cast", 1, (Param("dtype", "dtype"),), Call("method", "astype", _x(Arg("dtype", form="dtype"))), local=True),
+    OpDesc("const", 0, (Param("shape", "shape"), Param("dtype", "dtype"), Param("value", "scalar")),
+           Call("jax.numpy", "full", (Arg("shape", form="tuple"), Arg("value"), Arg("dtype", form="dtype"))), local=True),
     # named-axis collectives
     _reduction("psum"),
     _reduction("pmean"),
@@ -151,21 +162,11 @@ _TABLE = (
     OpDesc("pshuffle", 1, (_AXES, Param("perm", "ints")), Call("jax.lax", "pshuffle", _x(_AX, Arg("perm", "perm", "list")))),
     OpDesc("pswapaxes", 1, (_AXES, Param("axis", "int")), Call("jax.lax", "pswapaxes", _x(_AX, Arg("axis")))),
     OpDesc("axis_index", 0, (_AXES,), Call("jax.lax", "axis_index", (_AX,))),
-    OpDesc("pcast", 1, (_AXES, Param("to", "vary")), Call("jax.lax", "pcast", _x(_AX, Arg("to", "to")))),
-    OpDesc("axis_size", 0, (_AXES,), Call("jax.lax", "axis_size", (_AX,))),
-    # jax 0.10.2 registers pbroadcast's lowering for GPU only. Its axis name is always
-    # passed as a tuple: given one name as a string, jax 0.10.2 checks each of its
-    # characters as an axis name (NameError "unbound axis name: d" for 'data')
-    OpDesc("pbroadcast", 1, (_AXES, Param("source", "int")),
-           Call("jax.lax", "pbroadcast", _x(Arg("axes", form="tuple"), Arg("source"))),
-           cpu_values=False, cpu_lowering=False),
-    # psend then precv over the same axes and perm, as one op (a compiler token is no
-    # program value): jax.lax.precv(jax.lax.psend(x, axes, perm),
-    # jax.ShapeDtypeStruct(x.shape, x.dtype), axes, perm). jax 0.10.2 lowers both for
-    # GPU only ("psend is currently only implemented on GPU").
-    OpDesc("sendrecv", 1, (_AXES, Param("perm", "pairs")),
-           Call("jax.lax", "precv", (Arg("x0", form="send"), Arg("x0", form="like"), _AX, Arg("perm", "perm", "pairs"))),
-           cpu_values=False, cpu_lowering=False),
+    # `repair`: a pcast(to='varying') a known entry's repair puts after an op jax types
+    # invariant where it varies (oracles/rewrites.py vary_after); never drawn, and the
+    # oracle treats it as the identity. The call is the same.
+    OpDesc("pcast", 1, (_AXES, Param("to", "vary"), Param("repair", "bool", optional=True)),
+           Call("jax.lax", "pcast", _x(_AX, Arg("to", "to")))),
     # operand, output, input_offsets, send_sizes, output_offsets, recv_sizes
     OpDesc("ragged_all_to_all", 6, (_AXES,), Call("jax.lax", "ragged_all_to_all", (Arg("xs"), Arg("axes", "axis_name", "axes"))),
            cpu_values=False),
@@ -181,6 +182,20 @@ _TABLE = (
                                      Arg("out_spec", "out_specs", "spec"),
                                      Arg("inner_axes", "axis_names", "set"), Arg("check_vma", "check_vma", "bool")),
                 then=(Arg("x0"),))),
+    OpDesc("axis_size", 0, (_AXES,), Call("jax.lax", "axis_size", (_AX,))),
+    # jax 0.10.2 registers pbroadcast's lowering for GPU only. Its axis name is always
+    # passed as a tuple: given one name as a string, jax 0.10.2 checks each of its
+    # characters as an axis name (NameError "unbound axis name: d" for 'data')
+    OpDesc("pbroadcast", 1, (_AXES, Param("source", "int")),
+           Call("jax.lax", "pbroadcast", _x(Arg("axes", form="tuple"), Arg("source"))),
+           cpu_values=False, cpu_lowering=False),
+    # psend then precv over the same axes and perm, as one op (a compiler token is no
+    # program value): jax.lax.precv(jax.lax.psend(x, axes, perm),
+    # jax.ShapeDtypeStruct(x.shape, x.dtype), axes, perm). jax 0.10.2 lowers both for
+    # GPU only ("psend is currently only implemented on GPU").
+    OpDesc("sendrecv", 1, (_AXES, Param("perm", "pairs")),
+           Call("jax.lax", "precv", (Arg("x0", form="send"), Arg("x0", form="like"), _AX, Arg("perm", "perm", "pairs"))),
+           cpu_values=False, cpu_lowering=False),
     # a derivative transform of a sub-body of one operand (`steps`: local ops and linear
     # collectives in sequence): jax.jvp / jax.vjp / jax.grad of f, f plain or wrapped as a
     # custom_jvp / custom_vjp with a known rule; the source is TRANSFORM_SOURCE[transform]
@@ -286,11 +301,17 @@ SYNTAX: dict[str, OpSyntax] = {
     )
     for d in OP_TABLE.values()
 }
+OP_KINDS = tuple(OP_TABLE)  # every op kind, in the table's order
 LOCAL_OPS = frozenset(d.kind for d in OP_TABLE.values() if d.local)
 NESTED_INNER = ("psum", "pmax", "pmin", "all_gather", "ppermute", "neg")  # inner ops drawn
 COLLECTIVES = frozenset(SYNTAX) - LOCAL_OPS
-BINARY_OPS = ("add", "sub", "mul", "max", "min")
-REDUCTIONS = ("psum", "pmean", "pmax", "pmin")
+# the kinds whose parameters hold other ops (a nested shard_map's inner op, a transform's
+# steps): each has a draw of its own shape (strategies/nested.py, strategies/transform.py)
+COMPOUND_OPS = frozenset(d.kind for d in OP_TABLE.values() if any(p.type in ("kind", "steps") for p in d.params))
+# the named-axis collectives holding no other op: drawn over axes (strategies/collectives.py)
+PLAIN_COLLECTIVES = tuple(k for k in OP_KINDS if k in COLLECTIVES and k not in COMPOUND_OPS)
+BINARY_OPS = tuple(k for k in OP_KINDS if OP_TABLE[k].family == "binary")
+REDUCTIONS = tuple(k for k in OP_KINDS if OP_TABLE[k].family == "reduction")
 NO_CPU_VALUES = frozenset(d.kind for d in OP_TABLE.values() if not d.cpu_values)
 NO_CPU_LOWERING = frozenset(d.kind for d in OP_TABLE.values() if not d.cpu_lowering)
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 from typing import Any
 
+from programs.errors import ProgramFormatError
 from programs.model import (
     AXIS_NAMES_FORMS,
     CALL_STYLES,
@@ -31,9 +32,9 @@ from programs.model import (
 )
 from programs.ops import SYNTAX, WRAPS
 from programs.points import REMAT_POLICIES
-from programs.validate import ProgramFormatError, validate
+from programs.validate import validate
 
-__all__ = ["SCHEMA_VERSION", "ProgramFormatError", "from_json", "program_from_dict", "program_id", "program_to_dict", "to_json"]
+__all__ = ["SCHEMA_VERSION", "from_json", "program_from_dict", "program_id", "program_to_dict", "to_json"]
 
 SCHEMA_VERSION = 1
 

@@ -24,6 +24,7 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 
+from programs.errors import SourceError
 from programs.forms import ARG_FORMS, form_from
 from programs.model import (
     DTYPES,
@@ -35,23 +36,14 @@ from programs.model import (
     Program,
     Spec,
     SpecEntry,
-    _freeze,
+    freeze,
 )
 from programs.ops import CUSTOMS, OP_TABLE, TRANSFORMS, WRAP_SOURCE, Arg, OpDesc, transform_template
 from programs.points import REMAT_POLICIES
-from programs.validate import EXPLAINED_BY, ProgramFormatError, validate
+from programs.validate import EXPLAINED_BY, validate
 
 _MODULES = {"jax": "jax", "jax.lax": "jax.lax", "lax": "jax.lax", "jnp": "jax.numpy", "jax.numpy": "jax.numpy"}
 _SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
-
-
-class SourceError(ProgramFormatError):
-    """Source that is not a program in the emit form: 'line L, column C: what; the fix'."""
-
-    def __init__(self, node: ast.AST | None, msg: str) -> None:
-        line, col = getattr(node, "lineno", None), getattr(node, "col_offset", 0)
-        where = f"line {line}, column {col + 1}: " if line is not None else ""
-        super().__init__(where + msg)
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -170,7 +162,7 @@ def _param(a: Arg, node: ast.AST, body: _Body, params: dict[str, ParamValue], op
     if a.form == "dtype":
         params[a.source] = _dtype(node)
     elif a.form == "spec":
-        params[a.source] = spec_of(node).entries if isinstance(node, ast.Call) else _freeze(_literal(node, a.source))
+        params[a.source] = spec_of(node).entries if isinstance(node, ast.Call) else freeze(_literal(node, a.source))
     elif a.form == "fn":
         if not (isinstance(node, ast.Lambda) and len(node.args.args) == 1):
             raise SourceError(node, "the nested shard_map's function must be `lambda b: <one op of b>`")
@@ -181,13 +173,13 @@ def _param(a: Arg, node: ast.AST, body: _Body, params: dict[str, ParamValue], op
         params["inner"], params["inner_params"] = op.kind, op.params
     elif a.form == "set":
         v = _literal(node, a.source)
-        params[a.source] = tuple(sorted(v)) if isinstance(v, (set, frozenset)) else _freeze(v)  # type: ignore[arg-type]
+        params[a.source] = tuple(sorted(v)) if isinstance(v, (set, frozenset)) else freeze(v)  # type: ignore[arg-type]
     else:
         # (an axes, perm or groups argument in another form than its plain one, a NumPy
         # array included, is recorded in the op's `forms`: programs/forms.py)
         array = isinstance(node, ast.Call) and _dotted(node.func) in ("np.array", "numpy.array") and len(node.args) == 1
         v = _literal(node.args[0] if array else node, a.source)  # type: ignore[attr-defined]
-        params[a.source] = (v,) if a.source == "axes" and isinstance(v, str) else _freeze(v)
+        params[a.source] = (v,) if a.source == "axes" and isinstance(v, str) else freeze(v)
         form = form_from(a, v, array) if a.source in ARG_FORMS else None
         if form is not None:
             params["forms"] = tuple(sorted({**dict(params.get("forms") or ()), a.source: form}.items()))  # type: ignore[arg-type, misc]
@@ -695,8 +687,6 @@ def canonical(p: Program) -> Program:
     The emit form does not carry what has no effect: a parameter equal to None (`Op.p`
     reads it as absent), an iota argument's unused seed, and the defect label and notes
     (the source records a defect only where validation needs one)."""
-    from dataclasses import replace
-
     def op(o: Op) -> Op:
         params = {k: v for k, v in o.params if v is not None}
         if o.kind == "shard_map":

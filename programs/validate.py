@@ -19,13 +19,9 @@ has); the harness calls it before running a program. No jax here.
 
 from __future__ import annotations
 
+from programs.errors import ProgramFormatError
 from programs.model import AXIS_TYPES, DTYPES, Op, Program, Spec
 from programs.ops import CUSTOMS, SYNTAX, TRANSFORM_STEP_KINDS, TRANSFORMS
-
-
-class ProgramFormatError(ValueError):
-    """A case file or JSON document does not describe a valid program."""
-
 
 # Where a name that is not a mesh axis may appear, and the defects (strategies/invalid.py
 # DEFECTS; a test checks the names) that put it there on purpose.

@@ -64,22 +64,22 @@ def several_pairs(cells: set[str]) -> set[str]:
 def focused_cells(cells: set[str], draws: int) -> tuple[set[str], set[str]]:
     """The cells the programs drawn around each focus of `cells` hold, `draws` programs
     a focus (strategies/focus.py, by the sweep's own draw: harness/campaign/sweep.py
-    `_draw`), and the cells of `cells` whose focus some program held (`holds`, in one
+    `draw_group`), and the cells of `cells` whose focus some program held (`holds`, in one
     profile at least). Focused programs reach cells unfocused generation does not: a
     float64 focus's program promotes an int32 add to int64, an x64 psum of a uint32 gives
     uint64. Listed, they are foci too; else a run's sweep never aims at them, and the
     report lists them as reachable (some program held them) and missed in the modes no
-    program happened to check them in (seed 0: add|dtype=int64 in smap, every run)."""
-    from harness.campaign.sweep import DEFAULT_MODES, _draw, holds, stable_constants
-    from strategies.focus import PROFILES, Focus, _fits
+    program happened to check them in."""
+    from harness.campaign.sweep import DEFAULT_MODES, draw_group, holds, stable_constants
+    from strategies.focus import PROFILES, Focus, can_hold
 
     stable_constants()
     reached: set[str] = set()
     held: set[str] = set()
-    foci = [Focus(c, pr) for c in sorted(cells) for pr in PROFILES if _fits(c, pr)]
+    foci = [Focus(c, pr) for c in sorted(cells) for pr in PROFILES if can_hold(c, pr)]
     for i, f in enumerate(foci):
         for d in range(draws):
-            p, _ = _draw(7919 * d + 13 + 100_003 * i, ((f,),), ())
+            p, _ = draw_group(7919 * d + 13 + 100_003 * i, ((f,),), ())
             if p is not None:
                 reached.update(checked_cells(p))
                 if f.cell not in held and holds(f, p, DEFAULT_MODES):

@@ -1,6 +1,6 @@
-"""Write the curated regression corpus: reports/corpus/curated/*.json.
+"""Write the curated regression corpus: harness/data/corpus/curated/*.json.
 
-    python scripts/build_curated_corpus.py [--out reports/corpus/curated] [--check]
+    python scripts/build_curated_corpus.py [--out harness/data/corpus/curated] [--check]
 
 Small hand-built programs that together cover every op kind in `programs.ops.SYNTAX`,
 every `oracles.prediction.ErrorKind` (invalid programs built the way
@@ -31,7 +31,7 @@ from programs.forms import with_form  # noqa: E402
 from programs.model import CallForm, Input, Mesh, Op, Program, Spec  # noqa: E402
 from programs.serialize import to_json  # noqa: E402
 
-OUT = ROOT / "reports" / "corpus" / "curated"
+OUT = ROOT / "harness" / "data" / "corpus" / "curated"
 
 
 def P(*entries: object) -> Spec:

@@ -2,7 +2,7 @@
 
     python scripts/entry_ranges.py envs/jax-0.6.0/bin/python envs/jax-0.8.1/bin/python ...
 
-For every entry of reports/known_divergences.toml and every interpreter, the entry's case
+For every entry of harness/data/known_divergences.toml and every interpreter, the entry's case
 is checked there (in the modes its signatures name) and the entry, with its version range
 set aside, is asked whether it explains a divergence of it. Prints one line per entry:
 the versions that show the bug and those that do not, to set `jax_versions` from
@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.judge.check import check_in_pool  # noqa: E402
-from harness.judge.known import case_path, entry_case_shows, entry_modes, load  # noqa: E402
+from harness.judge.known import case_path, entry_case_shows, entry_modes  # noqa: E402
+from harness.judge.known_load import load  # noqa: E402
 from harness.run.modes import DEFAULT_MODES  # noqa: E402
 from harness.run.pool import Pool  # noqa: E402
 from programs.serialize import from_json  # noqa: E402

@@ -1,6 +1,6 @@
 """Building a body: one draw per op kind, each asking the oracle for the op's type.
 
-`_Body.try_op(draw, kind)` draws one op (`strategies/local_ops.py`,
+`Body.try_op(draw, kind)` draws one op (`strategies/local_ops.py`,
 `strategies/collectives.py`, `strategies/nested.py`, `strategies/transform.py`) of `kind` (its operand and parameters) where the
 current values allow it, and appends it. The draws choose only what the op is; what it
 makes (per-device shape, dtype, varying axes) comes from the oracle's own rules
@@ -22,8 +22,12 @@ from oracles.prediction import OracleError, ValueType
 from programs.cells import axis_class
 from programs.model import DTYPES, X64_DTYPE, Mesh, Op, is_float
 from strategies import reuse
+from strategies.collectives import COLLECTIVE_DRAWS
 from strategies.forms import EMPTY_AXES_KINDS, draw_arg_forms
 from strategies.invalid import ValueView as _V
+from strategies.local_ops import LOCAL_DRAWS
+from strategies.nested import draw_nested
+from strategies.transform import draw_transform
 
 # results that are Python numbers, not jax arrays (lax.axis_size returns an int, and
 # these keep it one): no array method (x.astype) may be called on them
@@ -34,11 +38,11 @@ _PYTHON_NUMBER_OPS = ("neg", "add", "sub", "mul", "psum", "pmean")
 # operand is invariant along, every member holds the same block: a wrong group, order or
 # permutation gives the same values, and a value check sees no fault there (a ppermute's
 # perm, an all_gather's order, a pmax's groups); under check_vma jax also pvarys the
-# operand first, one more primitive (an eager shard_map compiles each on its own: 96 of
-# the 791 compiles of seed 5's first 24 sweep programs). These draw their axes among
+# operand first, one more primitive (an eager shard_map compiles each on its own, so
+# each costs eager a compile). These draw their axes among
 # those the operand varies along three times in four, where it varies along any, and a
 # drawn operand is one that varies along some axis they may name, three times in four
-# (`_Body.try_op`; a focus over an axis-tuple class picks such an operand:
+# (`Body.try_op`; a focus over an axis-tuple class picks such an operand:
 # strategies/programs.py `_focus_operand`); the rest keep the invariant-operand paths.
 ACROSS = frozenset({"psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all", "pswapaxes",
                     "ppermute", "pshuffle", "ragged_all_to_all"})
@@ -51,7 +55,7 @@ def _axes_subsets(manual: tuple[str, ...]) -> list[tuple[str, ...]]:
     return out
 
 
-class _Body:
+class Body:
     """Builds the body op by op, keeping construction's view of every value."""
 
     def __init__(self, mesh: Mesh, manual: tuple[str, ...], check_vma: bool, vals: list[_V],
@@ -138,7 +142,7 @@ class _Body:
         """Whether a binary op of values i and j would meet a weak int32 (int64 under
         jax_enable_x64) with a narrower integer, or a weak float32 (float64 under
         jax_enable_x64: the Python float pmean makes of lax.axis_size's int) with a
-        narrower float, where jax keeps the narrower dtype (see `weak`; fuzz seed 2, 60 s:
+        narrower float, where jax keeps the narrower dtype (see `weak`; e.g.
         pmean(axis_size) * a bfloat16 is bfloat16 in jax)."""
         def narrower(w: int, o: int) -> bool:
             if w not in self.weak:
@@ -177,15 +181,9 @@ class _Body:
                 some = self.varying(draw, list(range(len(self.vals))), label="operand_varying")
                 if len(some) < len(self.vals):
                     idx = draw(reuse.sampled_from(some), label="varying_operand")
-        from strategies.collectives import COLLECTIVE_DRAWS
-        from strategies.local_ops import LOCAL_DRAWS
-        from strategies.nested import draw_nested
-
         if kind in LOCAL_DRAWS:
             return LOCAL_DRAWS[kind](self, draw, idx)
         if kind == "transform":
-            from strategies.transform import draw_transform
-
             if any(t == "explicit" and a not in self.manual for a, t in zip(self.mesh.names, self.mesh.axis_types)):
                 return False  # (as a nested shard_map: values sharded in types the oracle does not model)
             return draw_transform(self, draw, idx)

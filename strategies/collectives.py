@@ -1,6 +1,6 @@
 """Draws of the named-axis collectives: each gets the operand and the axes
-`_Body.try_op` drew, chooses the op's parameters where they are valid (and records an
-event), and leaves the result's type to the oracle (`_Body.push`)."""
+`Body.try_op` drew, chooses the op's parameters where they are valid (and records an
+event), and leaves the result's type to the oracle (`Body.push`)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from programs.model import DTYPES, Op, ParamValue
+from programs.ops import PLAIN_COLLECTIVES
 from strategies import reuse
+from strategies.draws import table_draws
 
 if TYPE_CHECKING:
-    from strategies.body import _Body
+    from strategies.body import Body
 
-CollectiveDraw = Callable[["_Body", st.DrawFn, int, tuple[str, ...]], bool]
+CollectiveDraw = Callable[["Body", st.DrawFn, int, tuple[str, ...]], bool]
 
 
 def _group_partition(draw: st.DrawFn, n: int) -> tuple[tuple[int, ...], ...]:
@@ -26,7 +28,7 @@ def _group_partition(draw: st.DrawFn, n: int) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(sorted(order[i : i + size])) for i in range(0, n, size))
 
 
-def _reduction(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...], kind: str) -> bool:
+def _reduction(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...], kind: str) -> bool:
     """psum / pmean (axis_index_groups only with check_vma=False: jax 0.10.2 does not
     implement them otherwise) and pmax / pmin (groups either way)."""
     groups = None
@@ -37,7 +39,7 @@ def _reduction(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...], kind:
     return b.push(Op.make(kind, (idx,), **params)) is not None
 
 
-def _all_gather(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _all_gather(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     r = len(b.vals[idx].shape)
     tiled = r > 0 and b.tiled(draw)
     hi = r if tiled else r + 1
@@ -47,7 +49,7 @@ def _all_gather(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> b
     return b.push(Op.make("all_gather", (idx,), axes=axes, axis=axis, tiled=tiled, to=to)) is not None
 
 
-def _psum_scatter(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _psum_scatter(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     x = b.vals[idx]
     fit = b.fitting_dims(draw, x, b.n(axes), "scatter_dimension")
     if fit is None:
@@ -60,7 +62,7 @@ def _psum_scatter(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) ->
     return b.push(Op.make("psum_scatter", (idx,), axes=axes, scatter_dimension=d, tiled=tiled)) is not None
 
 
-def _all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _all_to_all(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     x = b.vals[idx]
     r = len(x.shape)
     fit = b.fitting_dims(draw, x, b.n(axes), "split_axis")
@@ -83,7 +85,7 @@ def _all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> b
     return b.push(Op.make("all_to_all", (idx,), axes=axes, split_axis=sd_p, concat_axis=cd_p, tiled=tiled)) is not None
 
 
-def _pswapaxes(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _pswapaxes(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     x, n = b.vals[idx], b.n(axes)
     dims = [d for d in range(len(x.shape)) if x.shape[d] == n]
     if not dims:
@@ -98,14 +100,14 @@ def _pswapaxes(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bo
 
 def _shifted(draw: st.DrawFn, n: int, cls: str | None) -> tuple[int, ...] | None:
     """Each of `n` members' destination for the perm class `cls` a focus wants
-    (`_Body.want`) where it is a shift (identity; cyclic, by one either way), else None."""
+    (`Body.want`) where it is a shift (identity; cyclic, by one either way), else None."""
     if cls not in ("cyclic", "identity") or n < 2:
         return None
     shift = 0 if cls == "identity" else draw(reuse.sampled_from([1, n - 1]), label="perm_shift")
     return tuple((i + shift) % n for i in range(n))
 
 
-def _ppermute(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _ppermute(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     n = b.n(axes)
     cls = b.want.get("perm")
     shifted = _shifted(draw, n, cls)
@@ -120,27 +122,27 @@ def _ppermute(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
     return b.push(Op.make("ppermute", (idx,), axes=axes, perm=perm)) is not None
 
 
-def _pshuffle(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _pshuffle(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     n = b.n(axes)
     perm = _shifted(draw, n, b.want.get("perm")) or tuple(draw(reuse.permutations(list(range(n))), label="perm"))
     return b.push(Op.make("pshuffle", (idx,), axes=axes, perm=perm)) is not None
 
 
-def _axis_index(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _axis_index(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     i = b.push(Op.make("axis_index", (), axes=axes))
-    # (never into a weak int64 under jax_enable_x64: jax keeps the int32; see _Body.weak)
+    # (never into a weak int64 under jax_enable_x64: jax keeps the int32; see Body.weak)
     if i is not None and not b.mixes_weak(idx, i) and draw(st.booleans(), label="combine_index"):
         b.push(Op.make("add", (idx, i)))  # use it: add it to a value (a scalar broadcasts)
     return i is not None
 
 
-def _pcast(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _pcast(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     # the public pvary: only over axes the operand does not vary along yet
     free = tuple(a for a in axes if a not in b.vals[idx].vma)
     return bool(free) and b.push(Op.make("pcast", (idx,), axes=free, to="varying")) is not None
 
 
-def _ragged_all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _ragged_all_to_all(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     """Every sender j sends its first row to each peer, written at row j there:
     input_offsets 0, sizes 1, output_offsets = the sender's index."""
     x = b.vals[idx]
@@ -161,15 +163,15 @@ def _ragged_all_to_all(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...
     return b.push(Op.make("ragged_all_to_all", (idx, out, zeros, ones, out_off, ones), axes=axes)) is not None
 
 
-def _axis_size(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _axis_size(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     i = b.push(Op.make("axis_size", (), axes=axes))
-    # a Python int is weakly typed (see _Body.weak): not combined with a narrower integer
+    # a Python int is weakly typed (see Body.weak): not combined with a narrower integer
     if i is not None and not b.mixes_weak(idx, i) and draw(st.booleans(), label="combine_size"):
         b.push(Op.make(draw(reuse.sampled_from(["add", "mul"]), label="size_binop"), (idx, i)))  # use it
     return i is not None
 
 
-def _pbroadcast(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _pbroadcast(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     if b.check_vma:
         # jax 0.10.2's pbroadcast inserts no pvary (it rejects an operand that does not
         # vary over every named axis; see oracles/ops/movement.py Pbroadcast), so it is
@@ -185,7 +187,7 @@ def _pbroadcast(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> b
     return b.push(Op.make("pbroadcast", (idx,), axes=axes, source=source)) is not None
 
 
-def _sendrecv(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
+def _sendrecv(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> bool:
     """psend then precv (programs/ops.py "sendrecv") with a ppermute's perm. Half as
     often as other ops: XLA:CPU cannot lower it, so a program holding one is checked only
     in the abstract mode there."""
@@ -201,18 +203,5 @@ def _sendrecv(b: _Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
     return b.push(Op.make("sendrecv", (idx,), axes=axes, perm=perm)) is not None
 
 
-COLLECTIVE_DRAWS: dict[str, CollectiveDraw] = {
-    **{k: (lambda b, draw, idx, axes, k=k: _reduction(b, draw, idx, axes, k)) for k in ("psum", "pmean", "pmax", "pmin")},  # type: ignore[misc]
-    "all_gather": _all_gather,
-    "psum_scatter": _psum_scatter,
-    "all_to_all": _all_to_all,
-    "pswapaxes": _pswapaxes,
-    "ppermute": _ppermute,
-    "pshuffle": _pshuffle,
-    "axis_index": _axis_index,
-    "pcast": _pcast,
-    "ragged_all_to_all": _ragged_all_to_all,
-    "axis_size": _axis_size,
-    "pbroadcast": _pbroadcast,
-    "sendrecv": _sendrecv,
-}
+# every plain collective of the op table: kind K's draw is `_K` (a reduction's: `_reduction`)
+COLLECTIVE_DRAWS: dict[str, CollectiveDraw] = table_draws(PLAIN_COLLECTIVES, globals(), "strategies/collectives.py")

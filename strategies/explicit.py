@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from programs.forms import names
 from programs.model import Mesh, Op, Program, Spec
 from strategies import reuse
-from strategies.body import _Body
+from strategies.body import Body
 from strategies.explicit_defects import strict_explicit
 from strategies.invalid import ValueView
 
@@ -131,7 +131,7 @@ def wrap_call(draw: st.DrawFn, p: Program) -> Program:
 UR_CHAINS = ("unreduced_psum", "unreduced_add", "reduced_varying", "all_gather_reduced")
 
 
-def draw_reduced(draw: st.DrawFn, b: _Body, chain: str | None = None, closed: bool | None = None) -> None:
+def draw_reduced(draw: st.DrawFn, b: Body, chain: str | None = None, closed: bool | None = None) -> None:
     """One chain through the reduced / unreduced types (`chain`, else drawn), where the
     values allow it (every op typed by the oracle; one it rejects is not appended).
     `closed` True: the chain ends in a plain value (the psum of the unreduced one, the

@@ -32,7 +32,7 @@ from programs.points import REMAT_POLICIES
 from strategies import reuse
 
 if TYPE_CHECKING:
-    from strategies.body import _Body
+    from strategies.body import Body
     from strategies.focus import Focus
     from strategies.invalid import ValueView
 
@@ -64,7 +64,7 @@ def _allowed(op_kind: str, source: str, n_axes: int, groups: object = None) -> l
     return out
 
 
-def draw_arg_forms(draw: st.DrawFn, b: _Body, i: int) -> None:
+def draw_arg_forms(draw: st.DrawFn, b: Body, i: int) -> None:
     """Now and then op `i`'s axes, perm and groups in another form than the plain one
     (`_allowed`: those jax takes), or the form `b.want` names (a focus's:
     `axes_form`, `perm_form`, `groups_form`)."""

@@ -1,6 +1,6 @@
 """Draws of the local ops (const, the binary ops, neg, cast, reduce_sum, transpose):
 each chooses the operand's partner and parameters; the type comes from the oracle
-(`_Body.push`)."""
+(`Body.push`)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,22 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from programs.model import DTYPES, Op
-from programs.ops import BINARY_OPS
+from programs.ops import BINARY_OPS, LOCAL_OPS, OP_KINDS
 from strategies import reuse
+from strategies.draws import table_draws
 
 if TYPE_CHECKING:
-    from strategies.body import _Body
+    from strategies.body import Body
 
-Draw = Callable[["_Body", st.DrawFn, int], bool]
+Draw = Callable[["Body", st.DrawFn, int], bool]
 
 
-def _binary(b: _Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
+def _binary(b: Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
     x = b.vals[idx]
     same = [j for j, v in enumerate(b.vals) if (v.shape == x.shape or v.shape == ()) and not b.mixes_weak(idx, j)]
     if b.want.get("dtype") == x.dtype:
         # (a focus on the op's dtype: a partner of another dtype promotes the result out of
-        # it; seed 3's sweep gave up add|dtype=uint32|by_error, every uint32 add promoted)
+        # it, and the focus would never hold its cell)
         same = [j for j in same if b.vals[j].dtype == x.dtype] or same
     j = draw(reuse.sampled_from(same), label="rhs")
     if x.dtype != b.vals[j].dtype:
@@ -33,7 +34,7 @@ def _binary(b: _Body, draw: st.DrawFn, idx: int, kind: str) -> bool:
     return b.push(Op.make(kind, (idx, j))) is not None
 
 
-def _const(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+def _const(b: Body, draw: st.DrawFn, idx: int) -> bool:
     x = b.vals[idx]
     if x.dtype not in DTYPES:
         return False  # a result-only dtype (int16; int64 under jax_enable_x64) is no const's dtype
@@ -44,7 +45,7 @@ def _const(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     return c is not None and b.push(Op.make(op, (idx, c))) is not None
 
 
-def _cast(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+def _cast(b: Body, draw: st.DrawFn, idx: int) -> bool:
     if idx in b.python_numbers:
         return False  # a Python int has no .astype
     src = b.vals[idx].dtype
@@ -53,7 +54,7 @@ def _cast(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     return b.push(Op.make("cast", (idx,), dtype=to)) is not None
 
 
-def _reduce_sum(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+def _reduce_sum(b: Body, draw: st.DrawFn, idx: int) -> bool:
     r = len(b.vals[idx].shape)
     if r == 0:
         return False
@@ -61,7 +62,7 @@ def _reduce_sum(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     return b.push(Op.make("reduce_sum", (idx,), axis=a)) is not None
 
 
-def _transpose(b: _Body, draw: st.DrawFn, idx: int) -> bool:
+def _transpose(b: Body, draw: st.DrawFn, idx: int) -> bool:
     r = len(b.vals[idx].shape)
     if r < 2:
         return False
@@ -73,11 +74,9 @@ def _transpose(b: _Body, draw: st.DrawFn, idx: int) -> bool:
     return b.push(Op.make("transpose", (idx,), perm=perm)) is not None
 
 
-LOCAL_DRAWS: dict[str, Draw] = {
-    **{k: (lambda b, draw, idx, k=k: _binary(b, draw, idx, k)) for k in BINARY_OPS},  # type: ignore[misc]
-    "const": _const,
-    "neg": lambda b, draw, idx: b.push(Op.make("neg", (idx,))) is not None,
-    "cast": _cast,
-    "reduce_sum": _reduce_sum,
-    "transpose": _transpose,
-}
+def _neg(b: Body, draw: st.DrawFn, idx: int) -> bool:
+    return b.push(Op.make("neg", (idx,))) is not None
+
+
+# every local op of the op table: kind K's draw is `_K` (a binary op's: `_binary`)
+LOCAL_DRAWS: dict[str, Draw] = table_draws((k for k in OP_KINDS if k in LOCAL_OPS), globals(), "strategies/local_ops.py")

@@ -12,7 +12,7 @@ from programs.ops import NESTED_INNER
 from strategies import reuse
 
 if TYPE_CHECKING:
-    from strategies.body import _Body
+    from strategies.body import Body
 
 
 # the inner ops of a nested shard_map whose in_specs are left out: its operand is
@@ -21,14 +21,14 @@ if TYPE_CHECKING:
 INFERRED_INNER = ("psum", "pmax", "pmin", "neg")
 
 
-def draw_nested(body: _Body, draw: st.DrawFn, idx: int) -> bool:
+def draw_nested(body: Body, draw: st.DrawFn, idx: int) -> bool:
     """A nested shard_map over automatic axes of a partial-manual body (see
     programs/ops.py): its in_spec puts each inner axis on a dimension it divides, one
     inner op (NESTED_INNER) runs over all the inner axes, and its out_spec names every
     inner axis the inner result may vary over. Over Explicit axes the outer call leaves
     free, in_specs are left out (jax infers them from the operand's type: replicated
     there) and the out_spec is P() (`draw_inferred`); where the focus wants it
-    (`_Body.want` in_spec=inferred) too."""
+    (`Body.want` in_spec=inferred) too."""
     mesh = body.mesh
     free = [a for a in mesh.names if a not in body.manual and mesh.axis_size(a) > 1]
     if any(mesh.axis_type(a) == "explicit" for a in free) or body.want.get("in_spec") == "inferred":
@@ -68,7 +68,7 @@ def draw_nested(body: _Body, draw: st.DrawFn, idx: int) -> bool:
     return True
 
 
-def draw_inferred(body: _Body, draw: st.DrawFn, idx: int) -> bool:
+def draw_inferred(body: Body, draw: st.DrawFn, idx: int) -> bool:
     """A nested shard_map whose in_specs are left out, over Explicit axes the outer call
     leaves free (jax infers in_specs only there; axis_names a subset of them), its inner
     op one of INFERRED_INNER over all of them, out_specs P()."""

@@ -25,11 +25,12 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.cells import CALL, PAIRED, axis_class
+from programs.cells import CALL, PAIRED, axis_class, op_cells
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
-from programs.ops import BINARY_OPS, COLLECTIVES
+from programs.ops import BINARY_OPS, COLLECTIVES, OP_KINDS
 from strategies import reuse
-from strategies.body import ACROSS, _Body
+from strategies.body import ACROSS, Body
+from strategies.draws import NOT_DRAWN
 from strategies.explicit import axis_types, call_form, draw_reduced, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
@@ -39,14 +40,8 @@ from strategies.invalid import ValueView as _V
 
 AXIS_NAMES = ("data", "model", "pipe")  # distinctive, so error messages can be checked for them
 AXIS_SIZES = (1, 2, 3, 4, 6, 8)
-ALL_KINDS = (
-    "add", "sub", "mul", "max", "min", "neg", "reduce_sum", "transpose", "cast", "const",
-    "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-    "ppermute", "pshuffle", "pswapaxes", "axis_index", "pcast", "ragged_all_to_all", "shard_map",
-    "axis_size", "pbroadcast", "sendrecv", "transform",
-)  # fmt: skip
-# every op kind the strategy draws, with why for those it never draws (none today)
-NOT_DRAWN: dict[str, str] = {}
+# every op kind the strategy draws: the op table's, in its order, but those NOT_DRAWN
+ALL_KINDS = tuple(k for k in OP_KINDS if k not in NOT_DRAWN)
 # the dtypes of a program that does not name float64 (one that does runs under jax_enable_x64)
 _X32_DTYPES = tuple(d for d in DTYPES if d != X64_DTYPE)
 
@@ -134,7 +129,7 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
     for _ in range(rank):
         # Hypothesis draws the bound 0 far more often than 1 in 101: about 5% of
         # programs get a zero-size dimension (a known jax bug family; see
-        # reports/known_divergences.toml), the rest stay free to show other bugs
+        # harness/data/known_divergences.toml), the rest stay free to show other bugs
         if not large and draw(st.integers(0, 100), label="zero_dim") == 0:
             local.append(0)
             event("input: zero-size dimension")
@@ -189,7 +184,7 @@ def _argument(draw: st.DrawFn, mesh: Mesh, manual: tuple[str, ...], i: int, larg
     return Input(gshape, dtype, fill, seed, offset), spec, _V(tuple(local), dtype, vma)
 
 
-def _output_spec(draw: st.DrawFn, body: _Body, idx: int) -> Spec | None:
+def _output_spec(draw: st.DrawFn, body: Body, idx: int) -> Spec | None:
     """An out_spec for body value `idx` as an output, with its unreduced / reduced axes
     (None: jax cannot take it)."""
     spec = _out_spec(draw, body.vals[idx], body.usable, body.check_vma)
@@ -284,7 +279,7 @@ def _manual_axes(draw: st.DrawFn, mesh: Mesh, features: frozenset[str] = frozens
 _MORE_WRAPS = ("switch", "while", "fori", "map", "vmap", "checkpoint")
 
 
-def _wrappable(body: _Body, i: int) -> tuple[bool, bool]:
+def _wrappable(body: Body, i: int) -> tuple[bool, bool]:
     """(whether op i may run inside scan or cond, and whether inside the other wrappers)."""
     op = body.ops[i]
     n_in = len(body.vals) - len(body.ops)
@@ -299,7 +294,7 @@ def _wrappable(body: _Body, i: int) -> tuple[bool, bool]:
     return some, some and plain
 
 
-def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
+def _wrap_some(draw: st.DrawFn, body: Body) -> None:
     for i, op in enumerate(body.ops):
         # now and then an op runs inside lax.scan, cond, switch, while_loop, fori_loop,
         # map, jax.vmap or jax.checkpoint (same meaning; see programs/ops.py WRAPS);
@@ -315,7 +310,7 @@ def _wrap_some(draw: st.DrawFn, body: _Body) -> None:
                 event(f"wrapped in {w}")
 
 
-def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
+def _outputs(draw: st.DrawFn, body: Body, n_in: int, max_outputs: int,
              first: tuple[int, ...] = ()) -> tuple[list[int], list[Spec]]:
     """The outputs and their out_specs; the first ones are the values `first` (a scalar
     that varies, which no out_spec can take, through a psum over its axes)."""
@@ -361,7 +356,7 @@ def _outputs(draw: st.DrawFn, body: _Body, n_in: int, max_outputs: int,
     return outputs, out_specs
 
 
-def _program(body: _Body, inputs: list[Input], in_specs: list[Spec], outputs: list[int], out_specs: list[Spec]) -> Program:
+def _program(body: Body, inputs: list[Input], in_specs: list[Spec], outputs: list[int], out_specs: list[Spec]) -> Program:
     """The program `body` built (axis_names only when not every mesh axis is manual)."""
     return Program(
         mesh=body.mesh,
@@ -375,7 +370,7 @@ def _program(body: _Body, inputs: list[Input], in_specs: list[Spec], outputs: li
     )
 
 
-def _maybe_invalid(draw: st.DrawFn, program: Program, body: _Body, invalid: float, defects: tuple[str, ...]) -> Program:
+def _maybe_invalid(draw: st.DrawFn, program: Program, body: Body, invalid: float, defects: tuple[str, ...]) -> Program:
     """`program`, or with probability `invalid` the same with one named defect."""
     # Hypothesis leans to small integers (a drawn st.integers(0, 9999) < 2500 came out
     # true for 86% of programs at invalid=0.25); the drawn program's hash is uniform and
@@ -505,7 +500,7 @@ def programs(
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
-    body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
+    body = Body(mesh, manual, vma_flag, vals, usable, x64=x64)
     body.features = features
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
@@ -538,11 +533,9 @@ _UR_CHAIN = {("pcast", "unreduced"): ("unreduced_psum", "unreduced_add"), ("pcas
              ("all_gather", "reduced"): ("all_gather_reduced",)}
 
 
-def _appended(body: _Body, before: int, kind: str) -> Iterator[tuple[int, set[str]]]:
+def _appended(body: Body, before: int, kind: str) -> Iterator[tuple[int, set[str]]]:
     """(value index, cells) of each op of `kind` (or a nested shard_map of it) appended
     to the body since its op `before`."""
-    from programs.cells import op_cells
-
     n_in = len(body.vals) - len(body.ops)
     for i in range(before, len(body.ops)):
         op = body.ops[i]
@@ -551,7 +544,7 @@ def _appended(body: _Body, before: int, kind: str) -> Iterator[tuple[int, set[st
             yield n_in + i, op_cells(body.mesh, op, rank, body.vals[n_in + i].dtype)
 
 
-def _focus_reduced(draw: st.DrawFn, body: _Body, f: Focus, to: str, want: str, wants: set[str]) -> int | None:
+def _focus_reduced(draw: st.DrawFn, body: Body, f: Focus, to: str, want: str, wants: set[str]) -> int | None:
     """A focus on `to=reduced` / `to=unreduced` (ops the plain collective draws never
     make): the value ending a closed chain through that type (`draw_reduced`), whose
     cone holds the op with the cell (its result is not an output over Auto axes). By
@@ -593,7 +586,7 @@ def _focus_axes(mesh: Mesh, usable: tuple[str, ...], cls: str | None) -> tuple[s
     return None
 
 
-def _takes_all(body: _Body, kind: str, j: int, axes: tuple[str, ...]) -> bool:
+def _takes_all(body: Body, kind: str, j: int, axes: tuple[str, ...]) -> bool:
     """Whether value `j` lets a `kind` op over all of `axes` be drawn (else
     strategies/body.py `try_op` and the collective draws narrow the axes or fail):
     pcast (pvary) adds only axes it does not vary along; under check_vma psum, pmean and
@@ -613,7 +606,7 @@ def _takes_all(body: _Body, kind: str, j: int, axes: tuple[str, ...]) -> bool:
     return True
 
 
-def _focus_operand(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = (),
+def _focus_operand(draw: st.DrawFn, body: Body, f: Focus, extra: tuple[Focus, ...] = (),
                    axes: tuple[str, ...] | None = None) -> int | None:
     """A value the focus op may read: of the dtype or rank the focus (or its `extra`
     foci) names (a cast to the dtype made first when no value has it); over `axes`, one
@@ -661,7 +654,7 @@ _PROMOTED = ("int16", "int64", "uint64")
 _X64_ONLY = ("int64", "uint64")
 
 
-def _promoted(draw: st.DrawFn, body: _Body, j: int, dtype: str) -> int | None:
+def _promoted(draw: st.DrawFn, body: Body, j: int, dtype: str) -> int | None:
     """A value of `dtype` (one of _PROMOTED) made from value `j`, or None."""
     def cast(to: str) -> int | None:
         return j if body.vals[j].dtype == to else body.push(Op.make("cast", (j,), dtype=to))
@@ -675,7 +668,7 @@ def _promoted(draw: st.DrawFn, body: _Body, j: int, dtype: str) -> int | None:
     return len(body.vals) - 1 if body.vals[-1].dtype == dtype else None
 
 
-def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
+def _focus_op(draw: st.DrawFn, body: Body, f: Focus, extra: tuple[Focus, ...] = ()) -> int | None:
     """The index of a value made by an op with the focus's cell, drawn among the ops of
     its kind on a matching operand (a few tries); None when none came out with it. With
     `extra` foci (of other dimensions: a sweep's compound focus), the first op that also
@@ -705,7 +698,7 @@ def _focus_op(draw: st.DrawFn, body: _Body, f: Focus, extra: tuple[Focus, ...] =
             ok = cast_to in body.dtypes and body.vals[idx].dtype != cast_to and body.push(Op.make("cast", (idx,), dtype=cast_to)) is not None
         else:
             # every other try over the axes of the focus's axis-tuple class (the others
-            # drawn); the parameters drawn in the classes the foci name (`_Body.want`)
+            # drawn); the parameters drawn in the classes the foci name (`Body.want`)
             body.want = _steering((f, *extra))
             if f.kind in BINARY_OPS and (d := wanted((f, *extra))[1]) is not None:
                 body.want["dtype"] = d  # (the binary op's partner of that dtype: strategies/local_ops.py)
@@ -732,7 +725,7 @@ def _cast_to(foci: tuple[Focus, ...]) -> str | None:
 
 
 def _steering(foci: tuple[Focus, ...]) -> dict[str, str]:
-    """The parameter classes the foci name, for the collective draws (`_Body.want`):
+    """The parameter classes the foci name, for the collective draws (`Body.want`):
     axis positions and tiled (programs/cells.py `PAIRED`), perm, and all_to_all's
     split!=concat / split==concat (as "split": "!=" / "==")."""
     out: dict[str, str] = {}
@@ -860,7 +853,7 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
-    body = _Body(mesh, manual, vma_flag, vals, usable, x64=x64)
+    body = Body(mesh, manual, vma_flag, vals, usable, x64=x64)
     for i in scalars:
         j = body.push(Op.make("reduce_sum", (i,), axis=0))
         if j is not None and body.vals[j].dtype != body.vals[i].dtype:
@@ -930,7 +923,7 @@ def _call_focused(draw: st.DrawFn, foci: tuple[Focus, ...], kinds: tuple[str, ..
         inputs.append(x)
         in_specs.append(s)
         vals.append(v)
-    body = _Body(mesh, manual, vma_flag, vals, usable)
+    body = Body(mesh, manual, vma_flag, vals, usable)
     enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
     for _ in range(draw(st.integers(1, 4), label="n_ops")):
         body.try_op(draw, draw(reuse.sampled_from(enabled or kinds), label="op_kind"))

@@ -19,7 +19,7 @@ from programs.ops import CUSTOMS, TRANSFORM_STEP_KINDS, TRANSFORMS
 from strategies import reuse
 
 if TYPE_CHECKING:
-    from strategies.body import _Body
+    from strategies.body import Body
 
 # the oracle's Jacobian has one column per operand element over every device: kept small
 MAX_ELEMENTS = 256
@@ -34,13 +34,13 @@ def _spread(draw: st.DrawFn, options: list[str] | tuple[str, ...] | range, label
     return options[h % len(options)]
 
 
-def _suitable(body: _Body, i: int) -> bool:
+def _suitable(body: Body, i: int) -> bool:
     v = body.vals[i]
     return (is_float(v.dtype) and i not in body.python_numbers and i not in body.weak and not v.unreduced and not v.reduced
             and body.mesh.size * math.prod(v.shape) <= MAX_ELEMENTS)
 
 
-def _step_params(body: _Body, draw: st.DrawFn, kind: str, cur: ValueType, k: int) -> tuple[tuple[int, ...], dict[str, ParamValue]] | None:
+def _step_params(body: Body, draw: st.DrawFn, kind: str, cur: ValueType, k: int) -> tuple[tuple[int, ...], dict[str, ParamValue]] | None:
     """(operands, params) of one step of `kind` reading value k (of type `cur`), or None
     where the value does not allow it."""
     r = len(cur.shape)
@@ -95,7 +95,7 @@ def _step_params(body: _Body, draw: st.DrawFn, kind: str, cur: ValueType, k: int
     return ((k,), {"axes": free, "to": "varying"}) if free else None
 
 
-def draw_transform(body: _Body, draw: st.DrawFn, idx: int) -> bool:
+def draw_transform(body: Body, draw: st.DrawFn, idx: int) -> bool:
     """A transform of a float operand whose blocks over every device hold at most
     MAX_ELEMENTS elements: 1..MAX_STEPS steps, each typed by the oracle's rules for its
     kind (a step they reject is left out), then jvp / vjp / grad, plain or custom (never
@@ -139,6 +139,6 @@ def draw_transform(body: _Body, draw: st.DrawFn, idx: int) -> bool:
     return True
 
 
-def _fields(body: _Body, i: int) -> tuple[tuple[int, ...], str, frozenset[str] | None]:
+def _fields(body: Body, i: int) -> tuple[tuple[int, ...], str, frozenset[str] | None]:
     v = body.vals[i]
     return v.shape, v.dtype, (frozenset(v.vma) if body.check_vma else None)

@@ -20,10 +20,10 @@ from harness.campaign.fuzz import RunConfig
 from harness.cli import _Help, build_parser
 from harness.run.pool import Pool
 from harness.run.worker import host_device_count
-from harness.usage import ConfigError, UsageError
 from programs import to_json
+from programs.errors import ConfigError, ProgramFormatError, UsageError
 from programs.model import Mesh
-from programs.serialize import ProgramFormatError, from_json
+from programs.serialize import from_json
 from programs.validate import EXPLAINED_BY, check_fits
 from strategies.invalid import DEFECTS
 
@@ -131,7 +131,7 @@ def test_deliberate_defects_still_load() -> None:
     assert from_json(json.dumps(d)).defect == "in_spec_unknown_axis"
     for names in EXPLAINED_BY.values():
         assert names <= set(DEFECTS)
-    files = sorted((ROOT / "reports/corpus").rglob("*.json"))
+    files = sorted((ROOT / "harness/data/corpus").rglob("*.json"))
     assert len(files) > 50
     for f in files:
         check_fits(from_json(f.read_text()), 8)

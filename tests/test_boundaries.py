@@ -27,6 +27,13 @@ def test_oracle_never_imports_hypothesis() -> None:
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
+def test_worker_needs_no_hypothesis() -> None:
+    # a worker may run in another environment (qualify --python), which has jax but maybe
+    # not hypothesis: nothing the worker imports may need it
+    code = "import sys, harness.run.worker, harness.run.zygote; sys.exit(1 if 'hypothesis' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
 def test_strategies_ask_the_oracle_without_jax() -> None:
     # strategies/ may import oracles/ (the strategy asks the oracle's op rules), which
     # never imports jax or hypothesis; the op sets agree: tests/test_op_tables.py

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.campaign.catalogue import build, examples
 from harness.judge.check import check_in_pool
-from harness.report.catalogue import MEANINGS, build, examples, write_catalogue
+from harness.report.catalogue import MEANINGS, write_catalogue
 from oracles.prediction import ErrorKind
 
 

@@ -1,32 +1,29 @@
-"""The value tier's choice of modes by configuration cells (harness/campaign/cells.py,
-harness/campaign/fuzz.py `tier_modes`): no jax, but where a test runs a mode or a run."""
+"""Configuration cells and the run's cell ledger (harness/campaign/cells.py), and what a
+run records of them (harness/campaign/state.py): no jax, but where a test runs a mode or
+a run. The planner's use of the ledger is tested in test_plan.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from helpers import psum_program, two_outputs
+
 from harness.campaign.cells import CellLedger, program_cells
 from harness.campaign.config import RunConfig
-from harness.campaign.fuzz import COSTLY_MODES, COSTLY_SHARE, tier_modes
+from harness.campaign.plan import COSTLY_MODES
 from harness.run.modes import DEFAULT_MODES
 from programs.model import Input, Mesh, Op, Program, Spec
-from programs.points import DERIVATIVE_MODES
 from programs.serialize import program_id
-
-
-def _psum(n: int, dtype: str = "float32") -> Program:
-    return Program(Mesh(("x",), (2,)), (Input((2 * n,), dtype, "iota"),), (Spec((("x",),)),),
-                   (Op.make("psum", (0,), axes=("x",)),), (1,), (Spec((None,)),))
 
 
 def test_a_program_bringing_nothing_new_is_not_claimed_and_a_costly_mode_runs_only_for_its_new_cells() -> None:
     led = CellLedger.new()
-    p = _psum(1)
+    p = psum_program(1)
     cells = program_cells(p, [((2,), "float32"), ((1,), "float32")])
     assert "psum|dtype=float32" in cells
     # the first: every mode, eager (costly) too, since every cell is new to it
     assert led.claim(p, cells, DEFAULT_MODES, COSTLY_MODES) == DEFAULT_MODES
-    assert led.claim(_psum(2), cells, DEFAULT_MODES, COSTLY_MODES) == ()  # the same cells: nothing new
+    assert led.claim(psum_program(2), cells, DEFAULT_MODES, COSTLY_MODES) == ()  # the same cells: nothing new
     # a cell new to the cheap modes only (eager's pairs were claimed by an earlier
     # program that ran only eager): the cheap modes run it, eager does not
     led2 = CellLedger.new()
@@ -47,7 +44,7 @@ def test_a_claim_that_came_back_unchecked_is_claimed_again_a_few_times() -> None
     from harness.campaign.cells import REOPEN
 
     led = CellLedger.new()
-    p = _psum(1)
+    p = psum_program(1)
     cells = program_cells(p, [((2,), "float32"), ((1,), "float32")])
     modes = ("abstract", "jit", "vmap")
     assert led.claim(p, cells, modes) == modes
@@ -57,20 +54,20 @@ def test_a_claim_that_came_back_unchecked_is_claimed_again_a_few_times() -> None
         led.reopen(cells, "jit")
         assert led.scheduled == before
         # (lean, as while sweeping: only the modes it brings a pair; vmap checked them)
-        assert led.claim(_psum(2), cells, modes, lean=True) == ("abstract", "jit")
+        assert led.claim(psum_program(2), cells, modes, lean=True) == ("abstract", "jit")
     led.reopen(cells, "jit")  # (the REOPEN-th time spent: no more)
-    assert led.claim(_psum(3), cells, modes, lean=True) == ()
+    assert led.claim(psum_program(3), cells, modes, lean=True) == ()
     # a derived program's failure (the next program of its chain drops another known
     # bug) reopens them whatever the count, and spends none of it
     for n in range(3):
         led.reopen(cells, "jit", counted=False)
-        assert led.claim(_psum(4 + n), cells, modes, lean=True) == ("abstract", "jit")
+        assert led.claim(psum_program(4 + n), cells, modes, lean=True) == ("abstract", "jit")
     assert all(led.reopens[f"{c}@jit"] == REOPEN for c in cells)
     done = CellLedger.new()
     done.claim(p, cells, modes)
     done.record(cells, ["jit"], 0, 1.0)
     done.reopen(cells, "jit")  # (checked there already: nothing to reopen)
-    assert done.claim(_psum(2), cells, ("jit",)) == ()
+    assert done.claim(psum_program(2), cells, ("jit",)) == ()
 
 
 def test_a_derived_programs_failure_reopens_its_pairs_without_spending_their_reopens(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -87,72 +84,16 @@ def test_a_derived_programs_failure_reopens_its_pairs_without_spending_their_reo
     from oracles import predict
 
     run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
-    parent, q = _psum(1), _psum(2)
+    parent, q = psum_program(1), psum_program(2)
     cells = program_cells(q, [((4,), "float32"), ((2,), "float32")])
     run.cells.scheduled |= {f"{c}@jit" for c in cells}
     run.cells.reopens.update({f"{c}@jit": REOPEN for c in cells})
     raised = (Observation("abstract", status="ok"), Observation("jit", status="error", error_type="ValueError"))
     run.record(CheckResult(parent, predict(parent), raised, ()))
     assert not run.cells.reopened  # (drawn: its reopens are spent)
-    run.queue_derived(q, parent, ("jit",))
+    run.derived.queue(q, parent, ("jit",))
     run.record(CheckResult(q, predict(q), raised, ()))
     assert run.cells.reopened == {f"{c}@jit" for c in cells}
-
-
-def test_the_share_by_program_id_runs_the_costly_modes_on_a_quarter_of_its_programs() -> None:
-    cfg = RunConfig(value_share=0.5)
-    seen = {"costly": 0, "cheap": 0, "abstract": 0}
-    for n in range(1, 400):
-        p = _psum(n)
-        h = int(program_id(p), 16) % 10000
-        modes = tier_modes(p, cfg)  # (no ledger: the share alone)
-        if h < 0.5 * COSTLY_SHARE * 10000:
-            assert modes == cfg.modes
-            seen["costly"] += 1
-        elif h < 0.5 * 10000:
-            assert modes == tuple(m for m in cfg.modes if m not in COSTLY_MODES) and "jit" in modes
-            seen["cheap"] += 1
-        else:
-            assert modes == ("abstract",)
-            seen["abstract"] += 1
-    assert all(v > 10 for v in seen.values()), seen
-    assert tier_modes(_psum(3), RunConfig(value_share=1.0)) == RunConfig().modes  # --value-share 1: every mode
-
-
-def test_an_invalid_program_claims_its_cells_by_error() -> None:
-    """An invalid program checks its cells by error (Run.record's `CELL|by_error`): the
-    first to bring one goes to every mode it applies to, which is cheap (it stops at
-    tracing); the same program again brings nothing."""
-    from harness.campaign.cells import applies, checked_cells, typed_cells
-    from harness.campaign.fuzz import seeded_programs
-
-    # (one whose defect jax finds after tracing some op: a spec-type defect stops it first,
-    # and its program checks no cell)
-    p = next(q for q in seeded_programs(20, 0, invalid=1.0) if q.defect is not None and typed_cells(q)[1]
-             and checked_cells(q) and applies(q, "jit") and applies(q, "eager"))
-    cfg = RunConfig(value_share=0.0)
-    led = CellLedger.new()
-    modes = tier_modes(p, cfg, led)
-    assert "jit" in modes and "eager" in modes, modes
-    assert all(c.endswith("|by_error") for c in (x.rsplit("@", 1)[0] for x in led.scheduled))
-    assert tier_modes(p, cfg, led) == ("abstract",)
-
-
-def test_the_cpu_runnable_part_drops_only_what_an_unrunnable_op_reaches() -> None:
-    """A program with a pbroadcast (XLA:CPU cannot run it) gets no value mode; the part
-    without the outputs it reaches keeps the rest, renumbered, and is None when nothing
-    else computes an output."""
-    from harness.campaign.fuzz import cpu_runnable_part
-
-    mesh = Mesh(("x",), (2,))
-    body = (Op.make("pbroadcast", (0,), axes=("x",), source=0), Op.make("psum", (0,), axes=("x",)))
-    p = Program(mesh, (Input((2,), "float32", "iota"),), (Spec((("x",),)),), body, (1, 2), (Spec((("x",),)), Spec((None,))))
-    q = cpu_runnable_part(p)
-    assert q is not None and [o.kind for o in q.body] == ["psum"] and q.outputs == (1,) and q.out_specs == (Spec((None,)),)
-    only = Program(mesh, p.inputs, p.in_specs, body[:1], (1,), (Spec((("x",),)),))
-    assert cpu_runnable_part(only) is None
-    plain = Program(mesh, p.inputs, p.in_specs, body[1:], (1,), (Spec((None,)),))
-    assert cpu_runnable_part(plain) is None  # (nothing to drop: the program runs whole)
 
 
 def test_a_program_recorded_in_parts_counts_once_and_its_case_keeps_every_part(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -169,7 +110,7 @@ def test_a_program_recorded_in_parts_counts_once_and_its_case_keeps_every_part(t
     from oracles import predict
 
     run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
-    p, q = _psum(1), _psum(2)
+    p, q = psum_program(1), psum_program(2)
     pred = predict(p)
 
     def part(prog: Program, mode: str, bad: bool) -> CheckResult:
@@ -194,7 +135,7 @@ def test_a_run_sweeps_first_and_runs_every_late_part_without_a_budget(tmp_path) 
     import io
 
     from harness.campaign.fuzz import fuzz
-    from harness.judge.known import load
+    from harness.judge.known_load import load
 
     s = fuzz(RunConfig(seed=0, max_examples=6, modes=("abstract", "jit", "eager"), workers=1, report_dir=tmp_path,
                        progress=io.StringIO(), minimize_budget_s=0, suppressions=load()))
@@ -332,14 +273,8 @@ def test_fixed_programs_are_all_checked_whatever_max_examples_says(tmp_path) -> 
     from harness.campaign.fuzz import fuzz
 
     s = fuzz(RunConfig(max_examples=1, modes=("abstract",), workers=1, report_dir=tmp_path, progress=io.StringIO(),
-                       minimize_budget_s=0), fixed=[_psum(1), _psum(2), _psum(3)])
+                       minimize_budget_s=0), fixed=[psum_program(1), psum_program(2), psum_program(3)])
     assert s.counts.programs_run == 3 and s.programs_swept == 0
-
-
-def _two_outputs() -> Program:
-    """psum (output 0) and neg (output 1) of one argument."""
-    return Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
-                   (Op.make("psum", (0,), axes=("x",)), Op.make("neg", (0,))), (1, 2), (Spec((None,)), Spec((("x",),))))
 
 
 def test_a_costly_mode_runs_the_program_cut_to_the_outputs_that_bring_it_new_cells() -> None:
@@ -349,23 +284,24 @@ def test_a_costly_mode_runs_the_program_cut_to_the_outputs_that_bring_it_new_cel
     from harness.campaign.cells import typed_cells, typed_output_cells
     from programs.graph import slice_outputs
 
-    p = _two_outputs()
+    p = two_outputs()
     cells, fails = typed_cells(p)
     parts = typed_output_cells(p)
     assert not fails and "psum|dtype=float32" in parts[0] and "neg|dtype=float32" in parts[1]
     assert parts[0] | parts[1] == cells
     led = CellLedger.new()
     led.scheduled |= {f"{c}@eager" for c in parts[0]}  # psum's cells: eager had them
-    assert led.claim(p, cells, DEFAULT_MODES, COSTLY_MODES, parts) == DEFAULT_MODES
-    assert led.cut[(program_id(p), "eager")] == (1,)
+    claim = led.offer(p, cells, DEFAULT_MODES, COSTLY_MODES, parts)
+    led.take((claim,))
+    assert claim.modes == DEFAULT_MODES
+    assert dict(claim.cut)["eager"] == (1,)
     assert {x for x in led.scheduled if x.endswith("@eager")} == {f"{c}@eager" for c in parts[0] | parts[1]}
     assert {x.rsplit("@", 1)[0] for x in led.scheduled if x.endswith("@jit")} == cells  # jit: the whole program
-    q = slice_outputs(p, led.cut[(program_id(p), "eager")])
+    q = slice_outputs(p, dict(claim.cut)["eager"])
     assert [op.kind for op in q.body] == ["neg"] and typed_cells(q)[0] == parts[1]
     # every output new to eager: no cut (None: every output), but an entry (the lean part)
     led2 = CellLedger.new()
-    led2.claim(p, cells, DEFAULT_MODES, COSTLY_MODES, parts)
-    assert led2.cut[(program_id(p), "eager")] is None
+    assert dict(led2.offer(p, cells, DEFAULT_MODES, COSTLY_MODES, parts).cut)["eager"] is None
     # lean: the cheap modes had every cell, eager had none
     led3 = CellLedger.new()
     led3.scheduled |= {f"{c}@{m}" for c in cells for m in DEFAULT_MODES if m != "eager"}
@@ -383,7 +319,7 @@ def test_the_lean_part_drops_dead_ops_and_keeps_the_op_an_error_is_at() -> None:
     from oracles import predict
     from programs.graph import lean_part
 
-    p = _two_outputs()
+    p = two_outputs()
     dead = Op.make("pmax", (0,), axes=("x",))
     q = Program(p.mesh, p.inputs, p.in_specs, (dead, *p.body), (2, 3), p.out_specs)  # pmax (value 1) is dead
     assert failing_op(q) is None
@@ -474,9 +410,9 @@ def test_a_late_part_cut_to_some_outputs_is_its_programs_part(tmp_path) -> None:
     from programs.graph import slice_outputs
 
     run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
-    p = _two_outputs()
+    p = two_outputs()
     q = slice_outputs(p, (1,))
-    run.record(CheckResult(_psum(1), predict(_psum(1)), (Observation("jit", status="ok"),), ()))
+    run.record(CheckResult(psum_program(1), predict(psum_program(1)), (Observation("jit", status="ok"),), ()))
     run.record(CheckResult(p, predict(p), (Observation("jit", status="ok"),), ()))
     run.record(CheckResult(q, predict(q), (Observation("eager", status="ok"),), ()), parent=program_id(p))
     assert run.n == 2
@@ -492,7 +428,7 @@ def test_the_grad_modes_claim_no_program_they_cannot_differentiate() -> None:
     there; a wrap=while cell is unreachable in the grad modes."""
     from harness.campaign.cells import applies, unreachable
 
-    p = _two_outputs()
+    p = two_outputs()
     assert applies(p, "grad") and applies(p, "grad_remat")
     w = Program(p.mesh, p.inputs, p.in_specs, (Op.make("neg", (0,), wrap="while"), p.body[1]), p.outputs, p.out_specs)
     assert not applies(w, "grad") and not applies(w, "grad_remat") and applies(w, "jit")
@@ -551,7 +487,7 @@ def test_the_reduced_unreduced_cells_are_unreachable_in_the_modes_the_workers_sa
     from harness.run.pool import Pool
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/curated/all_gather_to_reduced.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/curated/all_gather_to_reduced.json").read_text())
     assert "all_gather|to=reduced" in program_cells(p)
     pool = Pool(1)
     try:
@@ -583,12 +519,14 @@ def test_a_mode_a_known_entry_says_may_hang_runs_with_a_short_limit_and_its_hang
     import io
 
     from harness.campaign.cells import value_types
-    from harness.campaign.fuzz import KNOWN_HANG_LIMIT_S, fuzz
-    from harness.judge.known import hang_entries, known_hang_modes, load
+    from harness.campaign.fuzz import fuzz
+    from harness.campaign.known_queries import hang_entries, known_hang_modes
+    from harness.campaign.plan import KNOWN_HANG_LIMIT_S
+    from harness.judge.known_load import load
     from oracles.rewrites import REWRITES
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_scatter_scan_grad_hang.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_scatter_scan_grad_hang.json").read_text())
     hangs = hang_entries(load(), "0.10.2")
     assert {e.id for e in hangs} >= {"negative-scatter-dimension"}
     modes = ("abstract", "jit", "grad", "grad_remat")
@@ -615,11 +553,12 @@ def test_the_program_without_a_crashing_bug_runs_a_mode_that_may_hang_with_the_s
     import dataclasses
     import io
 
-    from harness.campaign.fuzz import KNOWN_HANG_LIMIT_S, fuzz
-    from harness.judge.known import load
+    from harness.campaign.fuzz import fuzz
+    from harness.campaign.plan import KNOWN_HANG_LIMIT_S
+    from harness.judge.known_load import load
     from programs.serialize import from_json
 
-    root = Path(__file__).parent.parent / "reports/corpus/known"
+    root = Path(__file__).parent.parent / "harness/data/corpus/known"
     hang = from_json((root / "zero_ag_tiled_grad_hang.json").read_text())
     n = len(hang.inputs) + len(hang.body)  # (the all_to_all's operand: a new last input)
     a2a = Op.make("all_to_all", (len(hang.inputs),), axes=("model",), split_axis=-1, concat_axis=0, tiled=True)
@@ -663,161 +602,6 @@ def test_a_crash_blocks_the_cells_of_every_known_entry_that_explains_it(tmp_path
     assert ("neg|dtype=float32", "jit") not in blocked and ("neg|dtype=float32", "abstract") in run.cells.checks
 
 
-def test_the_late_part_sent_next_is_the_one_with_most_unchecked_cells_per_op(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Late (eager) parts go out most worth first: unchecked cells of their mode per
-    argument, op and output; the parts a budget leaves unsent are the least worth."""
-    import io
-
-    from harness.campaign.cells import checked_cells
-    from harness.campaign.fuzz import _Scheduler
-    from harness.campaign.state import Run
-
-    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
-    sched = _Scheduler(run, None)
-    small, big = _psum(1), _two_outputs()
-    for c in checked_cells(small) | checked_cells(big):  # (the programs' call cells, the same for both: checked)
-        if c.startswith("call|"):
-            run.cells.checks[(c, "eager")] = 1
-    sched.late = [(small, ("eager",), "a", checked_cells(small)), (big, ("eager",), "b", checked_cells(big))]
-    assert sched.best_late() == 1  # (the psum, neg and their pair cells, one argument)
-    for c in checked_cells(big):
-        if c.startswith("neg"):
-            run.cells.checks[(c, "eager")] = 1
-    assert sched.best_late() == 0  # (its neg checked by another part: the small one is worth more now)
-    sched.late = [(small, ("eager",), "a", checked_cells(small)), (small, ("eager",), "c", checked_cells(small))]
-    assert sched.best_late() == 0  # (equals: the earliest)
-
-
-def test_cells_after_an_op_jax_raises_at_in_a_mode_are_left_open_there() -> None:
-    """grad has no derivative of pmax (the known entry pmax-no-differentiation-rule): a
-    pcast after a pmax is checked in grad neither by the program (grad raises) nor by
-    the program without the bug (it drops the pmax's outputs), so the value tier does
-    not claim the pcast's cells in the grad modes (a later program may check them);
-    the pmax's own cells are blocked by the entry, and an op beside it is checked by
-    the program without the bug (fuzz seed 0, 60 s: `pcast|axes=with_size_1@grad` was
-    claimed so and never checked)."""
-    from harness.campaign.fuzz import raise_lost
-    from harness.judge.known_load import load
-    from oracles import predict
-
-    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
-    p = Program(Mesh(("x", "y"), (2, 1)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
-                (Op.make("pmax", (0,), axes=("x",)), Op.make("pcast", (1,), axes=("x", "y"), to="varying"), Op.make("neg", (0,))),
-                (2, 3), (Spec((("x", "y"),)), Spec((("x",),))))
-    assert predict(p).error is None
-    lost = raise_lost(cfg, p, "0.10.2")
-    assert set(lost) == set(DERIVATIVE_MODES) and "pcast|axes=with_size_1" in lost["grad"]  # (every derivative mode: pmax has none)
-    assert not any(c.startswith(("pmax", "neg")) for c in lost["grad"])
-    led = CellLedger.new()
-    assert "grad" in tier_modes(p, cfg, led, True, "0.10.2")  # (the neg: grad checks it in the program without the pmax)
-    assert "pcast|axes=with_size_1@jit" in led.scheduled and "neg|dtype=float32@grad" in led.scheduled
-    assert "pcast|axes=with_size_1@grad" not in led.scheduled and "pcast|axes=with_size_1@grad_remat" not in led.scheduled
-
-
-def test_an_invalid_program_claims_in_a_mode_jax_misses_its_error_only_the_cells_of_the_ops_at_fault() -> None:
-    """A grouped pmin (grouped-pmin-claims-invariance: jax types it invariant, and misses
-    the out_specs defect in every mode) beside an int8 pmin of no groups
-    (pmin-no-differentiation-rule: every pmin, in the grad modes only). In jit the
-    program checks no cell by error and the entry blocks the grouped pmin's: the int8
-    pmin's cell stays open there; in grad both pmins are at fault, so it is claimed (and
-    blocked). Seed 6, 60 s: such a sweep program held pmin|dtype=int8|by_error, and no
-    mode but grad checked it."""
-    from harness.campaign.cells import checked_cells
-    from harness.campaign.fuzz import error_trouble
-    from harness.judge.known_load import load
-    from oracles import predict
-
-    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
-    p = Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"), Input((4,), "int8", "iota")),
-                (Spec((("x",),)), Spec((("x",),))),
-                (Op.make("pmin", (0,), axes=("x",), groups=((0,), (1,))), Op.make("pmin", (1,), axes=("x",))),
-                (2, 3), (Spec((None,)), Spec((None,))), defect="out_spec_drops_varying_axis")
-    assert predict(p).error is not None and "pmin|dtype=int8|by_error" in checked_cells(p)
-    trouble = error_trouble(cfg, p, "0.10.2")
-    assert trouble["jit"] == frozenset({0}) and trouble["grad"] == frozenset({0, 1})
-    led = CellLedger.new()
-    assert "jit" in tier_modes(p, cfg, led, False, "0.10.2")
-    assert "pmin|groups=yes|by_error@jit" in led.scheduled and "pmin|dtype=int8|by_error@grad" in led.scheduled
-    assert "pmin|dtype=int8|by_error@jit" not in led.scheduled and "pmin|dtype=int8|by_error@eager" not in led.scheduled
-
-
-def test_an_invalid_program_in_trouble_at_ops_of_several_kinds_is_claimed_in_the_modes_without_trouble() -> None:
-    """A partial-manual program by error under check_vma=False (eager-partial-manual-
-    check-vma-false: eager raises another error, at every op) with a pmax
-    (pmax-no-differentiation-rule: the grad modes, at the pmax) and a neg: in eager its
-    ops at fault are of two kinds, yet jit and the other modes have no trouble with it
-    and check every cell by error, so it is claimed there. Seed 2, 60 s: such a program
-    claimed nothing, and its reduce_sum|wrap=scan|by_error, new in the stream, was
-    missed in seven modes."""
-    from harness.campaign.fuzz import error_trouble
-    from harness.judge.known_load import load
-    from oracles import predict
-
-    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
-    p = Program(Mesh(("x", "y"), (2, 1)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
-                (Op.make("pmax", (0,), axes=("x",)), Op.make("neg", (0,))),
-                (1, 2), (Spec(()),), axis_names=("x",), check_vma=False, defect="out_spec_none")
-    err = predict(p).error
-    assert err is not None and err.kind.value == "out_specs_structure"
-    trouble = error_trouble(cfg, p, "0.10.2")
-    assert trouble["eager"] == frozenset({0, 1}) and trouble["grad"] == frozenset({0}) and "jit" not in trouble
-    led = CellLedger.new()
-    modes = tier_modes(p, cfg, led, False, "0.10.2")
-    assert {"jit", "gspmd", "lowering", "eager"} <= set(modes)
-    for m in ("jit", "gspmd", "lowering", "eager"):
-        assert f"neg|dtype=float32|by_error@{m}" in led.scheduled and f"pmax|dtype=float32|by_error@{m}" in led.scheduled
-
-
-def test_an_entry_for_another_predicted_error_is_no_trouble_for_an_invalid_program() -> None:
-    """axis-index-groups-not-checked-pmax names every grouped pmax, but only for a
-    collective_param error (its signatures' `where`): a program by error of out_specs
-    with a pmax of one group is in trouble only where pmax-no-differentiation-rule says
-    (the grad modes). Seed 2, 60 s: such a program held pmax|dtype=float16|by_error and
-    pmax|wrap=fori|by_error as at fault in every mode, and jax, right there, neither
-    checked nor blocked them."""
-    from harness.campaign.fuzz import error_trouble
-    from harness.judge.known_load import load
-    from oracles import predict
-
-    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
-    p = Program(Mesh(("x",), (2,)), (Input((4,), "float32", "iota"),), (Spec((("x",),)),),
-                (Op.make("pmax", (0,), axes=("x",), groups=((0, 1),)), Op.make("neg", (0,))),
-                (1, 2), (Spec((None,)), Spec((None,))), defect="out_spec_drops_varying_axis")
-    err = predict(p).error
-    assert err is not None and err.kind.value == "out_spec_replication"
-    assert error_trouble(cfg, p, "0.10.2") == {m: frozenset({0}) for m in DERIVATIVE_MODES}
-
-
-def test_cells_the_program_without_the_bug_cannot_check_in_a_mode_are_left_open_there() -> None:
-    """The program without the bug (`derived_program`: the outputs no op at fault
-    reaches) checks in a mode only the ops of its own outputs, and nothing where the mode
-    does not run it: with a pmax (no derivative in grad) on the float output, an integer
-    op beside it is lost in the grad modes (the program without the pmax has integer
-    outputs only, and grad skips it; fuzz seed 0, 60 s: `sub|wrap=cond@grad` claimed so
-    and never checked), and so is a float op that feeds the pmax's output too."""
-    from harness.campaign.fuzz import raise_lost
-    from harness.judge.known_load import load
-    from oracles import predict
-
-    cfg = RunConfig(modes=DEFAULT_MODES, suppressions=load())
-    mesh = Mesh(("x",), (2,))
-    # values: 0 x (float32), 1 pmax(x), 2 cast(x, int32), 3 neg(2), 4 mul(x, x), 5 add(1, 4)
-    ops = (Op.make("pmax", (0,), axes=("x",)), Op.make("cast", (0,), dtype="int32"), Op.make("neg", (2,)),
-           Op.make("mul", (0, 0)), Op.make("add", (1, 4)))
-    p = Program(mesh, (Input((4,), "float32", "iota"),), (Spec((("x",),)),), ops, (5, 3), (Spec((("x",),)), Spec((("x",),))))
-    assert predict(p).error is None
-    lost = raise_lost(cfg, p, "0.10.2")
-    assert set(lost) == set(DERIVATIVE_MODES)
-    assert "neg|dtype=int32" in lost["grad"] and "mul|dtype=float32" in lost["grad"]
-    assert not any(c.startswith("pmax") for c in lost["grad"])  # (blocked by the entry, not lost)
-    # with a float output beside the integer one, the program without the pmax runs in grad
-    # and checks the ops of its outputs: only the op feeding the pmax's output is lost
-    q = Program(mesh, p.inputs, p.in_specs, (*ops, Op.make("neg", (0,))), (5, 3, 6), (*p.out_specs, Spec((("x",),))))
-    lost = raise_lost(cfg, q, "0.10.2")
-    assert "mul|dtype=float32" in lost["grad"] and "neg|dtype=int32" not in lost["grad"]
-    assert "neg|dtype=float32" not in lost["grad"]
-
-
 def test_a_derived_program_already_queued_runs_again_in_a_mode_it_was_not_queued_in(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The late (eager) part of a program diverges long after its other modes did, with
     the same known bug: the program without it, already queued for those modes, is
@@ -840,15 +624,15 @@ def test_a_derived_program_already_queued_runs_again_in_a_mode_it_was_not_queued
                 (1, 2), (Spec((("x",),)), Spec((("x",),))))
     crash = Divergence(DivergenceKind.CRASH, "jit", "worker died (SIGSEGV)", "crash")
     run.record(CheckResult(p, predict(p), (Observation("abstract", status="ok"), Observation("jit", status="crash")), (crash,)))
-    assert len(run.derived_pending) == 1
-    q, modes = run.derived_pending.pop()
+    assert len(run.derived.pending) == 1
+    q, modes = run.derived.pending.pop()
     assert "jit" in modes and "eager" not in modes and q != p  # (the entry's rewrite: a positive split_axis)
     eager = Divergence(DivergenceKind.CRASH, "eager", "worker died (SIGSEGV)", "crash")
     run.record(CheckResult(p, predict(p), (Observation("eager", status="crash"),), (eager,)), parent=program_id(p))
-    assert run.derived_pending == [(q, ("eager",))]
-    run.derived_pending.clear()
+    assert run.derived.pending == [(q, ("eager",))]
+    run.derived.pending.clear()
     run.record(CheckResult(p, predict(p), (Observation("eager", status="crash"),), (eager,)), parent=program_id(p))
-    assert run.derived_pending == []  # (queued in every mode it diverged in: not again)
+    assert run.derived.pending == []  # (queued in every mode it diverged in: not again)
 
 
 def test_a_mode_that_raised_at_one_known_op_blocks_the_cells_of_the_others_jax_raises_at_there(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -942,7 +726,7 @@ def test_a_mode_that_runs_no_reduced_value_is_not_claimed_for_a_program_holding_
     assert "jit" in got and "vmap" not in got and "vmap_spmd" not in got
     assert not any(pair.endswith(("@vmap", "@vmap_spmd")) for pair in led.scheduled)
     # a program without such a value is claimed there as before
-    q = _psum(1)
+    q = psum_program(1)
     assert "vmap" in led.claim(q, checked_cells(q), DEFAULT_MODES, lean=True)
 
 
@@ -1063,192 +847,3 @@ def test_the_program_without_a_known_bug_outputs_what_the_bug_op_reads() -> None
     assert not any(op.kind == "psum" for op in q.body)
 
 
-def _replication_at_output_1() -> Program:
-    """psum (output 0) and neg (output 1, varying along x) of one argument, whose
-    out_spec drops x: the oracle's error is at output 1 (out_spec replication)."""
-    p = _two_outputs()
-    return Program(p.mesh, p.inputs, p.in_specs, p.body, p.outputs, (Spec((None,)), Spec((None,))), defect="out_spec_drops_varying_axis")
-
-
-def test_an_invalid_programs_costly_part_is_cut_to_its_new_outputs_and_keeps_its_error() -> None:
-    """Eager runs every op of an invalid program's body before jax checks its out_specs:
-    its part is cut like a valid one's, to the outputs that bring eager a cell by error
-    no program had, where the oracle predicts the same error for the cut (`lean`); an
-    output the error is at stays, and a cut that would change the error is not made."""
-    from harness.campaign.cells import (
-        by_error,
-        checked_cells,
-        lean,
-        typed_cells,
-        typed_output_cells,
-    )
-    from oracles import predict
-
-    p = _replication_at_output_1()
-    cells, fails = typed_cells(p)
-    e = predict(p).error
-    assert fails and e is not None and e.output == 1
-    parts = typed_output_cells(p)
-    led = CellLedger.new()
-    led.scheduled |= {f"{c}@eager" for c in by_error(parts[1])}  # neg's cells by error: eager had them
-    modes = tier_modes(p, RunConfig(value_share=0.0), led)
-    assert "eager" in modes
-    assert led.cut[(program_id(p), "eager")] == (0,)
-    # the cut to output 0 alone would lose the error (the psum's out_spec is right):
-    # output 1, where the error is, is kept, and the part is the whole program
-    q = lean(p, (0,))
-    assert q.outputs == p.outputs and predict(q).error.output == 1  # type: ignore[union-attr]
-    # the cut to output 1 keeps the error (renumbered): the psum is gone
-    r = lean(p, (1,))
-    er = predict(r).error
-    assert [op.kind for op in r.body] == ["neg"] and er is not None and (er.kind, er.facts, er.output) == (e.kind, e.facts, 0)
-    assert checked_cells(r) == by_error(parts[1])
-    # too few out_specs stay too few: a structure defect the cut would turn into too many is not cut
-    few = Program(p.mesh, p.inputs, p.in_specs, p.body, p.outputs, (Spec((None,)),), defect="out_specs_missing")
-    assert typed_cells(few)[1]
-    assert lean(few, (1,)).outputs == few.outputs
-
-
-def test_a_late_part_goes_out_cut_to_the_outputs_still_bringing_a_pair(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A late part is cut again as it goes out (`_Scheduler.recut`): an output whose
-    pairs a part sent before it checked since is left out; a part none of whose outputs
-    brings anything goes as it is (the least worth: it goes out only when time is left)."""
-    import io
-
-    from harness.campaign.cells import by_error, typed_output_cells
-    from harness.campaign.fuzz import _Scheduler
-    from harness.campaign.state import Run
-
-    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), sweep=False))
-    sched = _Scheduler(run, None)
-    p = _two_outputs()
-    assert sched.recut(p, ("eager",)) == p
-    parts = typed_output_cells(p)
-    run.cells.record(parts[0], ["eager"], 1, 0.0)  # psum's pairs: checked by another part
-    q = sched.recut(p, ("eager",))
-    assert [op.kind for op in q.body] == ["neg"] and len(q.outputs) == 1
-    assert sched.recut(p, ("jit",)) == p  # (another mode's pairs: still new)
-    run.cells.record(parts[1], ["eager"], 2, 0.0)
-    assert sched.recut(p, ("eager",)) == p
-    # an invalid part's pairs are its cells by error (its psum's: checked), and its cut
-    # keeps its error
-    bad = _replication_at_output_1()
-    run.cells.record(by_error(parts[0]), ["eager"], 3, 0.0)
-    r = sched.recut(bad, ("eager",))
-    assert [op.kind for op in r.body] == ["neg"] and r.defect == bad.defect
-
-
-class _SentJobs:
-    """The pool's side of the scheduler, recording what it is given (no worker runs:
-    the test is about what the scheduler sends)."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[Program, tuple[str, ...]]] = []
-
-    def free(self) -> int:
-        return 1
-
-    def submit(self, p: Program, modes: tuple[str, ...], tag: object = None, limit_s: float | None = None,
-               together: tuple[str, ...] = ()) -> None:
-        self.sent.append((p, modes))
-
-
-def test_while_the_sweep_runs_a_derived_program_runs_only_the_modes_it_brings_a_pair(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A program without its known bug (a derived program), while the sweep runs, is
-    sent like a sweep program: only in the modes of its own in which it brings a pair no
-    program was sent with or one jax left unchecked (that one it claims; the others stay
-    out of `scheduled`, which the sweep's draws read), its eager part cut to the outputs
-    that bring eager one; one that brings none is not sent. After the sweep it runs in every
-    mode it was queued in (seed 0, 60 s, cold: derived programs' cheap modes took 12.6 s
-    of the workers' time during the sweep, 8.5 s lean)."""
-    import io
-
-    from harness.campaign.cells import typed_output_cells
-    from harness.campaign.fuzz import _Scheduler
-    from harness.campaign.state import Run
-
-    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), together=False))
-    pool = _SentJobs()
-    sched = _Scheduler(run, pool)  # type: ignore[arg-type]
-    sched.sweeping = True
-    p = _two_outputs()
-    psum, neg = typed_output_cells(p)
-    other = Program(p.mesh, p.inputs, p.in_specs, p.body[:1], (1,), p.out_specs[:1])
-    run.cells.claim(other, psum, ("gspmd", "eager"))  # (another program was sent with psum's pairs)
-    run.cells.claim(other, psum | neg, ("vmap",))
-    run.queue_derived(p, p, ("jit", "gspmd", "vmap", "eager"))
-    sched.submit_derived()
-    assert pool.sent == [(p, ("jit", "gspmd"))]  # (vmap: nothing new)
-    assert [(len(q.outputs), modes) for q, modes, _, _ in sched.late] == [(1, ("eager",))]  # neg's output only
-    # (a program the results gave: the sweep's draws, which read `scheduled`, stay blind to it)
-    assert not any(f"{c}@jit" in run.cells.scheduled for c in psum | neg)
-    # one that brings nothing is not sent; after the sweep, every mode it was queued in
-    # (another program with the same cells: its argument's values differ)
-    q = Program(p.mesh, tuple(Input(x.shape, x.dtype, x.fill, x.seed + 1, x.offset) for x in p.inputs), p.in_specs, p.body,
-                p.outputs, p.out_specs)
-    run.cells.claim(other, psum | neg, ("jit",))
-    run.queue_derived(q, p, ("jit", "vmap"))
-    pool.sent.clear()
-    sched.submit_derived()
-    assert pool.sent == []
-    # a pair jax left unchecked (reopened) is one it brings, and claims
-    run.cells.reopen(neg, "vmap")
-    run.queue_derived(q, p, ("jit", "vmap"))
-    run.derived_modes.pop(program_id(q))
-    sched.submit_derived()
-    assert pool.sent == [(q, ("vmap",))] and not run.cells.reopened
-    sched.sweeping = False
-    pool.sent.clear()
-    run.queue_derived(p, p, ("jit", "vmap"))
-    sched.submit_derived()
-    assert pool.sent == [(p, ("jit", "vmap"))]  # (its cells are its parent's: no other mode)
-
-
-def test_a_rewrite_runs_in_every_mode_where_the_cells_its_parent_lacks_are_open(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A rewrite makes cells its parent lacks (a ppermute's axes put in mesh order:
-    `axes=several>1`, the parent's `axes=out_of_mesh_order`). Queued in the modes the
-    parent diverged in, it also runs in the run's other modes where those cells are open,
-    eager too, cut to the outputs that hold them (fuzz seed 8, 60 s, cold: the parent's
-    eager part was clean, and its rewrite's `ppermute|axes=several>1&dtype=int16` was
-    checked in every mode but eager). A program without a bug, the parent's cells only,
-    runs where it was queued."""
-    import io
-
-    from harness.campaign.cells import checked_cells
-    from harness.campaign.fuzz import _Scheduler
-    from harness.campaign.state import Run
-    from oracles.rewrites import REWRITES
-    from programs.serialize import from_json
-
-    root = Path(__file__).parent.parent / "reports/corpus/known"
-    parent = from_json((root / "ppermute_order.json").read_text())
-    floats = (Input(parent.inputs[0].shape, "float32", "iota"),)  # (grad claims it too)
-    parent = Program(parent.mesh, floats, parent.in_specs, (*parent.body, Op.make("neg", (0,))), (1, 2),
-                     (*parent.out_specs, parent.out_specs[0]))
-    q = REWRITES["mesh_order_axes"](parent)
-    assert q is not None
-    new = checked_cells(q) - checked_cells(parent)
-    assert "ppermute|axes=several>1" in new and all(c.startswith("ppermute|") for c in new)
-    run = Run(RunConfig(report_dir=tmp_path, progress=io.StringIO(), together=False))
-    pool = _SentJobs()
-    sched = _Scheduler(run, pool)  # type: ignore[arg-type]
-    run.cells.claim(parent, checked_cells(parent), DEFAULT_MODES)  # (the parent was sent in every mode)
-    run.queue_derived(q, parent, ("jit",))
-    assert run.derived_new[program_id(q)] == new
-    sched.submit_derived()
-    ((sent, modes),) = pool.sent
-    assert sent == q and modes[0] == "abstract" and {"jit", "gspmd", "vmap", "grad", "lowering"} <= set(modes), modes
-    assert "eager" not in modes and "smap" not in modes  # (eager: a late part; smap cannot run two axes)
-    ((late, late_modes, _, cells),) = sched.late
-    assert late_modes == ("eager",) and len(late.outputs) == 1 and new <= cells  # the ppermute's output only
-    # checked there since: not again. A derived program without a new cell: where queued
-    for c in new:
-        for m in DEFAULT_MODES:
-            run.cells.checks[(c, m)] = 1
-    pool.sent.clear()
-    sched.late.clear()
-    run.queue_derived(q, parent, ("vmap",))
-    lean = Program(parent.mesh, parent.inputs, parent.in_specs, parent.body, (1,), parent.out_specs[:1])
-    run.queue_derived(lean, parent, ("grad",))
-    sched.submit_derived()
-    assert pool.sent == [(q, ("vmap",)), (lean, ("grad",))] and not sched.late

@@ -74,7 +74,7 @@ def test_emit_reproduces_in_the_case_mode() -> None:
     """A grad-only divergence gets a grad reproducer (jvp and vjp under jit) that fails
     standalone with BUG: (known zero-size Shardy export bug); in jit, where jax is right,
     the same program's script says FIXED:. --pytest writes a test function instead."""
-    case = ROOT / "reports/corpus/known/zero_grad_lowering.json"
+    case = ROOT / "harness/data/corpus/known/zero_grad_lowering.json"
     r = sf("emit", str(case))
     assert r.returncode == 0 and "jax.vjp" in r.stdout, r.stdout + r.stderr
     run = subprocess.run([sys.executable, "-c", r.stdout], capture_output=True, text=True, timeout=300)
@@ -85,7 +85,7 @@ def test_emit_reproduces_in_the_case_mode() -> None:
     r = sf("emit", str(case), "--pytest")
     assert r.returncode == 0 and "def test_shard_map_zero_grad_lowering():" in r.stdout, r.stdout + r.stderr
     assert sf("emit", str(case), "--mode", "nope").returncode == 2
-    r = sf("emit", str(ROOT / "reports/corpus/known/ppermute_order.json"), "--mode", "grad")  # no float32 argument
+    r = sf("emit", str(ROOT / "harness/data/corpus/known/ppermute_order.json"), "--mode", "grad")  # no float32 argument
     assert r.returncode == 2 and "does not apply" in r.stderr, r.stderr
 
 
@@ -123,20 +123,20 @@ def test_readme_is_what_ci_runs_and_links_only_inside() -> None:
 def test_explain_shows_jax_types_beside_the_oracles_and_marks_mismatches() -> None:
     """A vma bug (grouped pmax typed invariant) shows as a marked mismatch on the value it
     concerns; a case where jax is right shows every value agreeing."""
-    bad = sf("explain", "reports/corpus/known/groups_vma.json")
+    bad = sf("explain", "harness/data/corpus/known/groups_vma.json")
     assert bad.returncode == 0, bad.stderr
     pmax = bad.stdout.split("v0 = jax.lax.pmax")[1].split("verdict")[0]
     assert "jax: int32[1] varies over {} (invariant)   <- MISMATCH (vma)" in pmax, bad.stdout
-    good = sf("explain", "reports/corpus/curated/psum_one_of_two_axes.json")
+    good = sf("explain", "harness/data/corpus/curated/psum_one_of_two_axes.json")
     assert good.returncode == 0 and "MISMATCH" not in good.stdout and "(agrees)" in good.stdout, good.stdout
-    offline = sf("explain", "--no-jax", "reports/corpus/known/groups_vma.json")
+    offline = sf("explain", "--no-jax", "harness/data/corpus/known/groups_vma.json")
     assert offline.returncode == 0 and "jax:" not in offline.stdout
 
 
 def test_case_commands_take_python() -> None:
     """replay, explain, minimize and emit run jax in the interpreter --python names (an
     environment from scripts/envs.py); a missing one is bad input."""
-    case = "reports/corpus/curated/psum_one_of_two_axes.json"
+    case = "harness/data/corpus/curated/psum_one_of_two_axes.json"
     r = sf("replay", "--python", sys.executable, "--modes", "abstract,jit", case)
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
     r = sf("explain", "--python", sys.executable, case)

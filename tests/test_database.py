@@ -18,7 +18,7 @@ from harness.campaign.fuzz import RunConfig, fuzz
 from harness.cli_input import load_known
 from harness.report.summary import RunSummary
 from harness.run.pool import Pool
-from harness.usage import UsageError
+from programs.errors import UsageError
 
 SIG = "value|jit|psum"  # what the injected fault gives
 

@@ -2,7 +2,7 @@
 
 Programs run in a worker process (a segfault inside XLA, which jax 0.10.2 has for some
 programs, costs one example and is reported, not a dead test session), in the abstract,
-jit and eager modes. Known JAX divergences are data in reports/known_divergences.toml: a
+jit and eager modes. Known JAX divergences are data in harness/data/known_divergences.toml: a
 divergence passes only if an entry explains it by cause (harness/judge/known.py), and then
 the program without the known bug (its rewrite, or the outputs the bug cannot reach) must
 agree with the oracle in full.
@@ -13,7 +13,8 @@ from __future__ import annotations
 from hypothesis import given
 
 from harness.judge.check import evaluate
-from harness.judge.known import derived_program, explain_all, load
+from harness.judge.known import derived_program, explain_all
+from harness.judge.known_load import load
 from harness.run.modes import DEFAULT_MODES
 from harness.run.pool import Pool
 from strategies import programs

@@ -14,7 +14,7 @@ FACADES = {
         "observation_from_dict", "observation_to_dict",
     ),
     "harness.judge.compare": ("Divergence", "DivergenceKind", "compare", "compare_modes", "producer"),
-    "harness.report.reproducer": ("NoReproducer", "case_mode", "divergence_mode", "pytest_reproducer", "reproducer"),
+    "harness.report.reproducer": ("case_mode", "divergence_mode", "pytest_reproducer", "reproducer"),
 }
 
 

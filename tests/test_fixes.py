@@ -21,7 +21,7 @@ from oracles.prediction import ErrorKind
 from programs.model import Mesh
 from programs.serialize import from_json
 
-CURATED = Path(__file__).resolve().parents[1] / "reports" / "corpus" / "curated"
+CURATED = Path(__file__).resolve().parents[1] / "harness" / "data" / "corpus" / "curated"
 
 
 def _invalid_curated() -> list[Path]:

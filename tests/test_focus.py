@@ -299,17 +299,17 @@ def test_a_reduced_focus_by_error_is_an_explicit_program_whose_out_spec_drops_th
 
 def test_a_focus_on_parameter_classes_draws_the_op_in_those_classes() -> None:
     """A focus naming an op's parameter classes (an axis position, tiled, a perm class,
-    split!=concat) steers the collective's draw to them (`_Body.want`), and the first
+    split!=concat) steers the collective's draw to them (`Body.want`), and the first
     argument has the dimension the op splits or swaps at that position: each such focus
     of the table is held by its first draw (measured: 70 of these 162 before the
     steering, 162 after; jax's own positions, not shardfuzz's, decide what runs)."""
-    from harness.campaign.sweep import _draw, _held
+    from harness.campaign.sweep import _held, draw_group
     from harness.run.modes import DEFAULT_MODES
     from programs.cells import PAIRED
 
     foci = [f for f in FOCI if not f.by_error and any(d in PAIRED or d in ("perm", "split", "split!") for d, _ in f.parts)]
     assert len(foci) > 100
-    missed = [f for f in foci if not ((p := _draw(1, ((f,),), ())[0]) is not None and _held([f], p, DEFAULT_MODES))]
+    missed = [f for f in foci if not ((p := draw_group(1, ((f,),), ())[0]) is not None and _held([f], p, DEFAULT_MODES))]
     assert len(missed) <= len(foci) // 20, missed
 
 
@@ -317,12 +317,12 @@ def test_a_focus_group_of_integer_ops_has_a_float_output_for_the_grad_modes() ->
     """A sweep group of axis_index foci (int32 results, each an output) gets a float output
     too: the grad modes check a program only through one (those foci were given up in
     every seed-0 and seed-1 sweep before, their programs never running in grad)."""
-    from harness.campaign.sweep import _draw
+    from harness.campaign.sweep import draw_group
 
     group = tuple((f,) for f in FOCI if f.kind == "axis_index" and f.profile == "spmd" and not f.by_error)[:6]
     assert len(group) >= 3
     for at in range(3):
-        p = _draw(at, group, ())[0]
+        p = draw_group(at, group, ())[0]
         assert p is not None
         types = trace(p, with_values=False)[0].types
         assert any(is_float(types[o].dtype) for o in p.outputs), p
@@ -334,7 +334,7 @@ def test_a_sweep_groups_second_op_that_splits_a_dimension_has_an_argument_that_f
     the argument each later focus's op takes has a dimension of the group's size too, as
     the first one's does: its op is drawn over every usable axis (measured: the second
     focus held in 7, 12 and 12 of 20 draws without it)."""
-    from harness.campaign.sweep import _draw, _held
+    from harness.campaign.sweep import _held, draw_group
     from harness.run.modes import DEFAULT_MODES
 
     for cells in (("pswapaxes|dtype=int32", "pswapaxes|dtype=float64"), ("all_to_all|dtype=int32", "all_to_all|dtype=bfloat16"),
@@ -342,7 +342,7 @@ def test_a_sweep_groups_second_op_that_splits_a_dimension_has_an_argument_that_f
         a, b = (Focus(c, "spmd") for c in cells)
         held = 0
         for at in range(12):
-            p = _draw(7 * at + 1, ((a,), (b,)), ())[0]
+            p = draw_group(7 * at + 1, ((a,), (b,)), ())[0]
             held += p is not None and b in _held([b], p, DEFAULT_MODES)
         assert held >= 10, (cells, held)
 
@@ -351,11 +351,11 @@ def test_a_cast_to_float32_focus_draws_an_argument_of_another_dtype() -> None:
     """A cast's dtype cell is its result's: a focus on a cast to float32 needs an operand
     of another dtype, and its first argument has one (the first two arguments were both
     float32: it held in 12 of 30 draws)."""
-    from harness.campaign.sweep import _draw, _held
+    from harness.campaign.sweep import _held, draw_group
     from harness.run.modes import DEFAULT_MODES
 
     f = Focus("cast|dtype=float32", "spmd")
-    held = sum(bool((p := _draw(7919 * d + 13, ((f,),), ())[0]) is not None and _held([f], p, DEFAULT_MODES)) for d in range(12))
+    held = sum(bool((p := draw_group(7919 * d + 13, ((f,),), ())[0]) is not None and _held([f], p, DEFAULT_MODES)) for d in range(12))
     assert held >= 9, held
 
 
@@ -369,7 +369,7 @@ def test_after_known_trouble_at_an_op_of_another_kind_a_group_is_drawn_without_t
 
     import harness.campaign.sweep as sweep
     from harness.campaign.cells import failing_op
-    from harness.campaign.sweep import _draw
+    from harness.campaign.sweep import draw_group
     from harness.run.modes import DEFAULT_MODES
 
     # the strategy: a pswapaxes group by error drawn with those kinds avoided has none of
@@ -378,7 +378,7 @@ def test_after_known_trouble_at_an_op_of_another_kind_a_group_is_drawn_without_t
     group = ((Focus("pswapaxes|dtype=int32|by_error", "spmd"),), (Focus("pswapaxes|dtype=float64|by_error", "spmd"),))
     plain = 0
     for at in range(40):
-        p, q = _draw(at, group, ())[0], _draw(at, group, (), avoid)[0]
+        p, q = draw_group(at, group, ())[0], draw_group(at, group, (), avoid)[0]
         # (drawn freely, such ops come besides a defect's)
         plain += sum(op.kind in avoid and i != failing_op(p) for i, op in enumerate(p.body)) if p is not None else 0
         if q is not None:
@@ -387,7 +387,7 @@ def test_after_known_trouble_at_an_op_of_another_kind_a_group_is_drawn_without_t
     assert plain >= 3, plain
     # the sweep: after a draw in trouble at such an op, the group's next draw avoids its kind
     calls: list[tuple[tuple[tuple[Focus, ...], ...], tuple[str, ...], Program | None]] = []
-    real = sweep._draw
+    real = sweep.draw_group
 
     def spy(at: int, group: tuple[tuple[Focus, ...], ...], defects: tuple[str, ...], avoid: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
         got = real(at, group, defects, avoid)
@@ -400,11 +400,11 @@ def test_after_known_trouble_at_an_op_of_another_kind_a_group_is_drawn_without_t
     def trouble(p: Program) -> dict[str, frozenset[int]]:  # (in every mode)
         return dict.fromkeys(DEFAULT_MODES, at_fault(p))
 
-    sweep._draw = spy  # type: ignore[assignment]
+    sweep.draw_group = spy  # type: ignore[assignment]
     try:
         list(islice(sweep.sweep_draws(0, invalid=1.0, trouble=trouble), 25))
     finally:
-        sweep._draw = real  # type: ignore[assignment]
+        sweep.draw_group = real  # type: ignore[assignment]
     followed = 0
     for (g0, _, p0), (g1, avoid1, _) in zip(calls, calls[1:]):
         if g0 != g1 or p0 is None or not sweep._held([f for c in g0 for f in c], p0, DEFAULT_MODES):
@@ -420,14 +420,14 @@ def test_a_sweep_groups_later_reduce_sum_or_transpose_focus_has_an_argument_of_a
     a reduce_sum takes no scalar and a transpose no value below rank 2, so that argument
     has a rank they take (seed 2 gave up reduce_sum|dtype=int32|by_error and
     transpose|dtype=int8|by_error in every mode: their arguments came out of rank 0 and 1)."""
-    from harness.campaign.sweep import _draw, _held
+    from harness.campaign.sweep import _held, draw_group
     from harness.run.modes import DEFAULT_MODES
 
     for cells in (("reduce_sum|dtype=uint32", "reduce_sum|dtype=int32"), ("transpose|dtype=float16", "transpose|dtype=int8")):
         a, b = (Focus(c, "spmd") for c in cells)
         held = 0
         for at in range(12):
-            p = _draw(7 * at + 1, ((a,), (b,)), ())[0]
+            p = draw_group(7 * at + 1, ((a,), (b,)), ())[0]
             held += p is not None and b in _held([b], p, DEFAULT_MODES)
         assert held >= 11, (cells, held)
 
@@ -444,7 +444,7 @@ def test_after_known_trouble_at_its_defects_op_a_group_is_drawn_with_another_def
     from harness.run.modes import DEFAULT_MODES
 
     calls: list[tuple[tuple[tuple[Focus, ...], ...], tuple[str, ...], Program | None]] = []
-    real = sweep._draw
+    real = sweep.draw_group
 
     def spy(at: int, group: tuple[tuple[Focus, ...], ...], defects: tuple[str, ...], avoid: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
         got = real(at, group, defects, avoid)
@@ -454,11 +454,11 @@ def test_after_known_trouble_at_its_defects_op_a_group_is_drawn_with_another_def
     def trouble(p: Program) -> dict[str, frozenset[int]]:  # (jax "goes wrong" at every ppermute and pmin, in every mode)
         return dict.fromkeys(DEFAULT_MODES, frozenset(i for i, op in enumerate(p.body) if op.kind in ("ppermute", "pmin")))
 
-    sweep._draw = spy  # type: ignore[assignment]
+    sweep.draw_group = spy  # type: ignore[assignment]
     try:
         list(islice(sweep.sweep_draws(0, invalid=1.0, trouble=trouble), 60))
     finally:
-        sweep._draw = real  # type: ignore[assignment]
+        sweep.draw_group = real  # type: ignore[assignment]
     followed = 0
     for (g0, _, p0), (g1, d1, _) in zip(calls, calls[1:]):
         if g0 != g1 or p0 is None or p0.defect is None or g0[0][0].kind in ("ppermute", "pmin"):
@@ -475,14 +475,14 @@ def test_a_binary_ops_dtype_focus_takes_a_partner_of_its_dtype() -> None:
     of the focus's dtype. The focus op's partner has the operand's dtype (seed 3's sweep
     gave up add|dtype=uint32|by_error, its uint32 adds all promoted to float32 or int64;
     groups of six such foci held 195 of 240 before, 230 now)."""
-    from harness.campaign.sweep import _draw, _held
+    from harness.campaign.sweep import _held, draw_group
     from harness.run.modes import DEFAULT_MODES
 
     held = total = 0
     for kind in ("add", "mul", "sub", "max"):
         foci = [Focus(f"{kind}|dtype={d}|by_error", "spmd") for d in ("float16", "int8", "uint32", "uint8", "bool", "int32")]
         for at in range(10):
-            p = _draw(31 * at + 5, tuple((f,) for f in foci), ())[0]
+            p = draw_group(31 * at + 5, tuple((f,) for f in foci), ())[0]
             assert p is not None
             held += len(_held(foci, p, DEFAULT_MODES))
             total += len(foci)
@@ -491,7 +491,7 @@ def test_a_binary_ops_dtype_focus_takes_a_partner_of_its_dtype() -> None:
 
 def test_the_sweep_aims_at_a_cell_outside_the_table_that_a_program_held() -> None:
     """A cell outside the table that some program drawn before held (`CellLedger.seen`,
-    harness/campaign/fuzz.py `tier_modes`) becomes a focus of the sweep, which draws a program holding
+    harness/campaign/plan.py `ValueTier.tier`) becomes a focus of the sweep, which draws a program holding
     it (seed 1: cast|dtype=float64|by_error and psum|dtype=uint64|by_error, held by sweep
     programs jax is known to answer with another error at another op, were checked in
     abstract only, and no focus aimed at them)."""
@@ -557,7 +557,7 @@ def test_focus_collectives_read_operands_that_differ_along_their_axes() -> None:
     from itertools import islice
 
     from harness.campaign.cells import value_types
-    from harness.campaign.sweep import _draw, sweep_programs
+    from harness.campaign.sweep import draw_group, sweep_programs
 
     valid = (p for p in sweep_programs(1, invalid=0.0) if not value_types(p)[1])
     n = same = 0
@@ -568,7 +568,7 @@ def test_focus_collectives_read_operands_that_differ_along_their_axes() -> None:
     # rank 0: the focus op's operand is a scalar that differs along the op's axes
     # (over axes of size > 1: a focus mesh may have only axes of size 1 to name)
     f = Focus("ppermute|rank=0", "spmd")
-    got = [p for p in (_draw(7 * d + 1, ((f,),), ())[0] for d in range(24)) if p is not None]
+    got = [p for p in (draw_group(7 * d + 1, ((f,),), ())[0] for d in range(24)) if p is not None]
     n = differ = 0
     for p in got:
         st_, _ = trace(p, with_values=True)

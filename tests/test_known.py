@@ -5,20 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import P, iota, op, prog
+from helpers import P, iota, op, prog, with_unrelated_psum
 
 from harness.judge.compare import Divergence, DivergenceKind
-from harness.judge.known import (
-    KnownDivergence,
-    KnownDivergencesError,
-    Pattern,
-    derived_program,
-    explains,
-    find,
-    load,
-)
-from harness.judge.known import _entry as entry
+from harness.judge.known import KnownDivergence, Pattern, derived_program, explains, find
+from harness.judge.known_load import load
+from harness.judge.known_load import parse_entry as entry
 from oracles import predict
+from programs.errors import KnownDivergencesError
 from programs.model import Mesh, Program
 
 XY = Mesh(("x", "y"), (2, 2))
@@ -28,8 +22,8 @@ PROGRAM = prog(XY, [iota(4), iota(2)], [P(("x", "y")), P()],
                [op("ppermute", 0, axes=("y", "x"), perm=SHIFT), op("psum", 1, axes=("x", "y"))],
                [2, 3], [P(("x", "y")), P()])
 PPERMUTE = entry({"id": "ppermute-order", "reason": "r", "link": "none found", "case": "c.json",
-                  "signatures": ["value|*|*"], "when": ["ppermute:axes_order==unordered"],
-                  "rewrite": "mesh_order_axes"}, "test")
+                  "signatures": ["value|jit,eager|*"], "when": ["ppermute:axes_order==unordered"],
+                  "repair": "mesh_order_axes"}, "test")
 
 
 def div(kind: str, where: str, mode: str = "jit", output: int | None = None, op_index: int | None = None) -> Divergence:
@@ -52,8 +46,8 @@ def test_kinds_are_literal() -> None:
 
 
 def test_errors_are_explained_only_at_the_op_that_raises() -> None:
-    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["unexpected_error|eager|*"],
-               "when": ["ppermute"]}, "test")
+    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["unexpected_error|eager|*->ValueError"],
+               "when": ["ppermute"], "repair": "without_op"}, "test")
     pred = predict(PROGRAM)
     assert explains(e, div("unexpected_error", "ppermute->ValueError", "eager", op_index=0), PROGRAM, pred, "0.10.2")
     assert not explains(e, div("unexpected_error", "psum->ValueError", "eager", op_index=1), PROGRAM, pred, "0.10.2")
@@ -63,8 +57,8 @@ def test_errors_are_explained_only_at_the_op_that_raises() -> None:
 
 
 def test_versions_are_a_range() -> None:
-    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|*"],
-               "when": ["ppermute"], "jax_versions": ">=0.8,<0.9"}, "test")
+    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|jit|*"],
+               "when": ["ppermute"], "jax_versions": ">=0.8,<0.9", "repair": "without_op"}, "test")
     pred = predict(PROGRAM)
     d = div("value", "ppermute", output=0)
     assert explains(e, d, PROGRAM, pred, "0.8.1") and not explains(e, d, PROGRAM, pred, "0.10.2")
@@ -85,7 +79,8 @@ def test_derived_program_is_the_rewrite() -> None:
 
 
 def test_derived_program_slices_away_what_the_bug_reaches() -> None:
-    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|*"], "when": ["ppermute"]}, "t")
+    e = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|jit|*"], "when": ["ppermute"],
+               "repair": "without_op"}, "t")
     q = derived_program([e], PROGRAM, predict(PROGRAM))
     assert q is not None and [o.kind for o in q.body] == ["psum"] and len(q.outputs) == 1
 
@@ -96,7 +91,8 @@ def test_a_rewrite_is_checked_whole_even_when_another_entry_without_one_reaches_
     p = prog(XY, [iota(4)], [P(("x", "y"))],
              [op("ppermute", 0, axes=("y", "x"), perm=SHIFT), op("psum", 0, axes=("x", "y")), op("add", 1, 2)],
              [3], [P(("x", "y"))])
-    other = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|psum"], "when": ["psum"]}, "t")
+    other = entry({"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|psum"], "when": ["psum"],
+                   "repair": "without_op"}, "t")
     assert derived_program([other], p, predict(p)) is None  # (its own: every output reaches the psum)
     q = derived_program([PPERMUTE, other], p, predict(p))
     assert q is not None and q.body[0].p("axes") == ("x", "y") and q.outputs == p.outputs and len(q.body) == 3
@@ -105,13 +101,21 @@ def test_a_rewrite_is_checked_whole_even_when_another_entry_without_one_reaches_
 @pytest.mark.parametrize("bad, phrase", [
     ({"signatures": ["*|*|*"]}, "no wildcards"),
     ({"link": ""}, "'link'"),
-    ({"rewrite": "magic"}, "rewrite 'magic'"),
+    ({"repair": "magic"}, "repair 'magic'"),
+    ({"signatures": ["value|*|*"]}, "both the mode and"),
+    ({"signatures": ["unexpected_error|jit|*->*"]}, "any exception type"),
+    ({"signatures": ["unexpected_error|jit|*"]}, "any exception type"),
+    ({"class": "policy"}, "decision"),
+    ({"class": "feature"}, "class 'feature'"),
+    ({"repair": "without_mode"}, "use without_op"),
+    ({"when": ["partial_manual"]}, "needs an op feature"),
     ({"jax_versions": "0.10"}, "Invalid specifier"),
     ({"when": ["ppermute:axes_order=unordered"]}, "not a program feature"),
     ({"colour": "red"}, "unknown keys"),
 ])
 def test_malformed_entries_are_named(bad, phrase) -> None:  # type: ignore[no-untyped-def]
-    d = {"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|*|*"], "when": ["ppermute"], **bad}
+    d = {"id": "e", "reason": "r", "link": "l", "case": "c", "signatures": ["value|jit|*"], "when": ["ppermute"],
+         "repair": "without_op", **bad}
     with pytest.raises(KnownDivergencesError, match=phrase):
         entry(d, "test")
 
@@ -120,7 +124,7 @@ def test_each_entry_has_its_own_case(tmp_path: Path) -> None:
     f = tmp_path / "k.toml"
     case = tmp_path / "same.json"
     case.write_text("{}")
-    one = '[[divergence]]\nid = "{}"\nreason = "r"\nlink = "l"\ncase = "CASE"\nsignatures = ["value|*|*"]\n'.replace("CASE", str(case))
+    one = '[[divergence]]\nid = "{}"\nreason = "r"\nlink = "l"\ncase = "CASE"\nsignatures = ["value|jit|*"]\nrepair = "without_mode"\n'.replace("CASE", str(case))
     f.write_text(one.format("a") + one.format("b"))
     with pytest.raises(KnownDivergencesError, match="share case"):
         load(f)
@@ -168,26 +172,6 @@ def test_every_entry_shows_its_bug_on_its_own_case(pool: Pool, e) -> None:  # ty
         + "; ".join(d.signature for d in res.divergences) or "no divergence")
 
 
-def with_unrelated_psum(p: Program) -> Program:
-    """`p` plus an argument that only an added psum reads (over every manual axis, its own
-    output with out_specs P()): nothing of the known bug reaches it."""
-    manual = tuple(a for a in p.mesh.names if a in p.manual_axes)
-    n = p.mesh.group_size(manual)
-    k = len(p.inputs)
-    shift = 1  # values are renumbered: arguments first
-    body = tuple(replace(o, operands=tuple(v + shift if v >= k else v for v in o.operands)) for o in p.body)
-    outputs = tuple(v + shift if v >= k else v for v in p.outputs)
-    base = len(p.inputs) + 1 + len(body)
-    extra = (op("const", shape=(1,), dtype="int32", value=1), op("add", k, base), op("psum", base + 1, axes=manual))
-    # (around jax.sharding.auto_axes, the added output is replicated outside too: out_sharding P())
-    # (explicit_axes: its in_sharding for the added argument, the in_spec's Explicit axes inside)
-    wrap_specs = {"auto_axes": p.wrap_specs + (P(),),
-                  "explicit_axes": p.wrap_specs + (P(tuple(a for a in manual if p.mesh.axis_type(a) == "explicit") or None),)}.get(
-                      str(p.wrap), p.wrap_specs)
-    return replace(p, inputs=p.inputs + (Input((n,), "int32", "iota"),), in_specs=p.in_specs + (P(manual),),
-                   body=body + extra, outputs=outputs + (base + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)
-
-
 RUNNING = [e for e in ENTRIES if predict(from_json(case_path(e).read_text()), values=False).error is None]
 
 
@@ -214,10 +198,68 @@ def test_a_fault_in_an_unrelated_collective_is_new_in_every_known_case(faulty_po
     assert any(d.kind == DivergenceKind.VALUE for d in new), f"{e.id}: the broken psum was not reported as new: {[d.signature for d in new]}"
 
 
+def with_downstream_psum(p: Program, e: KnownDivergence) -> Program | None:
+    """`p` with, as an output more, a psum of 1 plus the value its known bug is at (the
+    first op the entry's op features hold on; without op features, the first output's
+    value), over the manual axes it varies along (all of them where it varies along none,
+    or without check_vma): invariant after the psum, out_spec P(). None where there is no
+    such value a psum can read (an argument, a zero-size, bool, unreduced or reduced value,
+    no manual axis)."""
+    from programs.graph import cone
+
+    types = predict(p, values=False).value_types
+    n_in = len(p.inputs)
+    ops = sorted(e.feature_ops(p, types))
+    start = n_in + ops[0] if ops else p.outputs[0]
+    manual = tuple(a for a in p.mesh.names if a in p.manual_axes)
+    # the buggy value, or the first value after it that depends on it and a psum can read
+    after = [start] + [n_in + i for i in range(len(p.body)) if n_in + i > start and start - n_in in cone(p, n_in + i)]
+    readable = [v for v in after if n_in <= v < len(types) and 0 not in types[v].shape and not types[v].unreduced
+                and not types[v].reduced and types[v].dtype != "bool"]
+    if not readable or not manual:
+        return None
+    v = readable[0]
+    t = types[v]
+    axes = tuple(a for a in manual if t.vma and a in t.vma) or manual
+    new = n_in + len(p.body)
+    body = (op("const", shape=(), dtype=t.dtype, value=1), op("add", v, new), op("psum", new + 1, axes=axes))
+    wrap_specs = p.wrap_specs + (P(),) if p.wrap == "auto_axes" else p.wrap_specs
+    return replace(p, body=p.body + body, outputs=p.outputs + (new + 2,), out_specs=p.out_specs + (P(),), wrap_specs=wrap_specs)
+
+
+@pytest.mark.parametrize("e", RUNNING, ids=[e.id for e in RUNNING])
+def test_a_fault_downstream_of_the_buggy_op_is_new_in_every_known_case(faulty_pool: Pool, e) -> None:  # type: ignore[no-untyped-def]
+    """Differential root-causing: a known bug explains only what its repair removes. Each
+    known case that jax runs gets a psum of the buggy op's value (downstream of the bug,
+    in its cone), whose values an injected fault breaks; judged by repair
+    (harness/judge/repair.py: the repaired programs checked too), the broken psum must
+    come out new, however broad the entry's signatures."""
+    from harness.judge.check import check_in_pool
+    from harness.judge.repair import judge
+
+    jv = faulty_pool.info.get("jax_version", "")
+    p = with_downstream_psum(from_json(case_path(e).read_text()), e)
+    if p is None:
+        pytest.skip(f"{e.id}: its bug is at a value no psum can read (zero-size, unreduced, an argument, no manual axis)")
+    assert predict(p).error is None
+    modes = tuple(dict.fromkeys(("jit", *entry_modes(e, ("jit", "eager", "vmap", "vmap_spmd", "gspmd", "grad")))))
+    res = check_in_pool(faulty_pool, p, modes)
+    v = judge(ENTRIES, res, lambda q, ms: check_in_pool(faulty_pool, q, ms), jv)
+    ran = [o for x in (v, *(sub for _, sub in v.repaired)) for o in x.result.observations
+           if o.status == "ok" and len(o.outputs) == len(x.result.program.outputs) and p.outputs[-1] in x.result.program.outputs]
+    if not ran:
+        pytest.skip(f"{e.id}: neither its case nor its repair runs the psum after the bug here: "
+                    f"{[(o.mode, o.status) for o in res.observations]}")
+    new = v.new()
+    assert any(d.kind == DivergenceKind.VALUE for d in new), (
+        f"{e.id}: the broken psum after the buggy op was not reported as new: new {[d.signature for d in new]}, "
+        f"known {v.known()}")
+
+
 def test_a_crash_keeps_its_cause_line(pool: Pool) -> None:
     """An XLA abort's `Check failed` line names the bug; the crash observation keeps it,
     not only the last lines of stderr (the stack trace after it)."""
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/gspmd_partial_manual_all_gather.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/gspmd_partial_manual_all_gather.json").read_text())
     res = _check(pool, p, ("gspmd",))
     (obs,) = res.observations
     assert obs.status == "crash", obs
@@ -242,7 +284,7 @@ def test_a_lowering_error_is_put_on_an_op_only_by_the_same_error() -> None:
 def test_a_rank_0_value_going_wrong_is_put_on_its_op(pool: Pool) -> None:
     """The probe run returns rank-0 body values too, so a wrong scalar is put on the op
     that made it (here the known multi-axis ppermute of a scalar axis_index), not on the
-    psum after it where the damage shows (README seed-0 run: a bool ppermute)."""
+    psum after it where the damage shows (a bool ppermute once bucketed that way)."""
     from harness.judge.check import check_in_pool
 
     xy = Mesh(("x", "y"), (2, 2))
@@ -264,7 +306,7 @@ def test_the_size_1_explicit_axis_feature_reads_the_axis_types_outside_explicit_
     from harness.judge.known_features import PROGRAM_FEATURES
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/mixed_size1_explicit_axes.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/mixed_size1_explicit_axes.json").read_text())
     assert p.wrap == "explicit_axes" and p.mesh.axis_types == ("explicit", "auto", "explicit")
     holds = PROGRAM_FEATURES["out_spec_size_1_explicit_with_auto"]
     assert holds(p)
@@ -286,7 +328,7 @@ def test_the_size_1_explicit_axis_feature_reads_auto_axes_out_sharding() -> None
     from harness.judge.known_features import PROGRAM_FEATURES
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/mixed_size1_auto_axes.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/mixed_size1_auto_axes.json").read_text())
     assert p.wrap == "auto_axes" and p.outer_mesh().axis_types == ("auto", "explicit")
     holds = PROGRAM_FEATURES["out_spec_size_1_explicit_with_auto"]
     assert holds(p)
@@ -327,7 +369,7 @@ def replace_kind(p: Program, kind: str) -> Program:
 def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a_later_defect() -> None:
     """Eagerly, a negative-split all_to_all runs (and fails MLIR verification with a
     garbage split size) before a later op's defect is traced (seed 0's 2000-program value
-    run, reports/corpus/known/neg_split_eager_invalid.json). The entry explains that wrong
+    run, harness/data/corpus/known/neg_split_eager_invalid.json). The entry explains that wrong
     error where jax raised at the all_to_all, and not where it raised at the psum, nor
     for the same program with the axis non-negative."""
     from dataclasses import replace
@@ -335,7 +377,7 @@ def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a
     from programs.model import Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_split_eager_invalid.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_split_eager_invalid.json").read_text())
     assert p.body[0].kind == "all_to_all" and p.body[0].p("split_axis") < 0 and p.defect
     pred = predict(p)
     assert pred.error is not None and pred.error.op_index == 1
@@ -360,7 +402,7 @@ def test_a_negative_split_all_to_all_explains_the_eager_error_it_raises_before_a
 def test_a_negative_scatter_psum_scatter_explains_vmaps_carry_type_error_before_a_later_defect() -> None:
     """Under vmap, an untiled psum_scatter with scatter_dimension=-1 in a fori loop
     scatters the wrong dimension, and the loop's carry check raises TypeError before the
-    invalid program's out_specs defect (fuzz --seed 2, 60 s; reports/corpus/known/
+    invalid program's out_specs defect (fuzz --seed 2, 60 s; harness/data/corpus/known/
     neg_scatter_vmap_fori_invalid.json). The entry explains that TypeError in the vmap
     modes only, not for the same program with the dimension non-negative, nor on a jax
     that has the fix."""
@@ -369,7 +411,7 @@ def test_a_negative_scatter_psum_scatter_explains_vmaps_carry_type_error_before_
     from programs.model import Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_scatter_vmap_fori_invalid.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_scatter_vmap_fori_invalid.json").read_text())
     assert p.body[0].kind == "psum_scatter" and p.body[0].p("scatter_dimension") < 0 and p.defect
     pred = predict(p)
     assert pred.error is not None
@@ -389,7 +431,7 @@ def test_a_negative_scatter_psum_scatter_explains_vmaps_carry_type_error_before_
 def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_its_cone() -> None:
     """Untiled over a size-1 axis with split_axis=-1, jax 0.10.2's all_to_all keeps its
     operand's shape, so a following pswapaxes of the oracle's (valid) shape raises
-    ValueError (fuzz seed 0, 60 s: reports/corpus/known/neg_split_downstream_swap.json).
+    ValueError (fuzz seed 0, 60 s: harness/data/corpus/known/neg_split_downstream_swap.json).
     The entry explains that error at the pswapaxes, which depends on the all_to_all, and
     not at a pswapaxes of the argument itself, nor with the axis non-negative, nor on a
     jax that normalises negative axes."""
@@ -398,7 +440,7 @@ def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_it
     from programs.model import Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_split_downstream_swap.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_split_downstream_swap.json").read_text())
     a2a, swap = p.body
     assert a2a.kind == "all_to_all" and a2a.p("split_axis") < 0 and swap.kind == "pswapaxes" and swap.operands == (1,)
     pred = predict(p)
@@ -409,7 +451,7 @@ def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_it
                           op_index=at, raised_at=at)
 
     e = find(ENTRIES, raised(p, 1), [raised(p, 1)], p, pred, "0.10.2")
-    assert e is not None and e.id == "negative-all-to-all-split-axis"
+    assert e is not None and e.id == "negative-all-to-all-split-axis-untiled-shape"
     assert find(ENTRIES, raised(p, 1), [raised(p, 1)], p, pred, "0.11.2") is None  # fixed upstream
     nonneg = replace(p, body=(Op.make("all_to_all", a2a.operands, **{**dict(a2a.params), "split_axis": 1}), swap))
     assert find(ENTRIES, raised(nonneg, 1), [raised(nonneg, 1)], nonneg, predict(nonneg), "0.10.2") is None
@@ -421,11 +463,11 @@ def test_a_negative_split_all_to_all_explains_a_later_ops_shape_error_only_in_it
 def test_an_out_of_order_ppermute_inside_a_transform_explains_the_transforms_wrong_value() -> None:
     """The probe sees a derivative transform as one op, so a ppermute out of mesh order
     among its steps makes the transform the first op going wrong (a 60 s default run of
-    seed 0, reports/corpus/known/ppermute_order_transform.json). The entry explains the
+    seed 0, harness/data/corpus/known/ppermute_order_transform.json). The entry explains the
     output that reads that transform, not one that does not."""
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/ppermute_order_transform.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/ppermute_order_transform.json").read_text())
     pred = predict(p)
     reads = div("value", "transform", output=2)  # out[2]: the fori_loop over the vjp of the ppermute
     e = find(ENTRIES, reads, [reads], p, pred, "0.10.2")
@@ -445,7 +487,7 @@ def test_a_bf16_vjp_that_sums_its_cotangent_in_partial_manual_is_the_abort_entry
     from programs.model import Input, Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/bf16_partial_manual_vjp.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/bf16_partial_manual_vjp.json").read_text())
     f = OpFeature.parse("transform:cotangent_sum_dtype==bfloat16")
     t = p.body[0]
 
@@ -458,15 +500,20 @@ def test_a_bf16_vjp_that_sums_its_cotangent_in_partial_manual_is_the_abort_entry
     assert not holds(f32)
     jvp = replace(p, body=(Op.make("transform", t.operands, **{**dict(t.params), "transform": "jvp"}),))
     assert not holds(jvp)
-    crash = Divergence(DivergenceKind.CRASH, "eager", "", "crash")
+    crash = Divergence(DivergenceKind.CRASH, "eager", "(mode=eager) crash: worker died (exit code -6, SIGABRT); cause: F1207 "
+                       "16:42:42.961419 3199 hlo_instruction.cc:1615] Invalid binary instruction opcode copy", "crash")
     e = find(ENTRIES, crash, [crash], p, predict(p), "0.10.2")
-    assert e is not None and e.id == "bf16-partial-manual-transform-cotangent-abort"
+    assert e is not None and e.id == "bf16-partial-manual-allreduce-abort"
+    # one abort, one entry: identified by where it aborts, not by the op; another abort is not it
+    other = replace(crash, message="(mode=eager) crash: worker died (exit code -6, SIGABRT); cause: F1207 hlo_sharding_util.cc:2714] "
+                    "Check failed: sharding.IsManualSubgroup()")
+    assert find(ENTRIES, other, [other], p, predict(p), "0.10.2") is None
 
 
 def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotangent_error_only() -> None:
     """A derivative transform in the body transposes its steps in every mode, so the
     untiled all_to_all's wrong transpose raises at the transform in abstract, jit, eager
-    ... (a 60 s default run of seed 0; reports/corpus/known/a2a_untiled_transform.json).
+    ... (a 60 s default run of seed 0; harness/data/corpus/known/a2a_untiled_transform.json).
     The entry explains that error at a transform holding an untiled all_to_all, not at
     one holding a tiled one, nor one of the 0.8 shape where the cotangent is returned."""
     from dataclasses import replace
@@ -474,7 +521,7 @@ def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotang
     from programs.model import Op
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/a2a_untiled_transform.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/a2a_untiled_transform.json").read_text())
     (tr,) = p.body
     assert tr.kind == "transform" and [s.kind for s in tr.steps()] == ["all_to_all"]
     pred = predict(p)
@@ -499,11 +546,11 @@ def test_an_untiled_all_to_all_inside_a_transform_explains_the_transforms_cotang
 def test_a_zero_size_psum_scatter_explains_eagers_wrong_error_only_when_it_raised_there() -> None:
     """Eager runs each op as it comes, so in a program whose defect jax checks at the end
     (a duplicate out_spec axis) a zero-size psum_scatter raises first (a 60 s default
-    run of seed 0; reports/corpus/known/zero_psum_scatter_eager_invalid.json). The entry
+    run of seed 0; harness/data/corpus/known/zero_psum_scatter_eager_invalid.json). The entry
     explains that wrong error in eager, at the psum_scatter, and not at another op."""
     from programs.serialize import from_json
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/zero_psum_scatter_eager_invalid.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/zero_psum_scatter_eager_invalid.json").read_text())
     assert p.defect is not None and p.body[0].kind == "psum_scatter"
     pred = predict(p)
     assert pred.error is not None
@@ -521,13 +568,13 @@ def test_a_zero_size_psum_scatter_explains_eagers_wrong_error_only_when_it_raise
 def test_an_untiled_all_to_all_transposed_in_a_transform_explains_an_invalid_programs_wrong_error_only_there() -> None:
     """In an invalid program whose defect jax finds after tracing the body (an out_specs
     structure), a derivative transform holding an untiled all_to_all raises its cotangent
-    ValueError first (a 60 s default run of seed 0; reports/corpus/known/
+    ValueError first (a 60 s default run of seed 0; harness/data/corpus/known/
     a2a_untiled_transform_invalid.json). The entry explains that wrong error at such a
     transform, not with its all_to_all tiled, and not at a plain untiled all_to_all (no
     transpose there)."""
     from programs.model import Op
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/a2a_untiled_transform_invalid.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/a2a_untiled_transform_invalid.json").read_text())
     (tr,) = p.body
     assert p.defect is not None and tr.kind == "transform" and "all_to_all" in [s.kind for s in tr.steps()]
     pred = predict(p)
@@ -538,7 +585,7 @@ def test_an_untiled_all_to_all_transposed_in_a_transform_explains_an_invalid_pro
                           op_index=0, raised_at=0)
 
     e = find(ENTRIES, wrong(), [wrong()], p, pred, "0.10.2")
-    assert e is not None and e.id == "all-to-all-untiled-transpose-invalid-program"
+    assert e is not None and e.id == "all-to-all-untiled-transpose-shape"
     assert find(ENTRIES, wrong("TypeError"), [wrong("TypeError")], p, pred, "0.10.2") is None
     steps = tuple((k, ops, tuple((n, True if n == "tiled" else v) for n, v in params)) for k, ops, params in tr.p("steps"))
     tiled = replace(p, body=(Op.make("transform", tr.operands, **{**dict(tr.params), "steps": steps}),))
@@ -561,14 +608,14 @@ def test_a_negative_axis_all_to_all_explains_a_grad_hang_and_gives_it_the_short_
     (untiled split_axis=-1: 'split dimension has size 140728018265312'; concat_axis=-1,
     tiled: the backward all_to_all gets it as its split axis), which raise or hang: a 60 s
     default run of seed 0 (split) and one of seed 2 (concat, reported new) each lost a
-    worker for 30 s (reports/corpus/known/CASE). The entry explains a grad timeout of
+    worker for 30 s (harness/data/corpus/known/CASE). The entry explains a grad timeout of
     such a program, and the scheduler gives its grad modes KNOWN_HANG_LIMIT_S; with the
     axis non-negative (its rewrite) neither, nor on 0.12."""
     from harness.campaign.cells import value_types
-    from harness.judge.known import hang_entries, known_hang_modes
+    from harness.campaign.known_queries import hang_entries, known_hang_modes
     from oracles.rewrites import REWRITES
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known" / case).read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known" / case).read_text())
     assert any(o.kind == "all_to_all" and o.p(axis) == -1 for o in p.body)
     pred = predict(p)
     assert pred.error is None
@@ -590,7 +637,7 @@ def test_a_negative_scatter_dimension_explains_a_nested_shard_map_raising_after_
     """An untiled psum_scatter with scatter_dimension=-2 scatters the wrong dimension
     under vmap, and a nested shard_map after it raises that its argument does not divide
     (a cold 60 s run of seed 6 reported it NEW;
-    reports/corpus/known/neg_scatter_nested_shard_map.json). Run on this jax: every
+    harness/data/corpus/known/neg_scatter_nested_shard_map.json). Run on this jax: every
     divergence is explained by negative-scatter-dimension on 0.10.2, the vmap one at the
     nested shard_map included, and the rewrite (scatter_dimension 0) runs clean; the
     entry does not cover 0.12.0 (fixed upstream)."""
@@ -599,7 +646,7 @@ def test_a_negative_scatter_dimension_explains_a_nested_shard_map_raising_after_
     from harness.run.compat import jax_version
     from oracles.rewrites import REWRITES
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/neg_scatter_nested_shard_map.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/neg_scatter_nested_shard_map.json").read_text())
     assert [o.kind for o in p.body] == ["psum_scatter", "shard_map"] and p.body[0].p("scatter_dimension") == -2
     res = check_program(p, ("jit", "vmap"))
     if jax_version() != "0.10.2":
@@ -617,7 +664,7 @@ def test_a_negative_scatter_dimension_explains_a_nested_shard_map_raising_after_
 def test_a_zero_size_output_under_explicit_axes_explains_its_lost_sharding_type_only() -> None:
     """Inside jax.sharding.explicit_axes on a mixed mesh, a zero-size output split over
     an Explicit axis loses it from its sharding type in jit, gspmd and eager (a cold 60 s
-    run of seed 12 reported it NEW; reports/corpus/known/explicit_axes_zero_size_type.json).
+    run of seed 12 reported it NEW; harness/data/corpus/known/explicit_axes_zero_size_type.json).
     Run on this jax: explicit-axes-zero-size-output-type explains each of those
     divergences; with a non-zero-size argument the program runs clean."""
     from dataclasses import replace
@@ -626,7 +673,7 @@ def test_a_zero_size_output_under_explicit_axes_explains_its_lost_sharding_type_
     from harness.judge.known import explain_all
     from harness.run.compat import jax_version
 
-    p = from_json((Path(__file__).parent.parent / "reports/corpus/known/explicit_axes_zero_size_type.json").read_text())
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/explicit_axes_zero_size_type.json").read_text())
     assert p.wrap == "explicit_axes" and 0 in p.inputs[0].shape
     if jax_version() != "0.10.2":
         pytest.skip(f"the divergence is measured on jax 0.10.2 (installed: {jax_version()})")
@@ -658,21 +705,22 @@ def test_error_trouble_names_the_ops_jax_is_known_to_answer_with_another_error()
     """`known_error_trouble`: the ops of an invalid program at which an entry with a
     missing / wrong error signature says jax goes wrong (its op features), or every op
     (program features only); nothing for an entry about values, or another jax."""
-    from harness.judge.known import known_error_trouble
+    from harness.campaign.known_queries import known_error_trouble
     from oracles.interpreter import trace
 
     dead_perm = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("ppermute", 0, axes=("x",), perm=((0, 1), (0, 1)))],
                      [1], [P("x")])
     types = trace(dead_perm, with_values=False)[0].types
     ranged = entry({"id": "perm", "reason": "r", "link": "none found", "case": "c.json",
-                    "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"]}, "test")
+                    "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"], "repair": "without_op"}, "test")
     assert known_error_trouble([ranged], dead_perm, types, "0.10.2") == frozenset({1})  # the dead ppermute
     assert known_error_trouble([PPERMUTE], dead_perm, types, "0.10.2") == frozenset()  # a value entry
     old = entry({"id": "perm-old", "reason": "r", "link": "none found", "case": "c.json", "jax_versions": "<0.6",
-                 "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"]}, "test")
+                 "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"], "repair": "without_op"}, "test")
     assert known_error_trouble([old], dead_perm, types, "0.10.2") == frozenset()
     unbound = entry({"id": "unbound", "reason": "r", "link": "none found", "case": "c.json",
-                     "signatures": ["wrong_error|*|unbound_axis->AssertionError"], "when": ["collective_axis_not_in_mesh"]}, "test")
+                     "signatures": ["wrong_error|*|unbound_axis->AssertionError"], "when": ["collective_axis_not_in_mesh"],
+                     "repair": "without_mode"}, "test")
     bad_axis = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("psum", 0, axes=("nope",))], [1], [P("x")])
     assert known_error_trouble([unbound], bad_axis, trace(bad_axis, with_values=False)[0].types, "0.10.2") == frozenset({0, 1})
     assert known_error_trouble([unbound], dead_perm, types, "0.10.2") == frozenset()
@@ -685,11 +733,12 @@ def test_a_known_crash_before_an_invalid_programs_error_is_eager_trouble_at_its_
     raised, and the program's other pmean cells by error were counted checked in eager,
     and never were). Trouble in eager only, at the ops before the error; none where the
     error comes first, nor in the modes that trace the whole body before they run it."""
-    from harness.judge.known import error_trouble_modes
+    from harness.campaign.known_queries import error_trouble_modes
     from oracles.interpreter import trace
 
     abort = entry({"id": "abort", "reason": "r", "link": "none found", "case": "c.json",
-                   "signatures": ["crash|jit,eager|crash"], "when": ["pmean"]}, "test")
+                   "signatures": ["crash|jit,eager|crash"], "when": ["pmean"],
+                   "repair": "without_op"}, "test")
     modes = ("abstract", "jit", "eager")
     first = prog(XY, [iota(4), iota(4)], [P("x"), P("x")], [op("pmean", 0, axes=("x",)), op("psum", 1, axes=("nope",))],
                  [2], [P("x")])
@@ -700,38 +749,6 @@ def test_a_known_crash_before_an_invalid_programs_error_is_eager_trouble_at_its_
                  [3], [P("x")])
     assert predict(after).error is not None
     assert error_trouble_modes([abort], after, trace(after, with_values=False)[0].types, "0.10.2", modes) == {}
-
-
-def test_an_invalid_program_claims_only_the_cells_of_the_kind_jax_is_known_to_answer_wrongly() -> None:
-    """An invalid program whose defect jax is known to answer with no error (here a dead
-    ppermute whose perm repeats a destination: jax checks it only for a live one) checks
-    none of its other ops' cells by error: the value tier does not claim them, so they
-    stay open for a later program (the sweep draws their foci again). Without the entry
-    it claims them all."""
-    from harness.campaign.cells import CellLedger
-    from harness.campaign.config import RunConfig
-    from harness.campaign.fuzz import tier_modes
-
-    dead_perm = prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("ppermute", 0, axes=("x",), perm=((0, 1), (0, 1)))],
-                     [1], [P("x")])
-    ranged = entry({"id": "perm", "reason": "r", "link": "none found", "case": "c.json",
-                    "signatures": ["missing_error|*|collective_param"], "when": ["ppermute"]}, "test")
-
-    seen: set[str] = set()
-
-    def claimed(suppressions: tuple[KnownDivergence, ...], version: str | None) -> set[str]:
-        led = CellLedger.new()
-        tier_modes(dead_perm, RunConfig(suppressions=suppressions), led, jax_version=version)
-        seen.clear()
-        seen.update(led.seen)
-        return {pair.split("@")[0] for pair in led.scheduled}
-
-    assert any(c.startswith("neg|") and c.endswith("|by_error") for c in claimed((), "0.10.2"))
-    assert not any(c.startswith("neg|") for c in claimed((ranged,), "0.10.2"))
-    # (still seen: a neg cell outside the table would be a focus of the sweep)
-    assert any(c.startswith("neg|") and c.endswith("|by_error") for c in seen)
-    # (another jax, or no workers' version: the entry says nothing)
-    assert any(c.startswith("neg|") for c in claimed((ranged,), None))
 
 
 def test_each_mode_checks_the_program_without_only_the_known_bugs_of_its_own_divergences(tmp_path: Path) -> None:
@@ -785,35 +802,11 @@ def test_a_wrong_error_jax_raises_after_tracing_the_whole_body_may_come_from_any
     assert x.entry is not None and x.entry.id == "negative-scatter-dimension"
 
 
-def test_the_modes_a_known_entry_says_jax_may_crash_in_run_last() -> None:
-    """A crash kills the worker, and the modes after it in the job never run: the
-    scheduler puts the modes a known entry says jax may crash in on a program last (seed
-    3: a partial-manual all_gather crashed gspmd, and smap never checked that sweep
-    program's seven cells, which the sweep counted as claimed). A program without the
-    entry's features keeps its order."""
-    from types import SimpleNamespace
-
-    from harness.campaign.fuzz import _Scheduler as Scheduler
-    from harness.judge.known import hang_entries, hang_mode_names
-
-    crashes = hang_entries(ENTRIES, "0.10.2", "crash")
-    assert any(e.id == "gspmd-partial-manual-all-gather-abort" for e in crashes)
-    sched = SimpleNamespace(crashes=crashes, crash_names=hang_mode_names(crashes, "crash"))
-    xyz = Mesh(("x", "y", "z"), (2, 2, 2))
-    gather = Program(xyz, (iota(4),), (P("x"),), (op("all_gather", 0, axes=("x",), axis=0, tiled=True),), (1,), (P(),),
-                     axis_names=("x",))
-    modes = ("abstract", "jit", "gspmd", "vmap", "smap", "grad", "lowering")
-    got = Scheduler.crash_last(sched, gather, modes)  # type: ignore[arg-type]
-    assert got[-1] == "gspmd" and sorted(got) == sorted(modes) and got[:2] == ("abstract", "jit"), got
-    plain = Program(xyz, (iota(4),), (P("x"),), (op("neg", 0),), (1,), (P("x"),), axis_names=("x",))
-    assert Scheduler.crash_last(sched, plain, modes) == modes  # type: ignore[arg-type]
-
-
 def test_a_value_feature_the_program_lacks_is_no_known_trouble() -> None:
     """`known_trouble` (the scheduler runs such a valid program alone, not in a jit
     batch) asks an entry's value features too: zero-size-output-blocks, whose only
     feature is a zero-size value, held every valid program, and none was batched."""
-    from harness.judge.known import known_trouble
+    from harness.campaign.known_queries import known_trouble
 
     plain = prog(XY, [iota(4)], [P("x")], [op("neg", 0)], [1], [P("x")])
     assert not known_trouble(ENTRIES, plain, predict(plain), "0.10.2", "jit")
@@ -822,101 +815,3 @@ def test_a_value_feature_the_program_lacks_is_no_known_trouble() -> None:
     assert "zero-size-output-blocks" in [e.id for e in ENTRIES if known_trouble([e], zero, predict(zero), "0.10.2", "jit")]
 
 
-def test_eager_runs_the_outputs_a_known_entry_says_it_raises_on_apart_from_the_others(tmp_path: Path) -> None:
-    """A valid program's outputs that a known entry says jax raises on in eager (a
-    negative-split all_to_all's, a zero-size one's) go in a late part of their own: one
-    such output made eager raise for the whole part, and it checked none of the others
-    (fuzz seed 10, 60 s, cold: 11 of 56 eager parts of valid sweep programs). The other
-    outputs' part runs clean in real jax."""
-    from harness.campaign.config import RunConfig
-    from harness.campaign.fuzz import _Scheduler as Scheduler
-    from harness.campaign.state import Run
-    from harness.judge.known import known_raise_outputs
-    from harness.run.modes import MODES
-    from programs.model import Input
-
-    p = prog(XY, [iota(4), Input((4, 4), "float32", "iota"), iota(4, 0)], [P("x"), P(), P("x")],
-             [op("neg", 0), op("all_to_all", 1, axes=("x",), split_axis=-1, concat_axis=0, tiled=True), op("neg", 2)],
-             [3, 4, 5], [P("x"), P("x"), P("x")])
-    pred = predict(p)
-    assert pred.error is None
-    assert known_raise_outputs(ENTRIES, p, pred.value_types, "0.10.2", "eager") == {1, 2}
-    assert known_raise_outputs(ENTRIES, p, pred.value_types, "0.11.2", "eager") == {2}  # (negative axes: fixed upstream)
-    plain = prog(XY, [iota(4)], [P("x")], [op("neg", 0)], [1], [P("x")])
-    assert known_raise_outputs(ENTRIES, plain, predict(plain).value_types, "0.10.2", "eager") == frozenset()
-
-    sched = Scheduler(Run(RunConfig(workers=0, report_dir=tmp_path, suppressions=ENTRIES)), _Recorder())  # type: ignore[arg-type]
-    sched.run.jax_version = "0.10.2"
-    sched.queue_late(p, "eager", (0, 1))
-    assert [[q.body[i - len(q.inputs)].kind for i in q.outputs] for q, *_ in sched.late] == [["neg"], ["all_to_all"]]
-    assert [cells for *_, cells in sched.late][0] == frozenset(c for c in sched.late[0][3] if c.startswith("neg"))
-    clean = sched.late[0][0]
-    assert MODES["eager"].run(clean).status == "ok"
-    sched.late.clear()
-    sched.queue_late(plain, "eager")
-    assert [q for q, *_ in sched.late] == [plain]
-
-
-class _Recorder:
-    """A worker pool that records what is sent to it and never finishes a job."""
-
-    def __init__(self) -> None:
-        self.alone: list[tuple[str, ...]] = []
-        self.together: list[tuple[str, ...]] = []
-        self.batches = 0
-
-    def free(self) -> int:
-        return 1
-
-    def submit(self, program: Program, modes: tuple[str, ...], tag: object = None, limit_s: float | None = None,
-               together: tuple[str, ...] = ()) -> None:
-        self.alone.append(modes)
-        self.together.append(together)
-
-    def submit_batch(self, programs: list[Program], tags: list[object]) -> None:
-        self.batches += 1
-
-
-def test_a_stream_program_has_its_jit_mode_batched_and_a_sweep_program_does_not(tmp_path: Path) -> None:
-    """A valid program of the stream has its jit mode compiled in a batch with others;
-    one of the sweep runs every mode in its own job, as a batch records its programs only
-    when it is full (seeds 1 and 2, 60 s: batched sweep programs left 36-47 pairs of
-    every cheap mode unchecked)."""
-    from harness.campaign.config import RunConfig
-    from harness.campaign.fuzz import _Scheduler as Scheduler
-    from harness.campaign.state import Run
-
-    progs = [prog(XY, [iota(4)], [P("x")], [op("neg", 0), op("add", 0, k)], [2], [P("x")]) for k in (1, 0)]
-    for sweeping in (False, True):
-        cfg = RunConfig(workers=0, report_dir=tmp_path, suppressions=ENTRIES, batch=2, modes=("abstract", "jit", "vmap"))
-        pool = _Recorder()
-        sched = Scheduler(Run(cfg), pool)  # type: ignore[arg-type]
-        sched.run.jax_version, sched.sweeping = "0.10.2", sweeping
-        for p in progs:
-            sched._submit(p, ("abstract", "jit", "vmap"))
-        if sweeping:
-            assert pool.batches == 0 and pool.alone == [("abstract", "jit", "vmap")] * 2, pool.alone
-            assert pool.together == [("jit", "vmap")] * 2  # (one compile for both: harness/run/together.py)
-        else:
-            assert pool.batches == 1 and pool.alone == [("abstract", "vmap")] * 2, pool.alone
-            assert pool.together == [()] * 2  # (vmap alone: nothing to share a compile with)
-
-
-def test_a_mode_a_known_entry_says_jax_fails_in_is_not_run_together(tmp_path: Path) -> None:
-    """A program's jit-like modes share one jit (harness/run/together.py), but not a mode
-    a known entry says jax raises in on it: its error would make the whole jit fail and
-    send every mode to run alone (vmap-spmd-scan-closure-vma: any op in a lax.scan)."""
-    from harness.campaign.config import RunConfig
-    from harness.campaign.fuzz import _Scheduler as Scheduler
-    from harness.campaign.state import Run
-
-    scan = prog(XY, [Input((4, 8), "float32", "small", 3)], [P("x", "y")], [op("psum", 0, axes=("y",), wrap="scan"), op("neg", 1)],
-                [2], [P("x")])
-    modes = ("abstract", "jit", "vmap", "vmap_spmd")
-    for entries, together in ((ENTRIES, ("jit", "vmap")), ((), ("jit", "vmap", "vmap_spmd"))):
-        cfg = RunConfig(workers=0, report_dir=tmp_path, suppressions=entries, modes=modes)
-        pool = _Recorder()
-        sched = Scheduler(Run(cfg), pool)  # type: ignore[arg-type]
-        sched.run.jax_version, sched.sweeping = "0.10.2", True
-        sched._submit(scan, modes)
-        assert pool.alone == [modes] and pool.together == [together], (entries == (), pool.together)

@@ -66,7 +66,7 @@ def test_hypothesis_shrinks_a_drawn_program_first_and_saves_it() -> None:
 
     from harness.campaign.fuzz import (
         RunConfig,
-        _handling,
+        handling,
         hypothesis_shrink,
         hypothesis_test,
         seeded_programs,
@@ -86,7 +86,7 @@ def test_hypothesis_shrinks_a_drawn_program_first_and_saves_it() -> None:
     assert size(best) < size(target)
     assert len(best.body) <= len(target.body)
     replayed = []
-    with _handling(replayed.append):
+    with handling(replayed.append):
         hypothesis_test(cfg, [Phase.reuse], db)()
     # Hypothesis' own shrunk example (smallest in its order), saved under the fuzz run's key
     assert any(check(q) and size(q) < size(target) for q in replayed), replayed

@@ -23,9 +23,10 @@ from harness.judge.known_features import PROGRAM_FEATURES
 from harness.run.observation import ObservedOutput
 from oracles import ErrorKind, predict
 from programs import from_json, to_json, to_python
+from programs.errors import ProgramFormatError
 from programs.model import Input, Mesh, Op, Program, Spec
 from programs.source import from_source
-from programs.validate import ProgramFormatError, validate
+from programs.validate import validate
 
 # 'data' Explicit (2), 'pipe' Auto (4): the mixed mesh of the measurements
 MIXED = Mesh(("data", "pipe"), (2, 4), ("explicit", "auto"))
@@ -221,6 +222,31 @@ def test_a_wrapped_output_without_one_global_value_is_each_groups_array() -> Non
     swapped = {(d, m): group[1 - d] for d in range(2) for m in range(2)}
     divs = compare_output(p, 0, observed(p, swapped, group[1]), e, "jit")
     assert [d.kind for d in divs] == [DivergenceKind.VALUE] and len(divs[0].bad_devices) == 4
+
+
+def test_an_unwrapped_mixed_output_without_one_global_value_may_hold_any_replicas_array() -> None:
+    """check_vma=False, a value that differs along 'model', out_spec P(('pipe', 'data'))
+    leaving 'model' out, 'pipe' Explicit of size 1 and 'data' Auto on a mixed mesh: jit
+    (measured on jax 0.10.2) gives every device model 0's whole (4,) array, typed
+    P('pipe'); eagerly each device keeps its own (1,) block. The output's type says it is
+    replicated along 'model', so which replica's values jax keeps is not promised, and
+    along the Auto 'data' the compiler lays it out: both pass. A block of no replica's
+    array does not."""
+    mesh = Mesh(("data", "model", "pipe"), (4, 2, 1), ("auto", "auto", "explicit"))
+    p = Program(mesh, (Input((2,), "int32", "iota"),), (Spec((("model",),)),), (Op.make("neg", (0,)),), (1,),
+                (Spec((("pipe", "data"),)),), check_vma=False, reshard=True)
+    assert compiler_layout(p)
+    e = predict(p).outputs[0]
+    assert e.global_value is None and e.device_values is not None
+    whole = {m: np.full((4,), -m, dtype=np.int32) for m in range(2)}  # replica model=m: [-m] * 4
+    jit = {c: whole[0] for c in mesh.coords()}
+    assert compare_output(p, 0, observed(p, jit, whole[0]), e, "jit") == []
+    eager = {c: e.device_values[c] for c in mesh.coords()}
+    assert compare_output(p, 0, observed(p, eager, whole[0]), e, "eager") == []
+    wrong = dict(jit)
+    wrong[(1, 1, 0)] = whole[0] - 5
+    (d,) = compare_output(p, 0, observed(p, wrong, whole[0]), e, "jit")
+    assert d.kind == DivergenceKind.VALUE and (1, 1, 0) in d.bad_devices
 
 
 def test_slicing_outputs_keeps_auto_axes_out_sharding_per_output() -> None:

@@ -98,13 +98,13 @@ def test_a_weak_value_never_meets_a_narrower_dtype_in_a_binary_op() -> None:
     """lax.axis_size is a Python int (weak int32) and pmean of it a Python float (weak
     float32): jax keeps a narrower operand's dtype when one meets it (pmean(axis_size) *
     a bfloat16 is bfloat16), where the oracle, whose types carry no weakness, promotes to
-    float32; so construction never pairs them (fuzz seed 2, 60 s: a NEW dtype bucket)."""
+    float32; so construction never pairs them."""
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
     from harness.judge.check import check_program
     from programs.model import Input, Mesh, Op, Program, Spec
-    from strategies.body import _Body
+    from strategies.body import Body
     from strategies.invalid import ValueView
 
     mesh = Mesh(("x",), (2,))
@@ -113,7 +113,7 @@ def test_a_weak_value_never_meets_a_narrower_dtype_in_a_binary_op() -> None:
     @given(st.just(None))
     def build(_: None) -> None:  # (push records Hypothesis events: inside a test)
         vals = [ValueView((), "bfloat16", frozenset()), ValueView((), "float32", frozenset()), ValueView((), "int8", frozenset())]
-        b = _Body(mesh, ("x",), True, vals)
+        b = Body(mesh, ("x",), True, vals)
         n = b.push(Op.make("axis_size", (), axes=("x",)))
         assert n is not None
         m = b.push(Op.make("pmean", (n,), axes=("x",)))

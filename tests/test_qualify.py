@@ -28,7 +28,7 @@ from programs.ops import SYNTAX
 from programs.serialize import program_id
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "reports" / "corpus"
+CORPUS = ROOT / "harness" / "data" / "corpus"
 
 
 def sf(*args: str) -> subprocess.CompletedProcess[str]:
@@ -112,7 +112,7 @@ def test_qualify_on_this_jax_exits_0(tmp_path: Path) -> None:
     """The whole committed corpus plus a few drawn programs, on this interpreter, twice
     (two 'versions'): known divergences are known, nothing fails, nothing regresses."""
     rep = tmp_path / "q"
-    r = sf("qualify", "--corpus", "reports/corpus", "--python", sys.executable, "--python", sys.executable,
+    r = sf("qualify", "--corpus", "harness/data/corpus", "--python", sys.executable, "--python", sys.executable,
            "--report", str(rep), "--workers", "2", "--fuzz-seed", "3", "--fuzz-examples", "4",
            "--modes", "abstract,jit,eager")  # (every mode: test_qualify_runs_every_mode)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -175,9 +175,9 @@ def test_qualify_on_this_jax_exits_0(tmp_path: Path) -> None:
     "args, phrase",
     [
         (["--corpus", "/nonexistent-corpus", "--python", sys.executable], "no such directory"),
-        (["--corpus", "reports/corpus", "--python", "/nonexistent/bin/python"], "/nonexistent/bin/python: no such interpreter"),
-        (["--corpus", "reports/corpus", "--python", "{nojax}"], "cannot import jax"),
-        (["--corpus", "reports/corpus"], "--python"),
+        (["--corpus", "harness/data/corpus", "--python", "/nonexistent/bin/python"], "/nonexistent/bin/python: no such interpreter"),
+        (["--corpus", "harness/data/corpus", "--python", "{nojax}"], "cannot import jax"),
+        (["--corpus", "harness/data/corpus"], "--python"),
         (["--rejudge", "{tmp}"], "not a qualify report"),
         (["--corpus", "{tmp}/bad", "--python", sys.executable], "bad.json"),
     ],

@@ -1,6 +1,6 @@
 """Asserting reproducers (harness/report/reproducer.py) against real jax.
 
-Every known divergence's case (reports/corpus/known) gives a script that exits 1 with
+Every known divergence's case (harness/data/corpus/known) gives a script that exits 1 with
 `BUG:` on this jax, in the mode its divergence was found in; a bug this jax no longer has
 (its entry's jax_versions leaves this jax out, e.g. the 0.8-only batching bugs) and every
 curated case (all pass today) give scripts
@@ -26,32 +26,28 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import with_unrelated_psum
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.campaign.minimize import minimized_reproducer
-from harness.report.reproducer import (
-    NoReproducer,
-    case_mode,
-    divergence_mode,
-    pytest_reproducer,
-    reproducer,
-)
+from harness.judge.known import case_path
+from harness.judge.known_load import load
+from harness.report.reproducer import case_mode, divergence_mode, pytest_reproducer, reproducer
 from programs import from_json
 from programs.emit import REPRO_MODES
+from programs.errors import NoReproducer
 from programs.model import Program
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
 from programs.source import from_source
 from strategies import programs
 
 ROOT = Path(__file__).resolve().parent.parent
-KNOWN = sorted((ROOT / "reports/corpus/known").glob("*.json"))
-CURATED = sorted((ROOT / "reports/corpus/curated").glob("*.json"))
+KNOWN = sorted((ROOT / "harness/data/corpus/known").glob("*.json"))
+CURATED = sorted((ROOT / "harness/data/corpus/curated").glob("*.json"))
 RUNNER = Path(__file__).with_name("repro_runner.py")
 
 def _entries_by_case() -> dict[str, object]:
-    from harness.judge.known import case_path, load
-
     return {case_path(e).stem: e for e in load()}
 
 
@@ -76,7 +72,7 @@ def _case_program_id(name: str) -> str:
     from harness.judge.known import case_path
     from programs.serialize import program_id
 
-    # (an entry's case is under reports/corpus/known, or regressions/ for an old release's bug)
+    # (an entry's case is under harness/data/corpus/known, or regressions/ for an old release's bug)
     return program_id(replace(from_json(case_path(ENTRIES[name]).read_text()), notes=()))  # (its reason aside)
 
 
@@ -95,7 +91,14 @@ PLAIN_MODES = {
     "neg_split_eager_invalid": "eager", "neg_split_downstream_swap": "abstract",
     "a2a_untiled_transform": "abstract", "zero_psum_scatter_eager_invalid": "eager",
     "neg_scatter_vmap_fori_invalid": "vmap",
+    # cases of an entry whose root cause they share (one abort, one entry): the mode they abort in
+    "bf16_partial_manual_grad_replicated": "grad", "bf16_partial_manual_vjp": "eager", "bf16_smap_allreduce": "smap",
+    "bf16_partial_manual_all_gather_grad": "grad", "gspmd_partial_manual_a2a": "gspmd",
+    "gspmd_partial_manual_all_to_all": "gspmd",
 }
+# those of them that abort the process (the runner must not run them)
+ABORTING = {"bf16_partial_manual_grad_replicated", "bf16_partial_manual_vjp", "bf16_smap_allreduce",
+            "bf16_partial_manual_all_gather_grad", "gspmd_partial_manual_a2a", "gspmd_partial_manual_all_to_all"}
 # Known cases whose recorded first divergence jax 0.10.2 no longer shows (reported, not hidden)
 STALE: dict[str, str] = {}
 # Curated (case, mode) pairs that do not pass today (shardfuzz replay agrees): left out
@@ -133,7 +136,7 @@ def _aborts(path: Path) -> bool:
     """An entry whose bug kills the process (a crash signature) in any mode, so its
     script must run on its own (bf16-partial-manual-allreduce-abort: in jit)."""
     e = ENTRIES.get(path.stem)
-    return e is not None and any(pat.kind == "crash" for pat in e.patterns)  # type: ignore[attr-defined]
+    return path.stem in ABORTING or (e is not None and any(pat.kind == "crash" for pat in e.patterns))  # type: ignore[attr-defined]
 
 
 def _ragged(p: Program) -> bool:
@@ -146,15 +149,15 @@ def _cpu_modes(p: Program) -> tuple[str, ...]:
     return ("abstract",) if any(op.kind in NO_CPU_LOWERING for op in p.body) else ("abstract", "lowering")
 
 
-def _env() -> dict[str, str]:
+def _env(limit: str = HANG_LIMIT_S) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "SHARDFUZZ_REPRO_CHILD"}
-    env["SHARDFUZZ_REPRO_TIMEOUT"] = HANG_LIMIT_S
+    env["SHARDFUZZ_REPRO_TIMEOUT"] = limit
     env["PYTHONPATH"] = ""  # the scripts need jax and numpy only
     return env
 
 
-def _standalone(script: Path) -> tuple[int, str]:
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=_env())
+def _standalone(script: Path, limit: str = HANG_LIMIT_S) -> tuple[int, str]:
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300 + float(limit), env=_env(limit))
     return r.returncode, r.stdout
 
 
@@ -166,7 +169,7 @@ def _batch(scripts: list[Path]) -> dict[Path, tuple[int, str]]:
     return {Path(k): (int(c), out) for k, (c, out) in got.items()}
 
 
-def run_scripts(jobs: Iterable[tuple[Path, bool]]) -> dict[Path, tuple[int, str]]:
+def run_scripts(jobs: Iterable[tuple[Path, bool]], limit: str = HANG_LIMIT_S) -> dict[Path, tuple[int, str]]:
     """Every script's exit code and output, for (path, standalone) pairs: standalone ones
     as `python SCRIPT` (those that may crash or hang), the rest in two batches."""
     jobs = list(jobs)
@@ -175,7 +178,7 @@ def run_scripts(jobs: Iterable[tuple[Path, bool]]) -> dict[Path, tuple[int, str]
     halves = [rest[0::2], rest[1::2]]
     out: dict[Path, tuple[int, str]] = {}
     with ThreadPoolExecutor(3) as pool:  # (a hanging script waits without using a core)
-        singles = {s: pool.submit(_standalone, s) for s in alone}
+        singles = {s: pool.submit(_standalone, s, limit) for s in alone}
         batches = [pool.submit(_batch, h) for h in halves if h]
         for b in batches:
             out.update(b.result())
@@ -242,7 +245,7 @@ def test_known_cases_fail_and_curated_pass(tmp_path: Path) -> None:
             expect_xfail[s] = STALE[path.stem]
         jobs.append((s, mode in RISKY or _aborts(path)))
     for name, mode in EXTRA_BUGS:
-        s = _write(tmp_path, name, _load(ROOT / "reports/corpus/known" / f"{name}.json"), mode)
+        s = _write(tmp_path, name, _load(ROOT / "harness/data/corpus/known" / f"{name}.json"), mode)
         known[s] = name
         jobs.append((s, mode in RISKY))
     curated = {}
@@ -254,7 +257,7 @@ def test_known_cases_fail_and_curated_pass(tmp_path: Path) -> None:
     for name, mode, old, new in TAMPER:
         s = tmp_path / f"{name}__{mode}.py"
         if not s.exists():
-            s = _write(tmp_path, name, _load(ROOT / "reports/corpus/curated" / f"{name}.json"), mode)
+            s = _write(tmp_path, name, _load(ROOT / "harness/data/corpus/curated" / f"{name}.json"), mode)
         text = s.read_text()
         assert old in text, f"{name} ({mode}): the literal {old!r} to tamper with is not in the script"
         t = tmp_path / f"tampered_{name}__{mode}.py"
@@ -291,7 +294,7 @@ def test_stale_cases_still_exist() -> None:
     from harness.judge.known import case_path
 
     for name in set(STALE) | FIXED_HERE | {n for n, _ in EXTRA_BUGS}:
-        where = case_path(ENTRIES[name]) if name in ENTRIES else ROOT / "reports/corpus/known" / f"{name}.json"
+        where = case_path(ENTRIES[name]) if name in ENTRIES else ROOT / "harness/data/corpus/known" / f"{name}.json"
         assert where.exists(), name
 
 
@@ -309,7 +312,7 @@ def test_pytest_form_fails_on_a_bug_and_passes_where_jax_is_right(tmp_path: Path
         "test_ok_grad": ("curated/ppermute_partial_zeros", "grad_remat", True),
     }
     for stem, (case, mode, _) in cases.items():
-        p = _load(ROOT / "reports/corpus" / f"{case}.json")
+        p = _load(ROOT / "harness/data/corpus" / f"{case}.json")
         text = pytest_reproducer(p, mode=mode, name=stem)
         ast.parse(text)
         assert f"def {stem}():" in text and ("pytest.raises(" in text or "np.testing.assert_" in text or mode in ("lowering", "abstract"))
@@ -322,7 +325,7 @@ def test_pytest_form_fails_on_a_bug_and_passes_where_jax_is_right(tmp_path: Path
 
 
 def test_modes_that_do_not_apply_are_refused() -> None:
-    p = _load(ROOT / "reports/corpus/known/ppermute_order.json")  # int32 only, names both axes
+    p = _load(ROOT / "harness/data/corpus/known/ppermute_order.json")  # int32 only, names both axes
     for mode in ("grad", "vmap_spmd", "nope"):
         with pytest.raises(NoReproducer):
             reproducer(p, mode=mode)
@@ -336,11 +339,11 @@ def test_case_mode() -> None:
     disagree = {"kind": "mode_disagreement", "mode": "eager,jit"}
     assert case_mode({"divergences": [disagree, {"kind": "value", "mode": "vmap"}]}) == "vmap"
     # modes that raise where jax must raise are right: the reproducer runs a quiet mode
-    dup = _load(ROOT / "reports/corpus/known/dup_same_entry.json")  # jax must raise; eval_shape does not
+    dup = _load(ROOT / "harness/data/corpus/known/dup_same_entry.json")  # jax must raise; eval_shape does not
     assert divergence_mode(dup, "mode_disagreement", "eager,gspmd,jit,lowering,vmap") == "abstract"
     assert minimized_reproducer(dup, "mode_disagreement|eager,gspmd,jit,lowering,vmap|raise:eager", "t").count("(mode: abstract)") == 1
     # modes that raise where jax must run are wrong: the reproducer runs one of them
-    grad = _load(ROOT / "reports/corpus/known/all_to_all_untiled_transpose.json")
+    grad = _load(ROOT / "harness/data/corpus/known/all_to_all_untiled_transpose.json")
     assert divergence_mode(grad, "mode_disagreement", "grad,grad_remat") == "grad"
 
 
@@ -379,7 +382,7 @@ def test_reproducer_runs_on_jax_without_jax_shard_map(tmp_path: Path) -> None:
         pytest.skip("no jax without jax.shard_map here: build one with `python scripts/envs.py 0.6.0 --dir envs/` "
                     "or set SHARDFUZZ_OLD_JAX_PYTHON")
     py, v = old
-    case = Path(__file__).resolve().parent.parent / "reports/corpus/regressions/in_spec_unknown_axis_keyerror.json"
+    case = Path(__file__).resolve().parent.parent / "harness/data/corpus/regressions/in_spec_unknown_axis_keyerror.json"
     script = tmp_path / "repro.py"
     script.write_text(reproducer(from_json(case.read_text()), mode="jit", title=case.name))
     bad = subprocess.run([py, str(script)], capture_output=True, text=True, timeout=300)
@@ -407,7 +410,7 @@ def test_permute_order_runs_on_jax_0_11_with_its_flag_off(tmp_path: Path) -> Non
     known entry's reproducer turns the flag off, so it exits 1 (BUG) on this jax and
     0 (FIXED) there; without that line jax 0.11+ raises instead."""
     new = _new_jax_python()
-    case = Path(__file__).resolve().parent.parent / "reports/corpus/known/ppermute_order.json"
+    case = Path(__file__).resolve().parent.parent / "harness/data/corpus/known/ppermute_order.json"
     p = from_json(case.read_text())
     text = reproducer(p, mode="jit", title="ppermute order")
     assert 'jax.config.update("jax_raise_on_ppermute_sort_diff", False)' in text
@@ -430,3 +433,74 @@ def test_permute_order_runs_on_jax_0_11_with_its_flag_off(tmp_path: Path) -> Non
     script.write_text(text.replace('jax.config.update("jax_raise_on_ppermute_sort_diff", False)', "pass"))
     refused = subprocess.run([py, str(script)], capture_output=True, text=True, timeout=300, env=env)
     assert refused.returncode == 1 and "RuntimeError" in refused.stdout, (v, refused.stdout, refused.stderr[-2000:])
+
+
+# ------------------------------------------------------------ each entry's own reproducer
+
+def _entry_list() -> list[object]:
+    return [e for e in load() if e.covers(_installed_jax())]  # type: ignore[attr-defined]
+
+
+# one entry of each repair and class (every one with SHARDFUZZ_ALL_ENTRY_REPRODUCERS=1:
+# about two scripts an entry, a few minutes on two cores)
+ENTRY_SAMPLE = ("ppermute-multi-axis-order", "negative-scatter-dimension", "grouped-pmax-claims-invariance",
+                "pmax-no-differentiation-rule", "eager-partial-manual-check-vma-false",
+                "gspmd-partial-manual-manual-subgroup-abort", "zero-size-output-blocks", "ppermute-perm-out-of-range-indexerror")
+
+
+def repaired_case(e: object, p: Program) -> tuple[Program, str]:
+    """The entry's case without its bug, and the mode to run it in: its repair (a rewrite,
+    or the program without its ops) in the entry's mode (where every output of the case
+    holds the bug, or what is left cannot run in that mode: of the case with an unrelated
+    output more), or where the repair is the mode left out, the same program in a mode
+    the entry's signatures do not name."""
+    from harness.judge.repair import repair
+    from oracles import predict
+
+    def runs(q: Program, mode: str) -> bool:
+        try:
+            reproducer(q, mode=mode)
+        except NoReproducer:
+            return False
+        return True
+
+    for base in (p, with_unrelated_psum(p)):
+        q = repair(e, base, predict(base))  # type: ignore[arg-type]
+        if q is not None and runs(q, str(e.mode)):  # type: ignore[attr-defined]
+            return q, str(e.mode)  # type: ignore[attr-defined]
+    named = {m for pat in e.patterns for m in (pat.modes or REPRO_MODES)}  # type: ignore[attr-defined]
+    for mode in ("jit", "abstract", "eager", "vmap", "lowering", "gspmd"):
+        if mode not in named and runs(p, mode):
+            return p, mode
+    raise AssertionError(f"{e.id}: no repaired program and no mode its signatures leave out")  # type: ignore[attr-defined]
+
+
+def test_every_entrys_reproducer_exits_1_on_its_own_bug_and_0_when_repaired(tmp_path: Path) -> None:
+    """An entry's reproducer counts only its own signature (kind, op, exception type, in
+    its mode; a crash by the check it aborts at): it says BUG: (exit 1) on the entry's own
+    case, and FIXED: (exit 0) on the case with the bug repaired, even where jax diverges
+    otherwise there."""
+    from harness.report.reproducer import Own
+
+    entries = _entry_list()
+    if os.environ.get("SHARDFUZZ_ALL_ENTRY_REPRODUCERS") != "1":
+        entries = [e for e in entries if e.id in ENTRY_SAMPLE]  # type: ignore[attr-defined]
+        assert len(entries) == len(ENTRY_SAMPLE), "an entry of the sample is gone: pick another of its repair"
+    from harness.judge.known import case_path
+
+    jobs, want = [], {}
+    for e in entries:
+        p = from_json(case_path(e).read_text())  # type: ignore[arg-type]
+        own = Own.of(e.patterns, e.abort, e.mode)  # type: ignore[attr-defined]
+        q, qmode = repaired_case(e, p)
+        for tag, prog, mode, code in (("bug", p, e.mode, 1), ("repaired", q, qmode, 0)):  # type: ignore[attr-defined]
+            s = tmp_path / f"{e.id}__{tag}.py"  # type: ignore[attr-defined]
+            s.write_text(reproducer(prog, mode=mode, title=f"{e.id} ({tag})", own=own))  # type: ignore[attr-defined]
+            risky = mode in RISKY or any(pat.kind in ("crash", "timeout") for pat in e.patterns)  # type: ignore[attr-defined]
+            jobs.append((s, risky))
+            want[s] = (code, "BUG:" if code else "FIXED:")
+    # (no entry's own case hangs: a long limit, so that a loaded machine's slow start is no hang)
+    results = run_scripts(jobs, limit="240")
+    wrong = [f"{s.name}: exit {results[s][0]}, want {w[0]} and {w[1]!r}: {results[s][1][-500:]!r}"
+             for s, w in want.items() if results[s][0] != w[0] or not results[s][1].startswith(w[1])]
+    assert not wrong, "\n".join(wrong)

@@ -7,7 +7,7 @@ from helpers import P, iota, op, prog
 from hypothesis import given
 
 from oracles import predict
-from oracles.rewrites import REWRITES, mesh_order_axes, nonnegative_axes
+from oracles.rewrites import REWRITES, mesh_order_axes, nonnegative_axes, unwrap, vary_after
 from programs.graph import cone, live_ops, slice_outputs
 from programs.model import Mesh
 from strategies import programs
@@ -78,6 +78,36 @@ def test_mesh_order_axes_hand_example() -> None:
     # device (ix=0, iy=0) is 0 in both numberings; (ix=1, iy=0) is 1 over (y, x), 4 over (x, y)
     assert (0, 4) in q.body[0].p("perm")  # type: ignore[operator]
     _same_outputs(p, q)
+
+
+def test_vary_after_retypes_a_grouped_pmax_as_the_oracle_does() -> None:
+    """A pmax with two groups over 'y' varies along 'y' (each group its own maximum); jax
+    types it invariant there (grouped-pmax-claims-invariance). The repair puts
+    pcast(to='varying') over 'y' right after it, marked repair=True: the oracle's identity,
+    so every output means the same; the ops after it read the pcast. Nothing to do twice,
+    nor after an ungrouped pmax (typed invariant rightly)."""
+    p = prog(XY, [iota(8, 4)], [P("x", "y")],
+             [op("pmax", 0, axes=("y",), groups=((0, 1), (2, 3))), op("neg", 1)], [2], [P("x", "y")])
+    q = vary_after(p)
+    assert q is not None and [o.kind for o in q.body] == ["pmax", "pcast", "neg"]
+    assert q.body[1].operands == (1,) and q.body[1].p("axes") == ("y",) and q.body[1].p("repair") is True
+    assert q.body[1].p("to") == "varying" and q.body[2].operands == (2,) and q.outputs == (3,)
+    _same_outputs(p, q)
+    assert predict(q).value_types[2].vma == predict(p).value_types[1].vma
+    assert vary_after(q) is None
+    whole = prog(XY, [iota(8, 4)], [P("x", "y")], [op("pmax", 0, axes=("y",))], [1], [P("x")])
+    assert vary_after(whole) is None
+    assert vary_after(p, frozenset()) is None  # (no site: nothing)
+
+
+def test_unwrap_runs_an_op_out_of_its_wrapper() -> None:
+    p = prog(XY, [iota(8, 4)], [P("x", "y")], [op("neg", 0, wrap="fori"), op("psum", 1, axes=("y",), wrap="cond")],
+             [2], [P("x")])
+    q = unwrap(p, frozenset({0}))
+    assert q is not None and q.body[0].p("wrap") is None and q.body[1].p("wrap") == "cond"
+    _same_outputs(p, q)
+    r = unwrap(p)
+    assert r is not None and all(o.p("wrap") is None for o in r.body) and unwrap(r) is None
 
 
 @given(programs(max_ops=6, invalid=0.5))

@@ -15,7 +15,7 @@ from harness.cli_input import load_known
 from harness.report.merge import merge, missing_shards
 from harness.report.summary import RunSummary
 from harness.run.pool import Pool
-from harness.usage import UsageError
+from programs.errors import UsageError
 from programs.serialize import program_id
 
 MODES = ("abstract", "jit")

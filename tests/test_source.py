@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from programs.emit import to_python
+from programs.errors import SourceError
 from programs.model import Input, Mesh, Op, Program
 from programs.ops import WRAP_SOURCE, WRAPS
-from programs.source import SourceError, canonical, from_source
+from programs.source import canonical, from_source
 from strategies import programs
 
 

@@ -131,7 +131,7 @@ def test_target_scores_new_cells_and_the_stream_is_repeatable() -> None:
     from hypothesis.database import InMemoryExampleDatabase
 
     from harness.campaign.config import RunConfig
-    from harness.campaign.generation import CellNovelty, _handling, hypothesis_test, seeded_programs
+    from harness.campaign.generation import CellNovelty, handling, hypothesis_test, seeded_programs
     from programs.serialize import program_id
 
     p = F64_PROGRAMS[0]
@@ -144,7 +144,7 @@ def test_target_scores_new_cells_and_the_stream_is_repeatable() -> None:
     cfg = RunConfig(seed=3, max_examples=80)
     for db in (None, InMemoryExampleDatabase()):
         got: list[str] = []
-        with _handling(lambda q, got=got: got.append(program_id(q))):  # type: ignore[misc]
+        with handling(lambda q, got=got: got.append(program_id(q))):  # type: ignore[misc]
             hypothesis_test(cfg, [Phase.generate], db)()
         assert got == want
 

@@ -18,12 +18,14 @@ reached, and why a cell cannot be reached here.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from oracles import predict
+from oracles.interpreter import trace
 from programs.cells import op_cells, ops_cells, output_cells, program_cells  # noqa: F401 - (programs/cells.py; the run's callers import them here)
-from programs.graph import drop_unused_inputs, lean_part, sliced_ops
+from programs.graph import cone, drop_unused_inputs, lean_part, live_ops, slice_outputs, sliced_ops
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
 from programs.points import (
@@ -33,7 +35,7 @@ from programs.points import (
     float_elements,
     used_float_args,
 )
-from programs.serialize import program_id
+from strategies.invalid import TRACED_DEFECTS
 
 VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "jvp", "linearize", "hessian", "multiprocess")
 
@@ -42,8 +44,6 @@ VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "gr
 def _abstract(p: Program) -> tuple[tuple[Any, ...], Any]:
     """(the oracle's value types of the program's values, as far as it traces, the error
     it predicts or None): no values computed."""
-    from oracles.interpreter import trace
-
     st, err = trace(p, with_values=False)
     return tuple(st.types), err
 
@@ -82,9 +82,6 @@ def lean(p: Program, keep: tuple[int, ...] | None = None) -> Program:
     outputs `keep` and, if the oracle's error needs one more (an out_spec's duplicate
     axis, a dropped varying axis), the first output that brings it back; else it runs
     whole."""
-    from oracles import predict
-    from strategies.invalid import TRACED_DEFECTS
-
     fails = value_types(p)[1]
     if fails and keep is not None:
         keep = _error_cut(p, keep)
@@ -115,8 +112,6 @@ def _error_cut(p: Program, keep: tuple[int, ...]) -> tuple[int, ...] | None:
     the body before jax checks the out_specs, so each output cut saves its ops' compiles
     (seed 1's sweep: an invalid program's eager part 35 compiles for 21 cells by error,
     a valid one's 20 for 18)."""
-    from oracles import predict
-
     want = predict(p, values=False).error
     at = failing_op(p)
     also = frozenset() if at is None else frozenset({at})
@@ -145,7 +140,7 @@ def _typed(p: Program) -> tuple[list[tuple[tuple[int, ...], str]], bool]:
 def typed_cells(p: Program) -> tuple[frozenset[str], bool]:
     """(the program's cells with the oracle's types, whether the oracle expects it to
     fail): computed once per program for generation's target (`CellNovelty`) and the
-    value-tier choice (`tier_modes`), which both ask."""
+    value-tier choice (harness/campaign/plan.py `ValueTier`), which both ask."""
     types, fails = _typed(p)
     return program_cells(p, types), fails
 
@@ -175,8 +170,6 @@ def lost_cells(p: Program, raise_ops: dict[str, frozenset[int]]) -> dict[str, fr
       cond: the program without the all_to_all has integer outputs only, and grad skips
       it (fuzz seed 0, 60 s: `sub|wrap=cond@grad` claimed and never checked).
     The ops at fault themselves are not lost: their cells are blocked by the entry."""
-    from programs.graph import cone, live_ops, slice_outputs
-
     types = _typed(p)[0]
     live = live_ops(p)
     every = program_cells(p, types)
@@ -303,6 +296,21 @@ def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: Mapping[str
 REOPEN = 2  # times a claimed pair left unchecked is claimed again (CellLedger.reopen)
 
 
+@dataclass(frozen=True)
+class Claim:
+    """One value-tier claim of a program (`CellLedger.offer`): the modes it runs in, the
+    outputs each costly mode's part is cut to (None: all; its part runs without the
+    program's dead ops, programs/graph.py `lean_part`), and what taking it does to the
+    ledger: the pairs now sent with (`scheduled`), the reopened pairs no longer open
+    (`closed`), the cells the draws saw (`seen`)."""
+
+    modes: tuple[str, ...]
+    cut: tuple[tuple[str, tuple[int, ...] | None], ...] = ()
+    scheduled: frozenset[str] = frozenset()
+    closed: frozenset[str] = frozenset()
+    seen: frozenset[str] = frozenset()
+
+
 @dataclass
 class CellLedger:
     """Per (cell, mode): how many checks, and the program index and run time of the first."""
@@ -310,10 +318,6 @@ class CellLedger:
     checks: dict[tuple[str, str], int]
     first: dict[tuple[str, str], tuple[int, float]]
     scheduled: set[str]  # "cell@mode" pairs some program was already sent to the value tier with
-    # (program id, costly mode) -> the outputs that mode runs the program cut to (None:
-    # all), for each program claimed in that mode (`claim`); the part runs without the
-    # program's dead ops (programs/graph.py `lean_part`)
-    cut: dict[tuple[str, str], tuple[int, ...] | None] = field(default_factory=dict)
     # (cell, mode) -> the known divergences (ids) that kept a program holding it from
     # checking it in that mode: jax raised where the oracle predicts values, or ran where
     # it predicts an error, and a known entry explains it at that cell's op (`block`)
@@ -334,7 +338,7 @@ class CellLedger:
     # for a program with a pcast to 'reduced', and vmap never checked it)
     ur_gaps: dict[str, str] = field(default_factory=dict)
     # every cell of the programs drawn so far, as the value tier saw them (every program
-    # is checked abstractly at least: harness/campaign/fuzz.py `tier_modes`): the sweep
+    # is checked abstractly at least: harness/campaign/plan.py `ValueTier.tier`): the sweep
     # aims at those outside the table too (harness/campaign/sweep.py)
     seen: set[str] = field(default_factory=set)
 
@@ -342,22 +346,23 @@ class CellLedger:
     def new() -> CellLedger:
         return CellLedger({}, {}, set())
 
-    def claim(self, p: Program, cells: frozenset[str], modes: tuple[str, ...],
+    def offer(self, p: Program, cells: frozenset[str], modes: tuple[str, ...],
               costly: frozenset[str] = frozenset(), parts: tuple[frozenset[str], ...] | None = None,
               lean: bool = False, lost: dict[str, frozenset[str]] | None = None,
-              schedule: bool = True) -> tuple[str, ...]:
-        """The modes the value tier runs `p` in: none unless it brings a (cell, mode)
-        pair, in a mode that runs it, that no value-tier program had yet; else every
-        mode of `modes` but the `costly` ones in which it brings nothing new. Claims the
-        pairs of the modes returned. `lean`: only the modes it brings a new pair (and
-        abstract, every program's base check).
+              schedule: bool = True, taken: Sequence[Claim] = ()) -> Claim:
+        """The value tier's claim of `p` (the ledger unchanged: `take` applies it), as if
+        the claims `taken` were applied first. Its modes: none unless `p` brings a (cell,
+        mode) pair, in a mode that runs it, that no value-tier program had yet; else
+        every mode of `modes` but the `costly` ones in which it brings nothing new. It
+        claims the pairs of the modes returned. `lean`: only the modes it brings a new
+        pair (and abstract, every program's base check).
 
         With `parts` (per output, its cells: `typed_output_cells`), a costly mode runs
         `p` cut to the outputs that bring it a new cell, each beyond those before it
-        (`cut`, programs/graph.py `slice_outputs`), and claims only theirs: eager
+        (`Claim.cut`, programs/graph.py `slice_outputs`), and claims only theirs: eager
         shard_map runs each primitive on its own, so the cut runs the same primitives
         for those outputs and none of the others'. Every costly mode it is claimed in
-        gets a `cut` entry (None: every output): that part runs without dead ops.
+        gets a cut (None: every output): that part runs without dead ops.
 
         `lost` (per mode, `lost_cells`): cells `p` cannot check in that mode, neither
         claimed there nor counted as new: they stay open for a later program.
@@ -366,11 +371,19 @@ class CellLedger:
         its reopened pairs are claimed, but no pair is added to `scheduled`, which the
         sweep's draws read (they never depend on results)."""
         lost = lost or {}
+        sched = frozenset().union(*(c.scheduled for c in taken)) if taken else frozenset()
+        closed = frozenset().union(*(c.closed for c in taken)) if taken else frozenset()
+
+        def is_open(pair: str) -> bool:
+            return (pair not in self.scheduled and pair not in sched) or (pair in self.reopened and pair not in closed)
+
         runs = [m for m in modes if applies(p, m, self.ur_gaps)]
-        fresh = {m for m in runs if any(self._open(f"{c}@{m}") for c in cells - lost.get(m, frozenset()))}
+        fresh = {m for m in runs if any(is_open(f"{c}@{m}") for c in cells - lost.get(m, frozenset()))}
         if not fresh:
-            return ()
+            return Claim(())
         run = tuple(m for m in modes if m in fresh or m == "abstract" or not (lean or m in costly))
+        cut: dict[str, tuple[int, ...] | None] = {}
+        pairs: set[str] = set()
         for m in run:
             if m not in runs:
                 continue
@@ -381,18 +394,28 @@ class CellLedger:
                     keep, mine = [], frozenset()
                     for k, cs in enumerate(parts):
                         cs = cs - lost.get(m, frozenset())
-                        if any(self._open(f"{c}@{m}") and c not in mine for c in cs):
+                        if any(is_open(f"{c}@{m}") and c not in mine for c in cs):
                             keep.append(k)
                             mine |= cs
-                self.cut[(program_id(p), m)] = None if keep is None or len(keep) == len(parts or ()) else tuple(keep)
-            pairs = {f"{c}@{m}" for c in mine}
-            if schedule:
-                self.scheduled |= pairs
-            self.reopened -= pairs
-        return run
+                cut[m] = None if keep is None or len(keep) == len(parts or ()) else tuple(keep)
+            pairs |= {f"{c}@{m}" for c in mine}
+        return Claim(run, tuple(cut.items()), frozenset(pairs) if schedule else frozenset(), frozenset(pairs))
 
-    def _open(self, pair: str) -> bool:
-        return pair not in self.scheduled or pair in self.reopened
+    def take(self, claims: Iterable[Claim]) -> None:
+        """Apply `claims` (`offer`'s), in order."""
+        for c in claims:
+            self.scheduled |= c.scheduled
+            self.reopened -= c.closed
+            self.seen |= c.seen
+
+    def claim(self, p: Program, cells: frozenset[str], modes: tuple[str, ...],
+              costly: frozenset[str] = frozenset(), parts: tuple[frozenset[str], ...] | None = None,
+              lean: bool = False, lost: dict[str, frozenset[str]] | None = None,
+              schedule: bool = True) -> tuple[str, ...]:
+        """`offer`'s claim, taken: its modes."""
+        c = self.offer(p, cells, modes, costly, parts, lean, lost, schedule)
+        self.take((c,))
+        return c.modes
 
     def reopen(self, cells: frozenset[str], mode: str, counted: bool = True) -> None:
         """A program that held `cells` ran in `mode` without checking them there: each

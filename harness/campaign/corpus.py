@@ -8,9 +8,11 @@ from pathlib import Path
 
 from harness.campaign.state import Run
 from harness.judge.check import CheckResult, check_in_pool
+from harness.report.console import VERBOSE
 from harness.run.pool import Pool
+from programs.errors import ProgramFormatError
 from programs.model import Program
-from programs.serialize import ProgramFormatError, program_from_dict
+from programs.serialize import program_from_dict
 
 
 def check_sync(run: Run, pool: Pool | None, p: Program) -> CheckResult:
@@ -43,13 +45,21 @@ def replay_corpus(run: Run, pool: Pool | None) -> None:
     signatures no longer appear is reported as fixed."""
     assert run.cfg.corpus is not None
     cases = load_corpus(run.cfg.corpus)
-    print(f"replaying {len(cases)} corpus cases from {run.cfg.corpus}", file=run.cfg.progress, flush=True)
-    for f, p, old in cases:
+    run.cfg.console.say(f"replaying {len(cases)} corpus cases from {run.cfg.corpus}")
+    for i, (f, p, old) in enumerate(cases):
+        if run.over_budget():  # (the rest is not done: a result past the budget may be cut short)
+            run.left_undone(corpus_cases=len(cases) - i)
+            break
         res = check_sync(run, pool, p)
+        if run.time_is_up():  # (its check may have been cut short: no `fixed` verdict; what it found is kept)
+            if res.divergences:
+                run.record(res, from_corpus=True)
+            run.left_undone(corpus_cases=len(cases) - i)
+            break
         now = {d.signature for d in res.divergences}
         if old and not (old & now):
             run.fixed.append({"case": str(f), "signatures": sorted(old)})
-            print(f"  fixed: {f.name} ({', '.join(sorted(old))})", file=run.cfg.progress)
+            run.cfg.console.say(f"  fixed: {f.name} ({', '.join(sorted(old))})", VERBOSE)
         run.corpus_replayed += 1
         run.record(res, from_corpus=True)
         run.progress()

@@ -19,7 +19,7 @@ from typing import Any
 
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from harness.usage import UsageError
+from programs.errors import UsageError
 
 
 def open_database(spec: str) -> ExampleDatabase:

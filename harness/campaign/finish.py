@@ -1,5 +1,10 @@
 """After the programs: the known entries' own cases (fixed or unseen), minimization of
-the new buckets, and the summary every report renders."""
+the new buckets, and the summary every report renders.
+
+With a budget, each runs only while the run's time lasts (`Run.stop_at`: the pool
+cancels every job past it, and fuzz.py's alarm ends anything still running there): what
+is planned is counted as not done first, and each piece taken off that count as it is
+done, so an end at any point leaves the count right."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from harness.campaign.cells import unreachable
 from harness.campaign.corpus import check_sync
 from harness.campaign.database import run_database
 from harness.campaign.generation import hypothesis_shrink
@@ -22,8 +28,9 @@ from harness.campaign.minimize import (
     size,
 )
 from harness.campaign.state import Run, case_document
-from harness.judge.check import check_program, evaluate
-from harness.judge.known import entry_case_shows, entry_modes, statuses
+from harness.judge.check import CheckResult, check_program, evaluate
+from harness.judge.known import KnownDivergence, case_path, entry_case_shows, entry_modes, statuses
+from harness.report.console import VERBOSE
 from harness.report.markup import write as atomic_write
 from harness.report.reports import write_reports
 from harness.report.summary import (
@@ -36,16 +43,16 @@ from harness.report.summary import (
     RunSummary,
     counts_of,
 )
-from harness.run.pool import Pool
+from harness.run.pool import Completed, Pool
+from programs.errors import ProgramFormatError
 from programs.model import Program
-from programs.serialize import ProgramFormatError, from_json, program_from_dict, program_id
+from programs.serialize import from_json, program_from_dict, program_id
+from strategies.focus import CELLS
 
 
 def check_entry_cases(run: Run, pool: Pool | None) -> None:
     """Each known entry nothing matched in this run: does its own case still show its
     bug on this jax? No: the entry is reported `fixed` (stale); yes: `unseen`."""
-    from harness.judge.known import case_path
-
     todo = []
     for e in run.cfg.suppressions:
         if e.id in run.entry_matches or not e.covers(run.jax_version):
@@ -57,18 +64,35 @@ def check_entry_cases(run: Run, pool: Pool | None) -> None:
         todo.append((e, q, entry_modes(e, run.cfg.modes)))
     if not todo:
         return
-    print(f"checking the own cases of {len(todo)} known entries nothing matched", file=run.cfg.progress, flush=True)
-    results = []
-    if pool is None:
-        results = [(e, check_program(q, modes)) for e, q, modes in todo]
-    else:
-        for i, (_e, q, modes) in enumerate(todo):
-            while pool.free() == 0:
-                results.extend((todo[c.tag][0], evaluate(c.program, c.observations)) for c in pool.wait(1.0))
-            pool.submit(q, modes, tag=i)
-        results.extend((todo[c.tag][0], evaluate(c.program, c.observations)) for c in pool.drain())
-    for e, res in results:
+    run.left_undone(entry_cases=len(todo))  # (each taken off as it is checked)
+    if run.time_is_up():
+        run.cfg.console.say(f"the time was up: the own cases of {len(todo)} known entries were not checked")
+        return
+    run.cfg.console.say(f"checking the own cases of {len(todo)} known entries this run did not match")
+
+    def shows(e: KnownDivergence, res: CheckResult) -> None:
         run.entry_shows[e.id] = entry_case_shows(e, res.program, res.divergences, res.prediction, run.jax_version)
+        run.left_undone(entry_cases=-1)
+
+    def take(done: list[Completed]) -> None:
+        for c in done:
+            if not c.cancelled:  # (cancelled when the time was up: the entry stays unseen)
+                shows(todo[c.tag][0], evaluate(c.program, c.observations))
+
+    if pool is None:
+        for e, q, modes in todo:
+            if run.time_is_up():
+                return
+            shows(e, check_program(q, modes))
+        return
+    for i, (_e, q, modes) in enumerate(todo):
+        while pool.free() == 0 and not pool.expired():
+            take(pool.wait(1.0))
+        pool.submit(q, modes, tag=i)
+    take(pool.drain())
+
+
+SAVE_S = 2.0  # kept, under a budget, for checking and saving a minimized program before the alarm
 
 
 def minimize_buckets(run: Run, pool: Pool | None) -> None:
@@ -80,25 +104,34 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
     done: dict[str, tuple[Program, Path]] = {}  # case -> its minimized program and file
     started = time.monotonic()
     written: list[str] = []  # cases whose minimized files were written, once per bucket
+    run.left_undone(minimizations=len(todo))  # (each taken off as it is done)
     for i, b in enumerate(todo):
         case = Path(b.case)
         try:
             p = program_from_dict(json.loads(case.read_text())["program"])
         except (OSError, ValueError, KeyError):
+            run.left_undone(minimizations=-1)  # (its case is gone: nothing to do)
             continue
         if run.cfg.minimize_total_s > 0 and time.monotonic() - started > run.cfg.minimize_total_s:
-            print(f"minimization budget ({run.cfg.minimize_total_s:.0f}s) spent: {len(todo) - i} buckets left "
-                  "unminimized (their cases are saved; `shardfuzz minimize CASE` does one by hand)",
-                  file=run.cfg.progress, flush=True)
+            run.cfg.console.say(f"minimization budget ({run.cfg.minimize_total_s:.0f}s) spent: {len(todo) - i} buckets left "
+                                "unminimized (their cases are saved; `shardfuzz minimize CASE` does one by hand)")
             break
-        print(f"minimizing [{i + 1}/{len(todo)}] {b.signature} ...", file=run.cfg.progress, flush=True)
+        # with a budget: what is left of the run's time (the alarm at `stop_at` ends it)
+        left_s = None if run.stop_at is None else run.stop_at - SAVE_S - time.monotonic()
+        if left_s is not None and left_s <= 0:
+            run.cfg.console.say(f"the time was up: {len(todo) - i} buckets left unminimized (their cases are saved; "
+                                "`shardfuzz minimize CASE` does one by hand)")
+            break
+        budget_s = run.cfg.minimize_budget_s if left_s is None else min(run.cfg.minimize_budget_s, left_s)
+        run.cfg.console.say(f"minimizing [{i + 1}/{len(todo)}] {b.signature} ...")
         if b.case in done:
             # several buckets from one case (one bug seen by several modes): the program
             # minimized for the first often shows this signature too: one check, not a search
             small, path = done[b.case]
             if b.signature in {d.signature for d in check_sync(run, pool, small).divergences}:
                 b.minimized_case, b.minimized_size = str(path), list(size(small))
-                print(f"  the case's minimized program shows it too: {path}", file=run.cfg.progress, flush=True)
+                run.left_undone(minimizations=-1)
+                run.cfg.console.say(f"  the case's minimized program shows it too: {path}")
                 continue
         t0 = time.monotonic()
         n_hyp, original = 0, p
@@ -107,13 +140,14 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         if program_id(p) in set(run.generated_ids) and program_id(p) not in run.swept_ids:
             db = run_database(run.cfg.database, run.cfg.corpus)
             check = pool_check(pool, modes_for(b.signature, run.cfg.modes))
-            shrunk, n_hyp = hypothesis_shrink(run.cfg, program_id(p), b.signature, check,
-                                              run.cfg.minimize_budget_s / 2, db)
+            shrunk, n_hyp = hypothesis_shrink(run.cfg, program_id(p), b.signature, check, budget_s / 2, db)
             if shrunk is not None:
-                print(f"  Hypothesis shrinking: {size(p)} -> {size(shrunk)} in {n_hyp} checks", file=run.cfg.progress, flush=True)
+                run.cfg.console.say(f"  Hypothesis shrinking: {size(p)} -> {size(shrunk)} in {n_hyp} checks", VERBOSE)
                 p = shrunk
-        left = max(run.cfg.minimize_budget_s / 2, run.cfg.minimize_budget_s - (time.monotonic() - t0))
-        best, n = minimize_case(pool, p, b.signature, run.cfg.modes, left)
+        left = max(budget_s / 2, budget_s - (time.monotonic() - t0))
+        if run.stop_at is not None:
+            left = min(left, run.stop_at - SAVE_S - time.monotonic())
+        best, n = minimize_case(pool, p, b.signature, run.cfg.modes, max(0.0, left))
         n += n_hyp
         base = case.with_suffix("")
         k = sum(1 for c in written if c == b.case)  # a second bucket of one case: its own files
@@ -126,7 +160,8 @@ def minimize_buckets(run: Run, pool: Pool | None) -> None:
         b.minimized_case = str(out_json)
         b.minimized_size = list(size(best))
         done.setdefault(b.case, (best, out_json))
-        print(f"  {size(original)} -> {size(best)} in {n} checks: {out_py}", file=run.cfg.progress, flush=True)
+        run.left_undone(minimizations=-1)
+        run.cfg.console.say(f"  {size(original)} -> {size(best)} in {n} checks: {out_py}")
         if run.cfg.corpus is not None:
             atomic_write(run.cfg.corpus / out_json.name, out_json.read_text())
 
@@ -150,8 +185,7 @@ def share_failures(run: Run) -> None:
             found, _ = hypothesis_shrink(run.cfg, pid, b.signature, lambda p: set(), 0.0, db)
             saved += found is not None
     if saved:
-        print(f"saved {saved} failing programs to the example database (other runs replay them first)",
-              file=run.cfg.progress, flush=True)
+        run.cfg.console.say(f"saved {saved} failing programs to the example database (other runs replay them first)")
 
 
 def _events(stats: list[dict[str, Any]]) -> dict[str, float]:
@@ -172,9 +206,6 @@ def cell_checks(run: Run) -> tuple[CellCheck, ...]:
     """Every cell of the coverage table (strategies/cell_table.txt) and every other cell
     any program held, in every mode of the run: its checks and first hit, or (never
     checked) why it cannot be reached here."""
-    from harness.campaign.cells import unreachable
-    from strategies.focus import CELLS
-
     seen = sorted({c for c, _ in run.cells.checks} | {pair.rsplit("@", 1)[0] for pair in run.cells.scheduled}
                   | set(CELLS))
     out = []
@@ -231,20 +262,22 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
     rendered as junit.xml and index.html from the same value."""
     cfg = run.cfg
     ordered = sorted(run.buckets.values(), key=lambda b: (b.suppressed_by is not None, -b.count))
+    policy = {e.id for e in cfg.suppressions if e.policy}
     buckets = tuple(
         BucketSummary(b.signature, b.kind, b.mode, b.count, b.case, b.message, b.suppressed_by, b.new,
                       b.first_seen_at, b.minimized_case, tuple(b.minimized_size) if b.minimized_size else None,
-                      b.first_seen_s, b.first_seen_index)
+                      b.first_seen_s, b.first_seen_index, policy=b.suppressed_by in policy)
         for b in ordered
     )
     fixed = tuple(FixedCase(str(f["case"]), tuple(f["signatures"])) for f in run.fixed)
     seen = {b.suppressed_by for b in buckets if b.suppressed_by}
+    not_done = run.not_done.plus(late_parts=run.late_dropped)
     summary = RunSummary(
         jax_version=run.jax_version,
         seed=cfg.seed,
         modes=tuple(cfg.modes),
         codegen=cfg.worker_env.get("SHARDFUZZ_CODEGEN", os.environ.get("SHARDFUZZ_CODEGEN", "fast")),
-        counts=counts_of(buckets, fixed, run.n, run.n_with_divergences, run.n_failing_programs),
+        counts=counts_of(buckets, fixed, run.n, run.n_with_divergences, run.n_failing_programs, run.reruns, not_done),
         repeats_skipped=run.repeats,
         accidentally_invalid=run.accidents,
         elapsed_s=round(run.elapsed(), 2),
@@ -259,7 +292,8 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         programs_with_known=run.with_known,
         derived_checked=run.derived_checked,
         # a program is checked in full when no known entry explained any of its
-        # divergences, or one did and its rewrite (every output kept) was checked
+        # divergences, or their repairs left nothing unchecked (harness/judge/known.py
+        # checked_in_full)
         checked_in_full=run.n - run.with_known + run.in_full_by_rewrite,
         statistics=_events(stats),
         coverage=tuple(CoverageCell(c, r, dt, m, sp, n) for (c, r, dt, m, sp), n in sorted(run.coverage.items())),
@@ -267,7 +301,8 @@ def summarise(run: Run, stats: list[dict[str, Any]]) -> RunSummary:
         shard=str(cfg.shard) if cfg.shard is not None else "",
         programs_drawn=len(run.generated_ids),
         programs_swept=len(run.swept_ids),
-        late_dropped=run.late_dropped,
+        reruns=tuple(run.reruns),
+        left_over=not_done,
         mode_time=ModeTime.totals((m, n, t) for m, (n, t) in run.mode_time.items()),
         cache_entries=run.cache_entries,
     )

@@ -22,6 +22,10 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
 
+import harness
+import oracles
+import programs as programs_pkg
+import strategies
 from harness.campaign.cells import checked_cells
 from harness.campaign.config import RunConfig
 from harness.campaign.minimize import size
@@ -93,10 +97,8 @@ def _targeting() -> Iterator[None]:
 
 # Hypothesis runs its target phase inside generation once half of max_examples are drawn
 # (`optimise_at = max_examples // 2`), and spends the rest of the budget mutating the
-# programs with the best score. With the novelty score that collapses the mix: measured
-# (seeded_programs(1000, 3)), Explicit meshes 773 programs with the phase against 317
-# without, pcast(to='unreduced') 68 against 187, float64 30 against 128; and in a
-# 2000-program qualify stream 798 programs held a negative psum_scatter dimension. A run
+# programs with the best score. With the novelty score that collapses the mix onto the
+# few features the best programs had (docs/generation.md has the measured shares). A run
 # must stay broad, so the phase is off; `target()` still reports each program's score
 # (Hypothesis' statistics: "Highest target scores"), and the value tier steers by cells.
 TARGET_PHASE = False
@@ -120,7 +122,9 @@ def _stream_database(database: Any) -> Any:
 
 
 @contextmanager
-def _handling(fn: Callable[[Program], None]) -> Iterator[None]:
+def handling(fn: Callable[[Program], None]) -> Iterator[None]:
+    """Within it, `fuzz_program` hands each program Hypothesis draws to `fn` (the
+    innermost `handling` wins: a replay inside a run hands its programs elsewhere)."""
     _HANDLERS.append(fn)
     try:
         yield
@@ -138,15 +142,10 @@ def stable_constants() -> int:
     """Imports every module of shardfuzz's packages (once; about 1 s, no jax), and
     returns how many. Hypothesis draws now and then a constant found in the local
     modules loaded so far (hypothesis.internal.conjecture.providers
-    `_get_local_constants`), so the same seed drew other programs once a module was
-    imported later: after a test ran jax in-process (seed 0's seventh program differed),
-    or in a shrink search's replay after the run had loaded the minimizer. Every drawing
-    of a stream (the run, its shrink search, `seeded_programs`) calls it first."""
-    import harness
-    import oracles
-    import programs as programs_pkg
-    import strategies
-
+    `_get_local_constants`), so the same seed would draw other programs once a module
+    is imported later (after a test ran jax in-process, or in a shrink search's replay
+    after the run loaded the minimizer). Every drawing of a stream (the run, its shrink
+    search, `seeded_programs`) calls it first, so a seed always draws the same programs."""
     n = 0
     for pkg in (programs_pkg, oracles, strategies, harness):
         for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
@@ -204,7 +203,7 @@ def hypothesis_shrink(
                 state["best"] = p
             raise _Reproduced  # (one raise site: one failure to Hypothesis)
 
-    with _handling(handle):
+    with handling(handle):
         try:
             hypothesis_test(cfg, [Phase.generate, Phase.shrink], database)()
         except _Reproduced:

@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from harness.judge.check import evaluate, localise_values, probe_mode
+from harness.report.reproducer import divergence_mode, reproducer
+from programs.errors import NoReproducer
 from programs.model import Input, Mesh, Op, Program, Spec
 
 Check = Callable[[Program], set[str]]  # program -> the divergence signatures it shows
@@ -230,8 +233,6 @@ def modes_for(signature: str, all_modes: tuple[str, ...]) -> tuple[str, ...]:
 def pool_check(pool, modes: tuple[str, ...]) -> Check:  # type: ignore[no-untyped-def]
     """A Check that runs candidates in a worker pool (crash-safe) and compares them with
     the oracle. A candidate the oracle cannot even interpret shows no signature."""
-    from harness.judge.check import evaluate, localise_values, probe_mode
-
     def check(q: Program) -> set[str]:
         pool.submit(q, modes)
         done = pool.drain()
@@ -257,8 +258,6 @@ def minimized_reproducer(p: Program, signature: str, title: str) -> str:
     for a mode disagreement, a mode on its wrong side), which exits 1 with `BUG:` while jax
     still shows the divergence. Where that mode does not apply to the program (the
     harness reports it unsupported), the jit one."""
-    from harness.report.reproducer import NoReproducer, divergence_mode, reproducer
-
     mode = divergence_mode(p, *signature.split("|")[:2]) if signature.count("|") == 2 else "jit"
     try:
         return reproducer(p, mode=mode, title=title)

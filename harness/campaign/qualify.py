@@ -11,7 +11,7 @@ version:
 
 - pass: jax agrees with the oracle in every mode;
 - fail: a divergence no known-divergence entry explains (its signatures are listed);
-- known: every divergence is a known one (reports/known_divergences.toml);
+- known: every divergence is a known one (harness/data/known_divergences.toml);
 - unsupported: no mode could run it: the program uses a feature this jax lacks or
   defines differently (`harness.run.compat.unsupported_features`); a mode that cannot run
   a program (or that this jax lacks) is listed in the cell while the others decide.
@@ -33,18 +33,18 @@ passes; 2 bad input (one line naming it).
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
-import shutil
-import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.campaign import envs
+from harness.campaign.fuzz import seeded_programs
+from harness.campaign.qualify_judge import Judge, Step
 from harness.campaign.versions import (
     Case,
     Cell,
@@ -56,8 +56,12 @@ from harness.campaign.versions import (
 )
 from harness.report.markup import write as _write
 from harness.report.qualify_report import VERDICTS, html_page, junit_xml, table_lines
-from harness.usage import UsageError
+from harness.run.observation import observation_from_dict, observation_to_dict
+from harness.run.pool import Pool
+from oracles import predict
+from programs.errors import ProgramFormatError, UsageError, WorkerStartError
 from programs.model import Program
+from programs.serialize import from_json, program_from_dict, program_id, program_to_dict
 
 __all__ = ["VERDICTS", "Case", "Cell", "Column", "changes", "entries_fixed", "html_page", "junit_xml", "qualify", "ranges", "table_lines"]
 
@@ -71,8 +75,6 @@ from harness.run.modes import DEFAULT_MODES as MODES  # noqa: E402
 def load_corpus(root: Path) -> list[Case]:
     """Every *.json under `root` (recursively, sorted), as a Case; a file that is not a
     program is bad input, named."""
-    from programs.serialize import ProgramFormatError, from_json
-
     if not root.exists():
         raise UsageError(f"--corpus {root}: no such directory")
     if not root.is_dir():
@@ -94,14 +96,10 @@ def load_corpus(root: Path) -> list[Case]:
 def draw_programs(seed: int, n: int, invalid: float = 0.25) -> list[Program]:
     """N programs, the same ones for the same seed (and Hypothesis version), collected
     first so every jax version runs exactly the same list."""
-    from harness.campaign.fuzz import seeded_programs
-
     return seeded_programs(n, seed, invalid)
 
 
 def fuzz_cases(seed: int, n: int) -> list[Case]:
-    from programs.serialize import program_id
-
     seen: set[str] = set()
     cases = []
     for i, p in enumerate(draw_programs(seed, n)):
@@ -113,51 +111,7 @@ def fuzz_cases(seed: int, n: int) -> list[Case]:
     return cases
 
 
-def check_interpreter(python: str) -> str:
-    """The interpreter's path, or bad input naming it: missing, or without jax/numpy."""
-    path = shutil.which(python) if os.sep not in python else python
-    if path is None or not Path(path).is_file() or not os.access(path, os.X_OK):
-        raise UsageError(f"--python {python}: no such interpreter")
-    try:
-        r = subprocess.run(
-            [path, "-c", "import jax, numpy; print(jax.__version__)"],
-            capture_output=True, text=True, timeout=180,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise UsageError(f"--python {python}: cannot run it ({e})") from None
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or ["import failed"])[-1]
-        raise UsageError(f"--python {python}: cannot import jax and numpy there ({last})")
-    return path
-
-
 # ---------------------------------------------------------------------------- running
-
-
-def verdict(res: Any, sups: list[Any], jax_version: str) -> Cell:
-    """The verdict on one CheckResult (harness.judge.check) under the known divergences."""
-    from harness.judge.known import find
-
-    unexplained, known = [], []
-    for d in res.divergences:
-        s = find(sups, d, res.divergences, res.program, res.prediction, jax_version)
-        if s is None:
-            unexplained.append(d)
-        elif s.id not in known:
-            known.append(s.id)
-    unsupported = [f"{o.mode}: {o.error_message}" for o in res.observations if o.status == "unsupported"]
-    statuses = {o.mode: o.status for o in res.observations}
-    if unexplained:
-        sigs = list(dict.fromkeys(d.signature for d in unexplained))
-        return Cell("fail", sigs, known, unsupported, unexplained[0].message, statuses=statuses)
-    if known:
-        return Cell("known", [], known, unsupported, statuses=statuses)
-    # unsupported: no mode could run it here (a feature this jax lacks); a mode that does
-    # not apply (vmap_spmd without a free axis, grad without a float argument, ...) or
-    # that this jax lacks is listed in the cell, and the modes that ran decide
-    if unsupported and all(st == "unsupported" for st in statuses.values()):
-        return Cell("unsupported", [], [], unsupported, statuses=statuses)
-    return Cell("pass", [], [], unsupported, statuses=statuses)
 
 
 def _safe(text: str) -> str:
@@ -165,8 +119,6 @@ def _safe(text: str) -> str:
 
 
 def _case_doc(res: Any, jax_version: str, case: Case) -> str:
-    from programs.serialize import program_to_dict
-
     return json.dumps(
         {
             "program": program_to_dict(res.program),
@@ -191,16 +143,12 @@ class Crash:
 
 
 def _crash(e: BaseException) -> Crash:
-    import traceback
-
     first = (str(e).strip().splitlines() or [""])[0][:300]
     return Crash(f"{type(e).__name__}: {first}", "".join(traceback.format_exception(e)))
 
 
 def _predict(program: Program) -> Any:
     """The oracle's prediction, or the Crash it raised (a shardfuzz bug, kept per case)."""
-    from oracles import predict
-
     try:
         return predict(program)
     except Exception as e:  # (the oracle's bug on this case: the other cases still run)
@@ -242,8 +190,6 @@ def run_column(
 ) -> None:
     """Every case through one interpreter's workers; fills col.cells. The column is
     labelled 'jax VERSION' ('jax VERSION #2' when `taken` already has that label)."""
-    from harness.run.pool import Pool, WorkerStartError
-
     t0 = time.monotonic()
     try:
         pool = Pool(max(1, min(workers, len(cases))), python=col.python, timeout_s=timeout_s)
@@ -254,8 +200,6 @@ def run_column(
     n = sum(1 for x in taken if x == label or x.startswith(label + " #"))
     col.label = label if n == 0 else f"{label} #{n + 1}"
     print(f"{col.label} ({col.python}): jax {col.jax_version}, {len(cases)} cases", file=progress, flush=True)
-    from harness.campaign.qualify_judge import Judge
-
     by_name = {c.name: c for c in cases}
     judge = Judge(preds, sups, col.jax_version)
     obs_dir = report / "observations"
@@ -264,9 +208,6 @@ def run_column(
     obs_file.write(json.dumps({"column": {"label": col.label, "python": col.python, "jax_version": col.jax_version}}) + "\n")
 
     def record(done: list[Any]) -> None:
-        from harness.run.observation import observation_to_dict
-        from programs.serialize import program_to_dict
-
         for c in done:
             step = c.tag
             case = by_name[step.case]
@@ -438,8 +379,6 @@ def bisect(
     the cases of that gap there, and add its column to `cols`. Stops after `max_builds`
     environments. Returns one row per step (the gap, the release tried, the cases run,
     or why it could not be built)."""
-    from harness.campaign import envs
-
     steps: list[dict[str, Any]] = []
     tried: set[str] = {c.jax_version for c in cols}
     builds = 0
@@ -478,9 +417,6 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
     (REPORT/observations/*.jsonl, written as each case finished), with this checkout's
     oracle and known entries: triage without running jax again. Writes the three reports
     (and the failing cases) to `out`."""
-    from harness.run.observation import observation_from_dict
-    from programs.serialize import ProgramFormatError, program_from_dict
-
     prev_path = report / "qualify.json"
     files = sorted((report / "observations").glob("*.jsonl"))
     if not prev_path.is_file() or not files:
@@ -490,8 +426,6 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
         prev = json.loads(prev_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
         raise UsageError(f"--rejudge {report}: cannot read qualify.json ({e})") from None
-    from harness.campaign.qualify_judge import Judge, Step
-
     cases: dict[str, Case] = {}
     preds: dict[str, Any] = {}
     cols: list[Column] = []
@@ -556,104 +490,3 @@ def rejudge(report: Path, out: Path, sups: list[Any]) -> dict[str, Any]:
     return write_reports(ordered, cols, given, out, sups=sups, corpus=str(prev.get("corpus", "")),
                          fuzz=prev.get("fuzz"), modes=tuple(prev.get("modes") or MODES),
                          bisected=list(prev.get("bisect") or []))
-
-
-# ---------------------------------------------------------------------------- CLI
-
-
-def cmd_qualify(a: argparse.Namespace) -> int:
-    from harness.cli_input import parse_modes
-    from harness.judge.known import KnownDivergencesError, load
-
-    if a.fuzz_examples < 0:
-        raise UsageError(f"--fuzz-examples={a.fuzz_examples} must be >= 0")
-    if a.workers < 1:
-        raise UsageError(f"--workers={a.workers} must be >= 1")
-    try:
-        sups = load(Path(a.suppressions) if a.suppressions else None)
-    except KnownDivergencesError as e:
-        raise UsageError(str(e)) from None
-    if a.rejudge:
-        out = Path(a.report) if a.report else Path(a.rejudge)
-        doc = rejudge(Path(a.rejudge), out, sups)
-        return _print_doc(doc, out)
-    if not a.corpus or not a.python:
-        raise UsageError("qualify needs --corpus DIR and at least one --python ENV_PYTHON (or --rejudge REPORT)")
-    cases = load_corpus(Path(a.corpus))
-    pythons = [check_interpreter(py) for py in a.python]
-    report = Path(a.report or "reports/qualify")
-    try:
-        report.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"--report {a.report}: cannot write there ({e.strerror})") from None
-    fuzz = None
-    if a.fuzz_examples:
-        seed = 0 if a.fuzz_seed is None else a.fuzz_seed
-        drawn = fuzz_cases(seed, a.fuzz_examples)
-        for c in drawn:
-            from programs.serialize import to_json
-
-            f = report / f"{c.name}.json"
-            f.parent.mkdir(parents=True, exist_ok=True)
-            f.write_text(to_json(c.program))
-        cases += drawn
-        fuzz = {"seed": seed, "examples": a.fuzz_examples}
-    doc = qualify(cases, pythons, report, sups=sups, workers=a.workers, timeout_s=a.timeout,
-                  corpus=str(a.corpus), fuzz=fuzz, modes=parse_modes(a.modes),
-                  bisect_envs=Path(a.envs) if a.bisect else None, bisect_max=a.bisect_max)
-    return _print_doc(doc, report)
-
-
-def _print_doc(doc: dict[str, Any], report: Path) -> int:
-    print("\n".join(table_lines(doc)))
-    ch = doc["changes"]
-    if len(doc["versions"]) > 1:
-        print(f"{doc['first']} -> {doc['last']}: {len(ch['regressions'])} regressions, {len(ch['fixes'])} fixes, "
-              f"{len(ch['other'])} other changes")
-    for r in ch["regressions"]:
-        print(f"  REGRESSION {r['case']}: {', '.join(r['signatures'])}")
-    for r in doc["ranges"]:
-        print(f"  {'LAST FAILS ' if r['last_fails_after_pass'] else ''}{r['case']}: {r['text']}")
-    for col in doc["versions"]:
-        if col.get("entries_fixed"):
-            print(f"  {col['label']}: known entries fixed there (their own case passes): {', '.join(col['entries_fixed'])}")
-        fails = [c["case"] for c in doc["cases"] if c["verdicts"].get(col["label"], {}).get("verdict") == "fail"]
-        if fails:
-            print(f"  {col['label']} fails {len(fails)}: {', '.join(fails[:8])}{' ...' if len(fails) > 8 else ''}")
-        errors = [c for c in doc["cases"] if c["verdicts"].get(col["label"], {}).get("verdict") == "error"]
-        if errors:
-            print(f"  {col['label']}: shardfuzz could not judge {len(errors)} case(s) (a shardfuzz bug; "
-                  f"tracebacks under {report / 'internal-errors'}): {', '.join(c['case'] for c in errors[:8])}"
-                  f"{' ...' if len(errors) > 8 else ''}")
-    print(f"  report: {report / 'qualify.html'}")
-    return int(doc["exit_code"])
-
-
-def register(sub: Any) -> None:
-    """Add the `qualify` subcommand to shardfuzz's subparsers."""
-    q = sub.add_parser("qualify", help="run a corpus against several jax installations and compare them")
-    from harness.usage import at_least, positive
-
-    q.add_argument("--corpus", default=None, help="directory of JSON cases (searched recursively; required unless --rejudge)")
-    q.add_argument("--python", action="append", default=None,
-                   help="an interpreter with jax installed (repeat; the first and last are compared; required unless --rejudge)")
-    q.add_argument("--report", default=None,
-                   help="directory for qualify.json/.junit.xml/.html (default: reports/qualify; with --rejudge: that report)")
-    q.add_argument("--rejudge", default=None, metavar="REPORT",
-                   help="judge a finished run again from its saved observations, with this checkout's oracle and "
-                        "known entries (no jax run)")
-    q.add_argument("--fuzz-seed", type=int, default=None, help="also run programs drawn with this seed (default: none)")
-    q.add_argument("--fuzz-examples", type=at_least(0, what="0: none"), default=0, help="how many programs to draw (0: none)")
-    cores = len(os.sched_getaffinity(0))
-    q.add_argument("--workers", type=at_least(1), default=cores,
-                   help=f"worker processes per version (default: the number of cores, here {cores})")
-    q.add_argument("--timeout", type=positive(float, "seconds"), default=60.0, help="per-mode timeout in a worker, seconds")
-    q.add_argument("--suppressions", default=None, help="known divergences TOML (default: reports/known_divergences.toml)")
-    q.add_argument("--modes", default=",".join(MODES),
-                   help="comma-separated modes to run on every version (each where that jax supports it)")
-    q.add_argument("--bisect", action="store_true",
-                   help="narrow each range to one release: build an environment (under --envs) for releases in between")
-    q.add_argument("--envs", default="envs", help="where --bisect builds its environments (default: envs/)")
-    q.add_argument("--bisect-max", type=at_least(1), default=12,
-                   help="at most this many environments built by --bisect (default 12)")
-    q.set_defaults(fn=cmd_qualify)

@@ -22,6 +22,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.campaign.versions import Cell
+from harness.judge.check import evaluate, localise_values, probe_mode
+from harness.judge.known import derived_program, explain_all, find
+from oracles import predict
 from programs.model import Program
 
 MAX_DEPTH = 3  # derived programs of derived programs: each removes at least one known bug
@@ -53,6 +56,30 @@ class Outcome:
     result: Any  # harness.judge.check.CheckResult
 
 
+def verdict(res: Any, sups: list[Any], jax_version: str) -> Cell:
+    """The verdict on one CheckResult (harness.judge.check) under the known divergences."""
+    unexplained, known = [], []
+    for d in res.divergences:
+        s = find(sups, d, res.divergences, res.program, res.prediction, jax_version)
+        if s is None:
+            unexplained.append(d)
+        elif s.id not in known:
+            known.append(s.id)
+    unsupported = [f"{o.mode}: {o.error_message}" for o in res.observations if o.status == "unsupported"]
+    statuses = {o.mode: o.status for o in res.observations}
+    if unexplained:
+        sigs = list(dict.fromkeys(d.signature for d in unexplained))
+        return Cell("fail", sigs, known, unsupported, unexplained[0].message, statuses=statuses)
+    if known:
+        return Cell("known", [], known, unsupported, statuses=statuses)
+    # unsupported: no mode could run it here (a feature this jax lacks); a mode that does
+    # not apply (vmap_spmd without a free axis, grad without a float argument, ...) or
+    # that this jax lacks is listed in the cell, and the modes that ran decide
+    if unsupported and all(st == "unsupported" for st in statuses.values()):
+        return Cell("unsupported", [], [], unsupported, statuses=statuses)
+    return Cell("pass", [], [], unsupported, statuses=statuses)
+
+
 class Judge:
     """The steps of every case of one column (one jax version)."""
 
@@ -66,9 +93,6 @@ class Judge:
 
     def done(self, step: Step, program: Program, observations: list[Any]) -> tuple[list[Job], Outcome | None]:
         """What the workers saw for `step`: the next jobs of this case, or its outcome."""
-        from harness.judge.check import evaluate, localise_values, probe_mode
-        from oracles import predict
-
         if step.stage.startswith("probe"):
             res = self._probing.pop((step.case, step.depth))
             if not observations:  # (none: a rejudge of a run that did not need this probe)
@@ -96,9 +120,6 @@ class Judge:
         return Outcome(replace(top, message=note), None)
 
     def _conclude(self, name: str, depth: int, res: Any) -> tuple[list[Job], Outcome | None]:
-        from harness.campaign.qualify import verdict
-        from harness.judge.known import derived_program, explain_all
-
         cell = verdict(res, self.sups, self.jax_version)
         if depth == 0:
             self._top[name] = cell

@@ -16,6 +16,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from programs.errors import ConfigError, UsageError
+
 _FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
@@ -29,7 +31,6 @@ class Shard:
 
     def __post_init__(self) -> None:
         if self.count < 1 or not 0 <= self.index < self.count:
-            from harness.usage import ConfigError
 
             raise ConfigError(f"--shard {self.index}/{self.count}: K/N needs N >= 1 and 0 <= K < N "
                              f"(e.g. --shard 0/{max(self.count, 2)} ... --shard {max(self.count, 2) - 1}/{max(self.count, 2)})")
@@ -50,7 +51,6 @@ def parse_shard(text: str) -> Shard:
     """`K/N` as given on the command line (a UsageError naming the form otherwise)."""
     m = _FORM.match(text)
     if m is None:
-        from harness.usage import UsageError
 
         raise UsageError(f"--shard {text!r}: not of the form K/N (shard K of N, 0 <= K < N, e.g. --shard 0/4)")
     return Shard(int(m.group(1)), int(m.group(2)))

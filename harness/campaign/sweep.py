@@ -36,12 +36,12 @@ from harness.campaign.cells import (
     value_types,
 )
 from harness.campaign.generation import GENERATION, stable_constants
-from harness.judge.known import trouble_kind
+from harness.campaign.known_queries import trouble_kind
 from harness.run.modes import DEFAULT_MODES
 from programs.cells import PAIRED
 from programs.model import Program
 from programs.ops import COLLECTIVES, NO_CPU_VALUES
-from strategies.focus import FOCI, KINDS, PROFILES, Focus, _fits
+from strategies.focus import FOCI, KINDS, PROFILES, Focus, can_hold
 from strategies.invalid import DEFECTS
 from strategies.programs import programs_around
 
@@ -309,13 +309,13 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
     seed, the group's place and the draw (up to DRAWS; the first holding every focus is
     kept, else the one holding most): the same seed and the same programs before always
     sweep the same programs. Hypothesis' first example is the simplest one whatever the
-    seed: it draws no program (`_draw`), and each draw takes the second, a random one
+    seed: it draws no program (`draw_group`), and each draw takes the second, a random one
     (none in the rare case its first choice is the least too). With `invalid` 0 the groups by
     error are left out (their cells by value are swept anyway), with 1 the groups by
     value; a group by error draws its defect from `defects` (default: all); `stats` gets
     each kept draw's Hypothesis statistics (its second test case: the program kept).
 
-    `trouble` (harness/campaign/fuzz.py `error_trouble`, for the run's known entries and
+    `trouble` (harness/campaign/plan.py `ValueTier.error_trouble`, for the run's known entries and
     jax version): per mode, the ops of an invalid program at which jax is known to raise
     another error than the oracle predicts, or none. The program holds only the foci of
     the kind of all those ops, and of those only the ones whose cells, in each mode of
@@ -324,7 +324,7 @@ def sweep_draws(s: int, defects: tuple[str, ...] = (), invalid: float = 0.25,
     drawn again: it would check their cells by error in none of the modes jax goes
     wrong in.
 
-    `lost` (harness/campaign/fuzz.py `raise_lost`: harness/campaign/cells.py
+    `lost` (harness/campaign/plan.py `ValueTier.raise_lost`: harness/campaign/cells.py
     `lost_cells`): per mode, the cells of a valid program no run of it checks there (each
     op holding one comes after an op a known entry says jax raises at in that mode, and
     the program without that bug drops it too). A focus whose cell is lost in a mode of
@@ -392,7 +392,7 @@ class Sweep:
             self.aimed.add(c)
             if self._aimable(c):
                 for pr in PROFILES:
-                    if _fits(c, pr):
+                    if can_hold(c, pr):
                         self.pending.add(Focus(c, pr))
 
     def draws(self) -> Iterator[SweepDraw]:
@@ -411,7 +411,7 @@ class Sweep:
             skip: set[str] = set()
             for d in range(DRAWS):
                 some = tuple(x for x in (defects or DEFECTS) if x not in skip) or defects
-                got, kept = _draw(s * 100_003 + self.n + 1_000_000_007 * d, group, some, tuple(sorted(avoid)))
+                got, kept = draw_group(s * 100_003 + self.n + 1_000_000_007 * d, group, some, tuple(sorted(avoid)))
                 if got is None:
                     continue
                 held = _held(members, got, modes, gaps)
@@ -461,7 +461,7 @@ class Sweep:
             yield SweepDraw(group, p, held)
 
 
-def _draw(at: int, group: tuple[tuple[Focus, ...], ...], defects: tuple[str, ...],
+def draw_group(at: int, group: tuple[tuple[Focus, ...], ...], defects: tuple[str, ...],
           avoid: tuple[str, ...] = ()) -> tuple[Program | None, list[dict[str, Any]]]:
     """One program around `group`, by a Hypothesis run seeded `at` (its second example),
     with no op of a kind in `avoid` besides the foci's, and that run's statistics."""

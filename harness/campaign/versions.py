@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.judge.known import case_path
 from harness.report.qualify_report import VERDICTS
 from programs.model import Program
 
@@ -159,8 +160,6 @@ def ranges(cases: list[Case], cols: list[Column]) -> list[dict[str, Any]]:
 def entries_fixed(sups: list[Any], col: Column, corpus: str) -> list[str]:
     """The known entries whose range covers this jax but whose own case (when it is in
     the corpus) no longer shows their bug here: fixed on this version, stale entries."""
-    from harness.judge.known import case_path
-
     if not corpus:
         return []
     root = Path(corpus).resolve()

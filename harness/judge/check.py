@@ -8,9 +8,13 @@ from typing import Any
 import numpy as np
 
 from harness.judge.compare import Divergence, DivergenceKind, compare, compare_modes
-from harness.run.modes import MODES, Observation
-from oracles import predict
+from harness.judge.compare_outputs import compiler_layout
+from harness.run.modes import MODES, PROBE_FOR, Observation
+from harness.run.modes_direct import probe_values
+from oracles import predict, trace
+from oracles.interpreter import tolerance
 from oracles.prediction import Prediction
+from programs.graph import cone, drop_unused_inputs, sliced_ops
 from programs.model import Program
 from programs.points import DERIVATIVE_MODES
 
@@ -97,9 +101,6 @@ def probe_mode(res: CheckResult) -> ProbeRun | None:
     eager, gspmd whose values went wrong does (a probe runs the body the way that mode
     does), else as jit does (a transformed mode's wrong value: the untransformed body
     may still show the op); on a mixed mesh it runs eagerly."""
-    from harness.judge.compare_outputs import compiler_layout
-    from harness.run.modes import PROBE_FOR
-
     values = [d for d in res.divergences if d.kind == DivergenceKind.VALUE]
     left = [d for d in values if not set(_members(d)) & set(res.probed)]
     if not left:
@@ -119,11 +120,9 @@ def _probed(p: Program, values: list[Divergence]) -> tuple[Program, tuple[int, .
     indices in `p.body` (None: `p` itself). Each divergence is put on an op of its
     output's cone (`localise_values`), so the probe runs `p` cut to those outputs, its
     unused arguments dropped: an eager probe dispatches every op and moves every
-    argument (fuzz --budget 60, cold: the eager probe of a sweep program's late part
-    took 1.7-5.0 s, in about half the runs). A divergence naming no output (grad's
-    <u, J v>) is put on the first wrong op anywhere: the whole body then."""
-    from programs.graph import drop_unused_inputs, sliced_ops
-
+    argument, so the uncut body of a large program costs seconds. A divergence naming
+    no output (grad's <u, J v>) is put on the first wrong op anywhere: the whole body
+    then."""
     if any(d.output is None or d.output >= len(p.outputs) for d in values) or p.wrap is not None:
         return p, None
     keep = tuple(sorted({d.output for d in values if d.output is not None}))
@@ -141,10 +140,6 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     where the damage shows. A probe of one batch member re-labels the divergences that
     member shows, and all of them when it is the first probe run (the op that goes wrong
     first is a property of the program). The result records the member as probed."""
-    from oracles import trace
-    from oracles.interpreter import tolerance
-    from programs.graph import cone
-
     p = res.program
     run = probe_mode(res)
     if run is None:
@@ -152,8 +147,6 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     done = replace(res, probed=res.probed + (run.member,))
     if probe.status != "ok" or not probe.facts.get("values"):
         return done
-    from harness.run.modes_direct import probe_values
-
     probed, back = run.program, (lambda v: v)
     if run.ops is not None:
         n_in, ops = len(p.inputs), run.ops
@@ -190,12 +183,12 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     if not wrong:
         return done
 
-    def culprit(d: Divergence) -> str | None:
+    def culprit(d: Divergence) -> int | None:
         if d.output is None or d.output >= len(p.outputs):
-            return p.body[wrong[0] - len(p.inputs)].kind  # (no one output: the first wrong op)
+            return wrong[0] - len(p.inputs)  # (no one output: the first wrong op)
         mine = cone(p, p.outputs[d.output])
         first = next((v for v in wrong if v - len(p.inputs) in mine), None)
-        return None if first is None else p.body[first - len(p.inputs)].kind
+        return None if first is None else first - len(p.inputs)
 
     # the op that goes wrong first is a property of the program, not of the mode: value
     # divergences of the other modes (which only see the outputs, or for grad only
@@ -203,12 +196,13 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
     def relabel(d: Divergence) -> Divergence:
         if d.kind != DivergenceKind.VALUE or (res.probed and run.member not in _members(d)):
             return d
-        c = culprit(d)
-        if c is None:
+        i = culprit(d)
+        if i is None:
             return d
+        c = p.body[i].kind
         if d.mode in DERIVATIVE_MODES:
-            return replace(d, where=f"{d.where.split(':')[0]}:{c}")
-        return replace(d, where=c)
+            return replace(d, where=f"{d.where.split(':')[0]}:{c}", op_index=i)
+        return replace(d, where=c, op_index=i)
 
     return replace(done, divergences=tuple(relabel(d) for d in res.divergences))
 

@@ -89,17 +89,22 @@ def _unexpected_error(p: Program, obs: Observation) -> Divergence:
     """jax raised where the oracle predicts success."""
     # where: the op being traced when jax raised (the first value it never recorded)
     first_missing = next((i for i in range(p.n_values) if i not in obs.value_types), None)
-    if obs.phase == "read_output":
+    output = None
+    if obs.phase.startswith("read_output"):
+        # (reading output K back failed: the divergence is that output's)
         where, first_missing = "read_output", None
+        k = obs.phase.partition(":")[2]
+        output = int(k) if k.isdigit() else None
     else:
         where = "lowering" if first_missing is None else producer(p, first_missing)
     return Divergence(
         DivergenceKind.UNEXPECTED_ERROR,
         obs.mode,
         f"(mode={obs.mode}) jax raised {obs.error_type}: {obs.error_message[:400]!r}, "
-        "but oracle predicts success",
+        "but oracle predicts success" + (f" (reading out[{output}] back)" if output is not None else ""),
         f"{where}->{obs.error_type}",
         op_index=None if first_missing is None else first_missing - len(p.inputs),
+        output=output,
     )
 
 

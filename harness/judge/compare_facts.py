@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from harness.judge.divergence import Divergence, DivergenceKind, producer
 from harness.run.observation import Observation
+from oracles.derivatives import defined_outputs, directional_derivative, second_derivative
 from oracles.prediction import Prediction
 from programs.model import Program, Spec
 from programs.ops import COLLECTIVES, WRAP_COPIES
@@ -147,8 +148,6 @@ def compare_grad(p: Program, obs: Observation) -> list[Divergence]:
     the float outputs, and v^T H v, where jax defines them (every float output keeps its
     out_spec's promise: oracles/derivatives.py `defined_outputs`); else each defined
     output's own <u_k, J_k v>, where the mode gives one per output (check_vma=False)."""
-    from oracles.derivatives import defined_outputs, directional_derivative, second_derivative
-
     f = obs.facts
     if "outputs" not in f or not any(k in f for k in (*TOTALS, *SECOND)):
         return []

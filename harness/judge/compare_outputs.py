@@ -10,7 +10,11 @@ import functools
 import numpy as np
 
 from harness.judge.divergence import Divergence, DivergenceKind, producer, short
+from harness.run.modes import MODES
 from harness.run.observation import Observation, ObservedOutput
+from oracles import predict
+from oracles.devices import assemble_local
+from oracles.explicit import out_sharding
 from oracles.prediction import OutputPrediction, Prediction
 from programs.model import Mesh, Program, Spec
 
@@ -131,8 +135,6 @@ def layout_of(p: Program, k: int, rank: int) -> tuple[Spec, Mesh]:
     if p.wrap == "auto_axes":
         return p.wrap_specs[k], p.outer_mesh()
     if p.wrap == "explicit_axes":
-        from oracles.explicit import out_sharding
-
         dims = out_sharding(p, k, rank)[0]
         return Spec(tuple(d or None for d in dims)), p.outer_mesh()
     return p.out_specs[k], p.mesh
@@ -180,7 +182,11 @@ def _compare_compiler_layout(p: Program, k: int, o: ObservedOutput, e: OutputPre
         s = p.out_specs[k]
         if p.wrap is not None and not (s.unreduced or s.reduced) and o.global_value is not None:
             return _compare_wrapped_groups(p, k, o, e, mode, where)
-        return _compare_auto_layout(p, k, o, e, mode, where) if _auto_layout(p, blocks, e.device_values) else _compare_blocks(p, k, o, e, mode, where)
+        if _auto_layout(p, blocks, e.device_values):
+            return _compare_auto_layout(p, k, o, e, mode, where)
+        if e.global_value is None and not (s.unreduced or s.reduced):
+            return _compare_any_replica(p, k, o, e, mode, where)
+        return _compare_blocks(p, k, o, e, mode, where)
     if not _same(o.global_value, e.global_value, e):
         g64, w64 = o.global_value.astype(np.float64), e.global_value.astype(np.float64)
         return [Divergence(DivergenceKind.VALUE, mode, f"out[{k}] (mode={mode}): global value {short(g64)}, but oracle predicts {short(w64)}",
@@ -206,6 +212,44 @@ def _compare_compiler_layout(p: Program, k: int, o: ObservedOutput, e: OutputPre
                        where, output=k, bad_devices=tuple(bad))]
 
 
+def _compare_any_replica(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str, where: str) -> list[Divergence]:
+    """A mixed mesh (`compiler_layout`, no wrapper) and an output with no one global
+    value (check_vma=False, blocks that differ along an axis its out_spec leaves out):
+    the output's type says it is replicated along that axis, so which device's values
+    jax keeps there is not promised, and along the Auto axes the compiler chooses the
+    layout. Each device's block must be an aligned tile (its window along the fixed
+    dimensions, `fixed_dims`) of the array the blocks of some one replica assemble to
+    (measured on jax 0.10.2: out_spec P(('pipe', 'data')), 'pipe' Explicit of size 1,
+    'data' Auto of size 4, 'model' left out: jit gives every device model 0's whole
+    array, typed P('pipe'); eagerly each device keeps its own block)."""
+
+    blocks, want = o.device_values, e.device_values
+    assert blocks is not None and want is not None
+    rank = want.ndim - len(p.mesh.sizes)
+    entries = tuple(p.out_specs[k].entries) + (None,) * (rank - len(p.out_specs[k].entries))
+    groups = assemble_local(want, p.mesh, entries[:rank]) if any(entries[:rank]) else want
+    options = list({groups[c].tobytes() + str(groups[c].shape).encode(): groups[c] for c in p.mesh.coords()}.values())
+    dims = fixed_dims(p, k, rank)
+    bad = []
+    for c in p.mesh.coords():
+        got = blocks.get(c)
+        wins = [_window(p, k, g, c, dims) for g in options]
+        if got is None or not any(got.ndim == w.ndim and all(m <= n and (not m or n % m == 0) for m, n in zip(got.shape, w.shape))
+                                  for w in wins):
+            return [Divergence(DivergenceKind.SHAPE, mode, f"out[{k}] (mode={mode}): device {c} holds a block of shape "
+                               f"{None if got is None else got.shape}, which does not tile {wins[0].shape}, a replica's part "
+                               f"along dimensions {list(dims)} (out_spec {p.out_specs[k]!r}, mixed mesh)",
+                               "device_block", output=k, bad_devices=(c,))]
+        if got.size and not any(_same(got, t, e) for w in wins if w.ndim == got.ndim for t in _tiles(w, got.shape)):
+            bad.append(c)
+    if not bad:
+        return []
+    got = blocks.get(bad[0])
+    return [Divergence(DivergenceKind.VALUE, mode, f"out[{k}] (mode={mode}): at devices {bad[:4]} the block "
+                       f"{None if got is None else short(got)} is no aligned tile of any replica's array along dimensions "
+                       f"{list(dims)} (out_spec {p.out_specs[k]!r}, mixed mesh)", where, output=k, bad_devices=tuple(bad))]
+
+
 def _compare_wrapped_groups(p: Program, k: int, o: ObservedOutput, e: OutputPrediction, mode: str, where: str) -> list[Divergence]:
     """auto_axes / explicit_axes around the call, and an output with no one global value
     (check_vma=False, blocks that differ along an axis its out_spec leaves out): the
@@ -215,9 +259,7 @@ def _compare_wrapped_groups(p: Program, k: int, o: ObservedOutput, e: OutputPred
     only along the named axes, assembled by the out_spec), windowed along the fixed
     dimensions (measured on jax 0.10.2: out_spec P('model', None), 'data' left out,
     auto_axes(axes='model', out_sharding=P()): every device holds its 'data' group's
-    (12, 1), where the out_spec's blocks are (6, 1); fuzz seed 0, 7289f623eb8a)."""
-    from oracles.devices import assemble_local
-
+    (12, 1), where the out_spec's blocks are (6, 1))."""
     blocks, want = o.device_values, e.device_values
     assert blocks is not None and want is not None
     rank = want.ndim - len(p.mesh.sizes)
@@ -327,15 +369,11 @@ def _auto_layout(p: Program, blocks: dict[tuple[int, ...], np.ndarray], want: np
 @functools.lru_cache(maxsize=32)
 def _member(p: Program, b: int) -> Prediction:
     """The prediction for batch member `b` (vmap and vmap_spmd ask for the same ones)."""
-    from oracles import predict
-
     return predict(p, batch=b)
 
 
 def compare_batched(p: Program, pred: Prediction, obs: Observation) -> list[Divergence]:
     """vmap: each output is the batch of the per-member predictions, stacked on axis 0."""
-    from harness.run.modes import MODES
-
     n_batch = MODES[obs.mode].batch_size(p)  # type: ignore[attr-defined]
     members = [pred] + [_member(p, b) for b in range(1, n_batch)]
     out = []

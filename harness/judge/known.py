@@ -1,26 +1,39 @@
-"""Known jax divergences, as data (`reports/known_divergences.toml`), matched by cause.
+"""Known jax divergences, as data (`harness/data/known_divergences.toml`), matched by cause.
 
-An entry explains a divergence only when all of these hold:
+An entry explains a divergence when removing its bug removes the divergence
+(differential root-causing). Every entry carries a repair (`REPAIRS`): a
+semantics-preserving rewrite that makes jax do the right thing (`oracles/rewrites.py`:
+non-negative axes, mesh-order axes, a pcast(to='varying') after an op jax types
+invariant), which keeps every op so the whole program is checked again; or, for a crash
+or a bug of one op or one mode, the program without that op (`without_op`: the outputs
+it cannot reach), or the mode left out (`without_mode`: the program's other modes check
+it). A divergence is known when the repaired program no longer shows it in that mode;
+whatever the repaired program still shows is new (`harness/judge/repair.py`).
+
+Which entries are candidates for a divergence (`explains`), all of these holding:
 - one of its signature patterns matches (`kind|mode|where`: the kind is always literal,
-  so a bug that gives a wrong error never excuses a wrong value; the mode is literal, a
-  comma list, or `*` for a bug the reason says every mode shows);
+  so a bug that gives a wrong error never excuses a wrong value; the mode is literal or a
+  comma list, or `*` only with a literal `where`);
 - the installed jax is in its `jax_versions` range (a PEP 440 specifier set);
-- its program features hold (mesh, specs, flags: `partial_manual`, ...);
-- its op features hold on one op *in the divergence's scope*: for a wrong value, shape,
-  dtype or vma, an op the divergent value depends on (its dependency cone); for an
-  error, the op jax raised at (or the one that should have raised), and its cone only
-  when the entry says the bug's errors surface downstream (`errors_downstream`); only
-  when jax names no op (a compile error, a crash, a hang) any op (dead ones too: eager
-  and the grad modes trace them); never a body op for an error about the specs;
+- its program features hold (mesh, specs, flags: `partial_manual`, ...), and an output
+  feature (an out_spec's) on the divergent output itself;
+- an abort (`abort`: the check's text and source line a crash or an internal error
+  stops at) is in the divergence's message: a crash is identified by where it aborts,
+  never by the op that happened to be drawn;
+- its op features hold on one op *in the divergence's scope*. With a rewrite repair (the
+  whole program checked again) that is any op the divergent value depends on (its
+  dependency cone), or for an error the op jax raised at and its cone. Without one, the
+  exact op: the op a value divergence is put on (the first that goes wrong), else the
+  divergent output's cone; the op jax raised at. Only when jax names no op (a compile
+  error, a crash, a hang) any op (dead ones too: eager and the grad modes trace them);
+  never a body op for an error about the specs;
 - its value features hold on the divergent value (or, unlocalised, on some live value).
 
 A mode disagreement is explained when every mode's own divergences are.
 
-An entry may name a rewrite (`oracles/rewrites.py`): the same program without the buggy
-form. Whenever an entry explains a divergence, the program that does not hold the bug
-(the whole rewrite, or else the program sliced to the outputs no feature op reaches:
-`derived_program`) is checked like any other, in fuzz, replay and qualify, so the rest
-of the program is never excused.
+An entry of class `policy` is a jax limitation, a feature request or a message-quality
+choice, not a bug: counted and checked like any other, reported under its own heading,
+never offered as an upstream bug report.
 """
 
 from __future__ import annotations
@@ -34,13 +47,15 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from harness.data import DATA, KNOWN_DIVERGENCES
 from harness.judge.compare import Divergence, DivergenceKind
 from harness.judge.known_features import (
     OUTPUT_FEATURES,
     PROGRAM_FEATURES,
+    AnyOf,
     OpFeature,
     Pattern,
-    _zero_size,
+    zero_size,
 )
 from oracles.prediction import Prediction, ValueType
 from oracles.rewrites import REWRITES
@@ -48,13 +63,16 @@ from programs.graph import cone, live_ops, slice_outputs
 from programs.model import DTYPES, Op, Program, Spec
 from programs.points import DERIVATIVE_MODES
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "reports" / "known_divergences.toml"
+DEFAULT_PATH = KNOWN_DIVERGENCES
 _KINDS = {k.value for k in DivergenceKind}
 _ERRORS = {"unexpected_error", "wrong_error", "missing_error"}
-
-
-class KnownDivergencesError(ValueError):
-    """The known-divergences file is malformed; the message names the file and entry."""
+# the repairs: a rewrite (every op kept: the whole program checked again), the program
+# without the entry's ops (and the outputs whose out_spec holds its output feature), or
+# the mode left out (an entry of program features only: the other modes check the program)
+REPAIRS = (*REWRITES, "without_op", "without_mode")
+CLASSES = ("bug", "policy")
+# divergences that stop a mode (nothing else of the program is checked there)
+_STOPS = {"unexpected_error", "wrong_error", "missing_error", "crash", "timeout"}
 
 
 # ------------------------------------------------------------------------ entries
@@ -79,23 +97,53 @@ class KnownDivergence:
     patterns: tuple[Pattern, ...]
     jax_versions: str  # a PEP 440 specifier set ('' or '*': every version)
     program_features: tuple[str, ...] = ()
-    op_features: tuple[OpFeature, ...] = ()  # all must hold on one op in scope
+    op_features: tuple[OpFeature | AnyOf, ...] = ()  # all must hold on one op in scope
     value_features: tuple[str, ...] = ()
-    errors_downstream: bool = False  # its errors may surface at ops depending on the feature op
-    rewrite: str | None = None  # a name in oracles.rewrites.REWRITES
-    case: str = ""  # its own minimized case (path from the repository root)
+    repair: str = "without_mode"  # how the program without the bug is made: one of REPAIRS
+    case: str = ""  # its own minimized case (path from the data root, harness/data)
     link: str = ""  # the upstream issue or fix, or 'none found: ...'
     reproducer: str = ""
     mode: str = "jit"  # the mode its reproducer runs in
+    klass: str = "bug"  # one of CLASSES: a jax bug, or jax's policy (limitation, feature request, wording)
+    abort: str = ""  # a shell pattern on the check a crash or internal error stops at ('' none)
+    decision: str = ""  # why it is a bug or policy, checked against jax's docs
 
     def covers(self, jax_version: str) -> bool:
         return _covers(self.jax_versions, jax_version)
 
-    def feature_ops(self, p: Program, types: Sequence[ValueType]) -> frozenset[int]:
-        """The body ops (indices) on which every op feature holds."""
+    @property
+    def rewrite(self) -> str | None:
+        """The rewrite of oracles/rewrites.py its repair is (the whole program kept), or None."""
+        return self.repair if self.repair in REWRITES else None
+
+    @property
+    def errors_downstream(self) -> bool:
+        """Whether its errors may be put on ops depending on its buggy op: only when its
+        repair keeps every op, so whatever those ops do is checked again."""
+        return self.rewrite is not None
+
+    @property
+    def policy(self) -> bool:
+        return self.klass == "policy"
+
+    def feature_ops(self, p: Program, types: Sequence[ValueType], mode: str | None = None) -> frozenset[int]:
+        """The body ops (indices) on which every op feature holds (for a divergence in
+        `mode`: a feature limited to other modes, `F@modes`, does not count; None: any)."""
         if not self.op_features:
             return frozenset()
-        return frozenset(i for i in range(len(p.body)) if all(_holds_on(f, p, i, types) for f in self.op_features))
+        fs = [f.in_mode(mode) for f in self.op_features]
+        if any(f is None for f in fs):
+            return frozenset()
+        return frozenset(i for i in range(len(p.body)) if all(_holds_on(f, p, i, types) for f in fs if f is not None))
+
+    def repaired_ops(self, p: Program, types: Sequence[ValueType]) -> frozenset[int]:
+        """Of `feature_ops`, those a `vary_after` repair already follows (in a repaired
+        program): jax still types the op's own result wrongly, and nothing after it."""
+        if self.repair != "vary_after":
+            return frozenset()
+        n_in = len(p.inputs)
+        return frozenset(i for i in self.feature_ops(p, types)
+                         if any(o.kind == "pcast" and o.p("repair") and o.operands == (n_in + i,) for o in p.body))
 
 
 def _op_types(p: Program, i: int, types: Sequence[ValueType]) -> list[ValueType]:
@@ -104,7 +152,7 @@ def _op_types(p: Program, i: int, types: Sequence[ValueType]) -> list[ValueType]
     return [types[j] for j in idx if j < len(types)]
 
 
-def _holds_on(f: OpFeature, p: Program, i: int, types: Sequence[ValueType]) -> bool:
+def _holds_on(f: OpFeature | AnyOf, p: Program, i: int, types: Sequence[ValueType]) -> bool:
     op = p.body[i]
     ts = _op_types(p, i, types)
     if f.holds(p, op, ts):
@@ -171,7 +219,7 @@ def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
     return Scope(value, at_op, cone(p, value), True)
 
 
-def _value_features_hold(e: KnownDivergence, s: Scope, p: Program, pred: Prediction) -> bool:
+def value_features_hold(e: KnownDivergence, s: Scope, p: Program, pred: Prediction) -> bool:
     if not e.value_features:
         return True
     types = pred.value_types
@@ -181,23 +229,53 @@ def _value_features_hold(e: KnownDivergence, s: Scope, p: Program, pred: Predict
         vals = sorted({v for i in live_ops(p) for v in (*p.body[i].operands, len(p.inputs) + i)} | set(p.outputs))
     shapes = [types[v].shape for v in vals if v < len(types)]
     shapes += [o.global_shape for o in pred.outputs if s.value is None]
-    return all(any(_zero_size(sh) for sh in shapes) for f in e.value_features if f == "value:zero_size")
+    return all(any(zero_size(sh) for sh in shapes) for f in e.value_features if f == "value:zero_size")
+
+
+def _aborts_at(e: KnownDivergence, d: Divergence) -> bool:
+    """Whether `d` stops where `e` says its bug aborts (no `abort`: any)."""
+    if not e.abort or d.kind.value not in ("crash", "unexpected_error", "wrong_error"):
+        return True
+    return fnmatch.fnmatchcase(d.message, f"*{e.abort}*")
 
 
 def explains(e: KnownDivergence, d: Divergence, p: Program, pred: Prediction, jax_version: str) -> bool:
-    """Whether entry `e` explains divergence `d` of program `p` (see the module doc)."""
+    """Whether entry `e` is a candidate cause of divergence `d` of program `p` (see the
+    module doc); its repair decides (harness/judge/repair.py)."""
     if not any(pat.matches(d) for pat in e.patterns) or not e.covers(jax_version):
         return False
     if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
         return False
+    if not _aborts_at(e, d):
+        return False
+    if e.abort and d.kind.value in ("crash", "unexpected_error", "wrong_error"):
+        # a crash (or internal check) is identified by where it aborts, not by the op jax
+        # was at (its op features say what its repair leaves out)
+        return True
+    # an output feature (an out_spec's) holds on the divergent output itself
+    if d.output is not None and d.output < len(p.outputs):
+        if not all(OUTPUT_FEATURES[f](p, d.output) for f in e.program_features if f in OUTPUT_FEATURES):
+            return False
     s = scope_of(d, p, pred)
-    if not _value_features_hold(e, s, p, pred):
+    if not value_features_hold(e, s, p, pred):
         return False
     if not e.op_features:
         return True
-    at_fault = e.feature_ops(p, pred.value_types)
+    at_fault = e.feature_ops(p, pred.value_types, d.mode)
+    repaired = e.repaired_ops(p, pred.value_types)
+    if repaired:
+        # a repaired op's own type is still jax's; what follows it is checked
+        if d.kind == DivergenceKind.VMA and d.op_index in repaired:
+            return True
+        at_fault -= repaired
+    if e.repair == "vary_after" and d.kind == DivergenceKind.VALUE and d.op_index in at_fault:
+        return False  # (a typing bug makes the ops after the op go wrong, never the op's own values)
     if d.kind.value in _ERRORS and s.localised and not e.errors_downstream:
         return s.at_op is not None and s.at_op in at_fault
+    if d.kind.value not in _STOPS and d.op_index is not None and not e.errors_downstream:
+        # a value or type put on the op that first goes wrong: that op is the entry's (no
+        # rewrite checks the ops after it again)
+        return d.op_index in at_fault
     return bool(at_fault & s.ops)
 
 
@@ -214,26 +292,76 @@ def find(entries: Sequence[KnownDivergence], d: Divergence, divs: Sequence[Diver
     return found[0] if found and all(f is not None for f in found) else None
 
 
-def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Prediction) -> Program | None:
-    """The program without the known bugs `used` explained. Where an entry has a rewrite
-    that applies: every such rewrite, and nothing sliced away, so the whole rewritten
-    program is checked again (the bugs of entries without a rewrite show there once more,
-    each explained only by its own entry, and that check's own derived program slices
-    them off). Else only the outputs that no feature op of these entries reaches, and the
-    values those ops read where no bug op feeds them (`_sliced_with_feeders`). None when
-    that is `p` itself or has no output left."""
+def rewritten(used: Sequence[KnownDivergence], p: Program, pred: Prediction) -> Program | None:
+    """`p` with the rewrite of each entry of `used` that has one applied at the ops its
+    features hold on (every op kept: `vary_after` last, as it inserts ops), or None when
+    none applies."""
     q = p
+    vary: frozenset[int] = frozenset()
     for e in used:
-        if e.rewrite is not None:
-            q = REWRITES[e.rewrite](q) or q
-    if q != p:
+        if e.rewrite == "vary_after":
+            vary |= e.feature_ops(p, pred.value_types)
+        elif e.rewrite is not None:
+            q = REWRITES[e.rewrite](q, e.feature_ops(p, pred.value_types) if e.op_features else None) or q
+    if vary:
+        q = REWRITES["vary_after"](q, vary) or q
+    return None if q == p else q
+
+
+def whole(q: Program | None, p: Program) -> bool:
+    """Whether `q`, a program derived from `p`, is `p` rewritten: every op and output kept."""
+    return q is not None and len(q.outputs) == len(p.outputs) and len(q.body) >= len(p.body) and q.inputs == p.inputs
+
+
+def checked_in_full(explained: Sequence[Explained], p: Program, q: Program | None) -> bool:
+    """Whether program `p`, whose divergences `explained` are all known or policy and whose
+    program without the known bugs is `q` (`derived_program`), counts as checked in full
+    (`RunSummary.checked_in_full`): every divergence is one of
+    - explained by an entry with a rewrite repair, `q` being `p` rewritten (every op and
+      output kept: it is checked again in every mode the program ran in);
+    - explained by a policy entry (jax refuses the mode by design, as a mode reports a
+      program unsupported: nothing there to check);
+    - of one output or value (a value, shape, dtype, varying axes, sharding, lowering
+      fact): the mode ran and compared the program's other outputs.
+    A known error, crash or hang of an entry without a rewrite stopped its mode: the
+    program counts only where it was repaired whole."""
+    rewritten_whole = whole(q, p)
+    for x in explained:
+        e, d = x.entry, x.divergence
+        if e is None:
+            return False
+        if e.policy or d.kind == DivergenceKind.MODE_DISAGREEMENT or d.kind.value not in _STOPS:
+            continue
+        if e.rewrite is not None and rewritten_whole:
+            continue
+        return False
+    return True
+
+
+def derived_program(used: Sequence[KnownDivergence], p: Program, pred: Prediction) -> Program | None:
+    """The program without the known bugs `used` explained: the repair of each. Where an
+    entry has a rewrite that applies (`rewritten`): every such rewrite, and nothing sliced
+    away, so the whole rewritten program is checked again (the bugs of entries without a
+    rewrite show there once more, each explained only by its own entry, and that check's
+    own derived program slices them off). Else only the outputs that no feature op of
+    these entries reaches (`without_op`), and the values those ops read where no bug op
+    feeds them (`_sliced_with_feeders`); an entry whose repair is `without_mode` adds
+    nothing (the program's other modes check it). None when that is `p` itself or has no
+    output left."""
+    q = rewritten(used, p, pred)
+    if q is not None:
         return q
+    q = p
+    used = [e for e in used if e.repair != "without_mode"]
     bad: frozenset[int] = frozenset()
     for e in used:
         bad |= e.feature_ops(p, pred.value_types)
-    # outputs whose own out_spec gives an entry its program feature (an unreduced out_spec)
+    # outputs whose own out_spec gives an entry its program feature (an unreduced out_spec),
+    # or whose value has its value feature (a zero-size output)
     spec_bad = {k for e in used for f in e.program_features if f in OUTPUT_FEATURES
                 for k in range(len(p.outputs)) if OUTPUT_FEATURES[f](p, k)}
+    spec_bad |= {k for e in used if "value:zero_size" in e.value_features
+                 for k, o in enumerate(pred.outputs) if zero_size(o.global_shape)}
     if bad or spec_bad:
         keep = tuple(k for k, o in enumerate(p.outputs) if not (cone(p, o) & bad) and k not in spec_bad)
         # an invalid program keeps the op its error is at, dead or not, where no bug op
@@ -296,231 +424,6 @@ def _sliced_with_feeders(p: Program, keep: tuple[int, ...], also: frozenset[int]
     return replace(q, body=tuple(body), outputs=tuple(outputs))
 
 
-# ------------------------------------------------------------------------ use
-
-
-def known_trouble(entries: Sequence[KnownDivergence], p: Program, pred: Prediction, jax_version: str, mode: str) -> bool:
-    """Whether a valid program holds what some entry says makes jax fail or go wrong in
-    `mode` (its program features, and its op features on one live op): the value tier
-    then runs it alone, not in a batch it would make fail."""
-    live = live_ops(p)
-    for e in entries:
-        if not e.covers(jax_version) or not (e.op_features or e.program_features or e.value_features):
-            continue
-        if not any(pat.kind not in ("missing_error", "wrong_error") and (pat.modes is None or mode in pat.modes)
-                   for pat in e.patterns):
-            continue
-        if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
-            continue
-        if not _value_features_hold(e, Scope.whole(p), p, pred):
-            continue  # (zero-size-output-blocks, whose only feature is a value's, held every program: none was batched)
-        if e.op_features and not (e.feature_ops(p, pred.value_types) & live):
-            continue
-        return True
-    return False
-
-
-def raise_entries(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
-                  modes: Sequence[str]) -> list[tuple[KnownDivergence, frozenset[str], frozenset[int]]]:
-    """(entry, the modes of `modes` it names, the body ops) for each entry that says jax
-    raises, crashes or hangs at those ops of the valid program `p` in those modes (an
-    `unexpected_error`, `crash` or `timeout` signature naming them; its program features
-    holding; its op features on those ops, or every op for an entry with program
-    features only). `types`: the oracle's value types."""
-    out = []
-    for e in entries:
-        if not (e.op_features or e.program_features):
-            continue
-        ms = _raise_modes(e, p, jax_version, modes)
-        if not ms:
-            continue
-        ops = e.feature_ops(p, types) if e.op_features else frozenset(range(len(p.body)))
-        if ops:
-            out.append((e, ms, ops))
-    return out
-
-
-def _raise_modes(e: KnownDivergence, p: Program, jax_version: str, modes: Sequence[str]) -> frozenset[str]:
-    """The modes of `modes` in which entry `e` says jax raises, crashes or hangs on `p`
-    (an `unexpected_error`, `crash` or `timeout` signature naming them; its program
-    features holding, and its jax versions covering `jax_version`)."""
-    if not e.covers(jax_version):
-        return frozenset()
-    ms = frozenset(m for pat in e.patterns if pat.kind in ("unexpected_error", "crash", "timeout")
-                   for m in modes if pat.modes is None or m in pat.modes)
-    return ms if ms and all(PROGRAM_FEATURES[f](p) for f in e.program_features) else frozenset()
-
-
-def known_raise_ops(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
-                    modes: Sequence[str]) -> dict[str, frozenset[int]]:
-    """Per mode of `modes`, the body ops of the valid program `p` at which some entry
-    says jax raises, crashes or hangs in that mode (`raise_entries`), leaving out
-    entries with a rewrite (their rewritten program keeps the ops after the buggy one).
-    The mode then checks nothing of `p`, and the program without the bug (the outputs
-    those ops do not reach: `derived_program`) none of the ops after them: the value
-    tier does not claim those ops' cells there, and the sweep draws their foci again
-    (harness/campaign/cells.py `lost_cells`). `types`: the oracle's value types."""
-    out: dict[str, set[int]] = {}
-    # (the entries with a rewrite left out before their op features are matched: their
-    # matches were thrown away)
-    for _, ms, ops in raise_entries([e for e in entries if e.rewrite is None], p, types, jax_version, modes):
-        for m in ms:
-            out.setdefault(m, set()).update(ops)
-    return {m: frozenset(v) for m, v in out.items()}
-
-
-def known_raise_outputs(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
-                        mode: str) -> frozenset[int]:
-    """The outputs (indices into `p.outputs`) of the valid program `p` that some entry
-    says jax raises, crashes or hangs on in `mode` (an `unexpected_error`, `crash` or
-    `timeout` signature naming it; its program features holding): those reaching an op
-    its op features hold on (every output, for an entry of program features alone),
-    those whose out_spec gives it its output feature, and those with a value of its
-    value features (a zero-size one) in their cone. Eager runs a program's other outputs
-    apart from them (harness/campaign/fuzz.py `_Scheduler.queue_late`): it raises for
-    the whole program at one such output, and checked nothing of it (fuzz seed 10, 60 s,
-    cold: 11 of 56 eager parts of valid sweep programs raised, a known bug at one
-    output each, 8.3 s of 48 s of eager's time). `types`: the oracle's value types."""
-    n_in = len(p.inputs)
-    out: set[int] = set()
-    for e in entries:
-        if not (e.op_features or e.program_features or e.value_features) or not _raise_modes(e, p, jax_version, (mode,)):
-            continue
-        ops = e.feature_ops(p, types) if e.op_features else None
-        spec = [f for f in e.program_features if f in OUTPUT_FEATURES]
-        for k, o in enumerate(p.outputs):
-            c = cone(p, o)
-            if ops is not None and not (c & ops):
-                continue
-            if spec and not any(OUTPUT_FEATURES[f](p, k) for f in spec):
-                continue
-            if e.value_features:
-                vals = {o} | {v for i in c for v in (*p.body[i].operands, n_in + i)}
-                if not any(v < len(types) and _zero_size(types[v].shape) for v in vals):
-                    continue
-            out.add(k)
-    return frozenset(out)
-
-
-def known_error_trouble(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
-                        error: str | None = None) -> frozenset[int]:
-    """The body ops of an invalid program at which some entry says jax raises another
-    error than the one predicted, or none, in some mode (`error_trouble_modes`, over
-    every mode). Such a program checks its cells by error in none of the modes jax goes
-    wrong in, so the sweep draws its programs by error without one at an op of another
-    kind than the focus (harness/campaign/sweep.py)."""
-    return frozenset().union(*error_trouble_modes(entries, p, types, jax_version, None, error).values())
-
-
-# the modes that run a program's body op by op: an invalid program's ops before its error
-# run there, and a known crash or hang at one of them comes before the error
-OP_BY_OP_MODES = frozenset({"eager"})
-
-
-def _predicts(pat: Pattern, error: str | None) -> bool:
-    """Whether a `missing_error` / `wrong_error` pattern can match a divergence of a
-    program whose predicted error is of kind `error` (None: any): its `where` names the
-    predicted kind (`out_spec_replication`, `collective_param->*`)."""
-    if error is None:
-        return True
-    want = pat.where.split("->", 1)[0] if pat.kind == "wrong_error" else pat.where
-    return fnmatch.fnmatchcase(error, want)
-
-
-def error_trouble_modes(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], jax_version: str,
-                        modes: Sequence[str] | None, error: str | None = None) -> dict[str | None, frozenset[int]]:
-    """Per mode of `modes`, the body ops of an invalid program at which some entry says
-    jax raises another error than the one predicted, or none, in that mode (a
-    `missing_error` or `wrong_error` signature naming it and the predicted error's kind
-    `error`, when given; its program features holding): those its op features hold
-    on, dead ones too (jax checks some parameters as it traces an op, others only as it
-    lowers or runs one); every op for an entry with program features only. With `modes`
-    None, one entry None for every mode. `types`: the oracle's value types, as far as
-    it traces. (pmin-no-differentiation-rule names every pmin in the grad modes only,
-    grouped-pmin-claims-invariance the grouped ones in every mode: in jit, a program's
-    ungrouped pmin is checked by error. axis-index-groups-not-checked-pmax names every
-    grouped pmax, for a collective_param error only: seed 2's program by error of
-    out_specs held, and never had checked or blocked, the foci of its pmaxes of one
-    group.) A `crash` or `timeout` signature naming a mode that runs the body op by op
-    (`OP_BY_OP_MODES`: eager) is trouble there at its ops before the error's."""
-    out: dict[str | None, set[int]] = {}
-    for e in entries:
-        if not e.covers(jax_version) or not (e.op_features or e.program_features):
-            continue
-        pats = [pat for pat in e.patterns if pat.kind in ("missing_error", "wrong_error") and _predicts(pat, error)]
-        stops = [pat for pat in e.patterns if pat.kind in ("crash", "timeout")]
-        if not pats and not (stops and modes is not None and OP_BY_OP_MODES.intersection(modes)):
-            continue
-        if not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
-            continue
-        ops = e.feature_ops(p, types) if e.op_features else frozenset(range(len(p.body)))
-        if not ops:
-            continue
-        if modes is None:
-            out.setdefault(None, set()).update(ops)
-            continue
-        # a mode that runs the body op by op (eager) runs the ops before the one the error
-        # is at (those the oracle typed): a crash or hang at one of them comes first (fuzz
-        # seed 33, 60 s, cold: a bf16 pmean aborted eager before a dead psum over a
-        # non-manual axis raised, and the program's other pmean cells by error, counted
-        # checked there, were never checked in eager)
-        before = frozenset(i for i in ops if len(p.inputs) + i < len(types))
-        for m in modes:
-            if any(pat.modes is None or m in pat.modes for pat in pats):
-                out.setdefault(m, set()).update(ops)
-            if before and m in OP_BY_OP_MODES and any(pat.modes is None or m in pat.modes for pat in stops):
-                out.setdefault(m, set()).update(before)
-    return {m: frozenset(v) for m, v in out.items()}
-
-
-def trouble_kind(p: Program, bad: frozenset[int]) -> str | None:
-    """The op kind every op of `bad` (`known_error_trouble`'s ops of `p`) has, or None
-    (none, or several kinds). An invalid program checks by error only the cells of that
-    kind in the modes jax goes wrong in: the sweep holds only its foci of that kind (the
-    value tier claims, in each such mode, the cells of the ops at fault there:
-    harness/campaign/fuzz.py `claim`)."""
-    kinds = {p.body[i].kind for i in bad}
-    return next(iter(kinds)) if len(kinds) == 1 else None
-
-
-def hang_entries(entries: Sequence[KnownDivergence], jax_version: str, kind: str = "timeout") -> tuple[KnownDivergence, ...]:
-    """The entries covering `jax_version` that say jax hangs (a `timeout` signature), or
-    with `kind` "crash", crashes."""
-    return tuple(e for e in entries if e.covers(jax_version) and any(pat.kind == kind for pat in e.patterns))
-
-
-def hang_mode_names(entries: Sequence[KnownDivergence], kind: str = "timeout") -> frozenset[str] | None:
-    """The modes the timeout (or `kind`) signatures of `entries` name (None: one names every mode)."""
-    out: set[str] = set()
-    for e in entries:
-        for pat in e.patterns:
-            if pat.kind == kind:
-                if pat.modes is None:
-                    return None
-                out |= set(pat.modes)
-    return frozenset(out)
-
-
-def known_hang_modes(entries: Sequence[KnownDivergence], p: Program, types: Sequence[ValueType], modes: Sequence[str],
-                     kind: str = "timeout") -> tuple[str, ...]:
-    """The modes of `modes` in which one of `entries` (`hang_entries`) says jax may hang
-    on `p` (`types`: the oracle's value types): its timeout signature names the mode, its program features hold, and its op
-    features hold on some op (dead ones too: a hang names no op, so `explains` scopes it
-    to any op). The scheduler runs those modes with a short time limit of their own
-    (harness/campaign/fuzz.py KNOWN_HANG_LIMIT_S): checked, but not at 30 s a hang.
-    With `kind` "crash": the modes an entry says jax may crash in, which the scheduler
-    runs after the program's other modes."""
-    out: set[str] = set()
-    for e in entries:
-        ms = {m for pat in e.patterns if pat.kind == kind for m in modes if pat.modes is None or m in pat.modes}
-        if not ms or not all(PROGRAM_FEATURES[f](p) for f in e.program_features):
-            continue
-        if e.op_features and not e.feature_ops(p, types):
-            continue
-        out |= ms
-    return tuple(m for m in modes if m in out)
-
-
 @dataclass(frozen=True)
 class Explained:
     """One divergence of a checked program and the entry that explains it (None: new)."""
@@ -581,19 +484,7 @@ def entry_modes(e: KnownDivergence, modes: Sequence[str]) -> tuple[str, ...]:
 
 
 def case_path(e: KnownDivergence) -> Path:
-    """An entry's own case, from the repository root (or absolute)."""
+    """An entry's own case, from the data root (harness/data; or absolute)."""
     p = Path(e.case)
-    return p if p.is_absolute() else DEFAULT_PATH.parents[1] / p
+    return p if p.is_absolute() else DATA / p
 
-
-def load(path: Path | None = None) -> list[KnownDivergence]:
-    """Every entry of the file, validated (harness/judge/known_load.py)."""
-    from harness.judge.known_load import load as _load
-
-    return _load(path)
-
-
-def _entry(d: dict[str, object], where: str) -> KnownDivergence:
-    from harness.judge.known_load import _entry as _e
-
-    return _e(d, where)

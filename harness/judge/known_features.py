@@ -1,4 +1,4 @@
-"""The vocabulary of a known-divergence entry (reports/known_divergences.toml): signature
+"""The vocabulary of a known-divergence entry (harness/data/known_divergences.toml): signature
 patterns (`kind|mode|where`, the kind always literal) and the structured features its
 `when` names: program features, op features (which must hold on one op in the
 divergence's scope) and value features. Never message text."""
@@ -52,7 +52,8 @@ class Pattern:
 # ------------------------------------------------------------------------ features
 
 
-def _zero_size(shape: tuple[int, ...]) -> bool:
+def zero_size(shape: tuple[int, ...]) -> bool:
+    """Whether a value of this shape has no element (the `value:zero_size` feature)."""
     return 0 in shape
 
 
@@ -85,33 +86,39 @@ PROGRAM_FEATURES = {
     # a mixed mesh: the mesh itself, or the one outside auto_axes / explicit_axes (whose
     # axes the wrapper retypes)
     "mixed_mesh_or_outside": lambda p: {"auto", "explicit"} in (set(p.mesh.axis_types), set(p.outer_mesh().axis_types)),
-    # an out_spec naming an Explicit axis of size 1 and an Auto axis of size > 1: jit lays
-    # the output out along the Auto one and its type loses the size-1 axis (the types of
-    # the mesh the output leaves to: outside explicit_axes its axes are Auto)
-    "out_spec_size_1_explicit_with_auto": lambda p: _size_1_explicit_with_auto(p),
     # the call inside jax.sharding.auto_axes (strategies/explicit.py wrap_call)
     "auto_axes_call": lambda p: p.wrap == "auto_axes",
     "explicit_axes_call": lambda p: p.wrap == "explicit_axes",
 }
 
 
-def _size_1_explicit_with_auto(p: Program) -> bool:
-    m = p.outer_mesh() if p.wrap == "explicit_axes" else p.mesh
-    if any(
-        any(m.axis_type(a) == "explicit" and m.axis_size(a) == 1 for a in s.axes())
-        and any(m.axis_type(a) == "auto" and m.axis_size(a) > 1 for a in s.axes())
-        for s in p.out_specs if s.kind == "P"):
-        return True
-    if p.wrap != "auto_axes":
+def _size_1_explicit_with_auto(p: Program, k: int) -> bool:
+    """Output `k`'s out_spec names an Explicit axis of size 1 and an Auto axis of size > 1
+    (the types of the mesh the output leaves to: outside explicit_axes its axes are Auto),
+    or around auto_axes its out_sharding (`wrap_specs`) names the size-1 axis it makes
+    Explicit outside and the shard_map's out_spec an Auto axis of size > 1."""
+    s = p.out_specs[k]
+    if s.kind != "P":
         return False
-    # auto_axes around the call: its out_sharding (`wrap_specs`, one per output) names
-    # the size-1 axis it makes Explicit outside, and the shard_map's out_spec an Auto
-    # axis of size > 1 it lays the output out along
-    outer = p.outer_mesh()
-    return any(
-        any(outer.axis_type(a) == "explicit" and outer.axis_size(a) == 1 for a in w.axes())
-        and any(outer.axis_type(a) == "auto" and outer.axis_size(a) > 1 for a in s.axes())
-        for s, w in zip(p.out_specs, p.wrap_specs) if s.kind == "P")
+    m = p.outer_mesh() if p.wrap == "explicit_axes" else p.mesh
+    if (any(m.axis_type(a) == "explicit" and m.axis_size(a) == 1 for a in s.axes())
+            and any(m.axis_type(a) == "auto" and m.axis_size(a) > 1 for a in s.axes())):
+        return True
+    if p.wrap != "auto_axes" or k >= len(p.wrap_specs):
+        return False
+    outer, w = p.outer_mesh(), p.wrap_specs[k]
+    return (any(outer.axis_type(a) == "explicit" and outer.axis_size(a) == 1 for a in w.axes())
+            and any(outer.axis_type(a) == "auto" and outer.axis_size(a) > 1 for a in s.axes()))
+
+
+def _has_bfloat16(p: Program) -> bool:
+    """A bfloat16 argument, or an op naming bfloat16 (a cast, a constant)."""
+    return any(i.dtype == "bfloat16" for i in p.inputs) or any(op.p("dtype") == "bfloat16" for op in p.all_ops())
+
+
+PROGRAM_FEATURES["bfloat16"] = _has_bfloat16
+
+
 # Program features that hold because of particular outputs' out_specs: the outputs each
 # depends on (derived_program checks the program without them)
 OUTPUT_FEATURES = {
@@ -120,6 +127,9 @@ OUTPUT_FEATURES = {
     "out_spec_size_1_explicit": lambda p, k: _size_1_explicit(p, p.out_specs[k]),
     # unreduced over an axis of size 1
     "unreduced_size_1_out_spec": lambda p, k: any(p.mesh.axis_size(a) == 1 for a in p.out_specs[k].unreduced),
+    # an out_spec naming an Explicit axis of size 1 and an Auto axis of size > 1: jit lays
+    # the output out along the Auto one and its type loses the size-1 axis
+    "out_spec_size_1_explicit_with_auto": _size_1_explicit_with_auto,
 }
 # each output feature is also a program feature: it holds when it holds for some output
 PROGRAM_FEATURES.update({f: (lambda p, f=f: any(OUTPUT_FEATURES[f](p, k) for k in range(len(p.out_specs)))) for f in OUTPUT_FEATURES})
@@ -147,6 +157,7 @@ class OpFeature:
     'operands' (how many operands it reads: 'any:operands>1' is every binary op),
     'n_groups' (how many axis_index_groups: 'pmax:n_groups>1' is a grouped pmax whose
     groups hold different values; one group is the whole reduction),
+    'unknown_axis' (it names an axis that is not in the mesh),
     'cotangent_sum_dtype' (a reverse-mode transform, vjp or grad, whose steps make its
     operand vary along a manual axis it was invariant along: the operand's dtype, which
     the transpose's all-reduce of the cotangent over that axis has),
@@ -156,9 +167,12 @@ class OpFeature:
     param: str | None
     op: str | None
     value: str | None
+    modes: tuple[str, ...] | None = None  # 'FEATURE@m1,m2': counts only for divergences in these modes
 
     @staticmethod
     def parse(text: str) -> OpFeature:
+        text, _, at = text.partition("@")
+        modes = tuple(at.split(",")) if at else None
         m = _OP.match(text)
         if m is None:
             raise ValueError(
@@ -166,7 +180,12 @@ class OpFeature:
                 f"a value feature ({', '.join(sorted(VALUE_FEATURES))}), or an op feature "
                 "'KIND', 'KIND:PARAM', 'KIND:PARAM<N' / '>N' / '==V'"
             )
-        return OpFeature(m["kind"], m["param"], m["op"], m["value"])
+        return OpFeature(m["kind"], m["param"], m["op"], m["value"], modes)
+
+    def in_mode(self, mode: str | None) -> OpFeature | None:
+        """This feature for a divergence in `mode` (None: any mode), or None when it is
+        limited to other modes."""
+        return self if mode is None or self.modes is None or all(m in self.modes for m in mode.split(",")) else None
 
     def holds(self, p: Program, op: Op, types: list[ValueType]) -> bool:
         if self.kind not in ("any", op.kind):
@@ -178,7 +197,7 @@ class OpFeature:
             axes = list(op.p("axes") or ())  # type: ignore[call-overload]
             v = "ordered" if axes == sorted(axes, key=lambda a: p.mesh.names.index(a) if a in p.mesh.names else -1) else "unordered"
         elif self.param == "zero_size":
-            v = any(_zero_size(t.shape) for t in types)
+            v = any(zero_size(t.shape) for t in types)
         elif self.param == "dtype":
             v = types[0].dtype if op.operands and types else None
         elif self.param == "operands":
@@ -191,6 +210,8 @@ class OpFeature:
             v = _cotangent_sum_dtype(p, op, types)
         elif self.param == "n_axes":
             v = len(op.p("axes")) if isinstance(op.p("axes"), tuple) else None  # type: ignore[arg-type]
+        elif self.param == "unknown_axis":
+            v = True if any(a not in p.mesh.names for a in (op.p("axes") or ())) else None  # type: ignore[union-attr]
         if v is None:
             return False
         if self.op is None:
@@ -201,3 +222,23 @@ class OpFeature:
             return False
         n = int(self.value)  # type: ignore[arg-type]
         return v < n if self.op == "<" else v > n
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """'F1 | F2 | ...': an op on which one of several op features holds (one root cause
+    that several kinds of op reach, e.g. the ops whose all-reduce one abort stops at)."""
+
+    alternatives: tuple[OpFeature, ...]
+
+    @staticmethod
+    def parse(text: str) -> OpFeature | AnyOf:
+        parts = [t.strip() for t in text.split("|")]
+        return OpFeature.parse(parts[0]) if len(parts) == 1 else AnyOf(tuple(OpFeature.parse(t) for t in parts))
+
+    def in_mode(self, mode: str | None) -> OpFeature | AnyOf | None:
+        alts = tuple(a for f in self.alternatives if (a := f.in_mode(mode)) is not None)
+        return AnyOf(alts) if alts else None
+
+    def holds(self, p: Program, op: Op, types: list[ValueType]) -> bool:
+        return any(f.holds(p, op, types) for f in self.alternatives)

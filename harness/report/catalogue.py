@@ -1,36 +1,27 @@
-"""`shardfuzz errors --out DIR`: the error catalogue, one page per error kind the oracle
-predicts, each example executed while the catalogue is made.
+"""The error catalogue's pages (`shardfuzz errors --out DIR`): one page per error kind the
+oracle predicts, from the `Catalogue` that harness/campaign/catalogue.py builds by running
+each example on jax.
 
-For every `ErrorKind`, the smallest curated case (`reports/corpus/curated/`) the oracle
-says raises it is run through jax (abstract mode, in a worker; `--python` for another
-jax) to capture the exact message on that version, checked to be the predicted error
-(`harness/judge/compare.py`), and given its verified fixes (`harness/report/fixes.py`:
-valid by the oracle, run by jax agreeing with it). Each page (Markdown and HTML with no
-external assets) holds jax's message, what it means in terms of specs and varying axes,
-the program (emit form) with the oracle's op-by-op explanation, and the fixes with their
-outputs. `catalogue.json` records each message; regenerating into the same DIR against
+Each page (Markdown and HTML with no external assets) holds jax's message, what it means
+in terms of specs and varying axes (`MEANINGS`), the program (emit form) with the oracle's
+op-by-op explanation, and the verified fixes with their outputs. `catalogue.json` records
+each message; `previous_messages` reads it back, so regenerating into the same DIR against
 another jax says which messages changed since the previous catalogue.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.report.explain import explain_lines
-from harness.report.fixes import FixReport, find_fixes
+from harness.report.fixes import FixReport
 from harness.report.markup import esc, write
-from oracles.interpreter import trace
 from oracles.prediction import ErrorKind
 from programs.emit import to_python
 from programs.model import Program
-from programs.serialize import from_json
 
-CURATED = Path(__file__).resolve().parents[2] / "reports" / "corpus" / "curated"
 CATALOGUE_SCHEMA = 1
 
 # What each error means, in terms of specs and varying axes (jax 0.10.2's
@@ -139,6 +130,9 @@ class Page:
 
 @dataclass(frozen=True)
 class Catalogue:
+    """The catalogue as built (harness/campaign/catalogue.py): every page, the jax it ran
+    on, and the jax of the catalogue that was in the directory before."""
+
     jax_version: str
     python: str
     pages: tuple[Page, ...]
@@ -150,20 +144,9 @@ class Catalogue:
         return tuple(pg for pg in self.pages if pg.previous is not None)
 
 
-def examples(root: Path = CURATED) -> dict[ErrorKind, tuple[str, Program]]:
-    """For each error kind, the smallest curated case whose program the oracle says raises it."""
-    from harness.campaign.minimize import size
-
-    best: dict[ErrorKind, tuple[str, Program]] = {}
-    for f in sorted(root.glob("*.json")):
-        p = from_json(f.read_text())
-        _, err = trace(p, with_values=False)
-        if err is not None and (err.kind not in best or size(p) < size(best[err.kind][1])):
-            best[err.kind] = (f.name, p)
-    return best
-
-
-def _previous(out: Path) -> tuple[str | None, dict[str, str]]:
+def previous_messages(out: Path) -> tuple[str | None, dict[str, str]]:
+    """The jax version and the message per error kind of the catalogue already in `out`
+    (catalogue.json), or (None, {}) when there is none or it cannot be read."""
     f = out / "catalogue.json"
     if not f.exists():
         return None, {}
@@ -172,40 +155,6 @@ def _previous(out: Path) -> tuple[str | None, dict[str, str]]:
         return str(doc["jax_version"]), {k: str(v["message"]) for k, v in doc["kinds"].items()}
     except (ValueError, KeyError, TypeError):
         return None, {}
-
-
-def build(pool: Any, out: Path, log: Any = print, kinds: tuple[ErrorKind, ...] = tuple(ErrorKind)) -> Catalogue:
-    """Run every example (of `kinds`: all by default) and its fixes through jax in `pool`."""
-    from harness.judge.check import check_in_pool
-
-    t0 = time.monotonic()
-    jv = str(pool.info.get("jax_version", "?"))
-    prev_version, prev = _previous(out)
-    found = examples()
-    missing = [k.value for k in ErrorKind if k not in found]
-    if missing:
-        raise RuntimeError(f"no curated case raises {missing}: add one in scripts/build_curated_corpus.py")
-    pages = []
-    for n, kind in enumerate(kinds, 1):
-        name, p = found[kind]
-        log(f"[{n}/{len(kinds)}] {kind.value}: running {name} on jax {jv}")
-        res = check_in_pool(pool, p, ("abstract",))
-        o = res.observations[0]
-        if o.status in ("crash", "timeout", "unsupported"):
-            etype, msg = o.status, o.error_message
-        else:
-            etype, msg = o.error_type or "(nothing raised)", o.error_message
-        judge = "; ".join(d.message for d in res.divergences)
-        if o.status == "unsupported":  # compat: this jax lacks what the example needs
-            judge = f"jax {jv} cannot run this example: {o.error_message}"
-        fixes = find_fixes(pool, p, jax_version=jv)
-        log(f"    jax raised {etype}{'' if not res.divergences else ' (NOT as predicted)'}; {len(fixes.fixes)} verified fixes")
-        old = prev.get(kind.value)
-        previous = (prev_version or "?", old) if old is not None and old != msg else None
-        _, err = trace(p, with_values=False)
-        ok = not res.divergences and o.status != "unsupported"
-        pages.append(Page(kind, name, p, err.why if err else "", etype, msg, ok, judge, fixes, previous))
-    return Catalogue(jv, str(pool.python), tuple(pages), prev_version, time.monotonic() - t0)
 
 
 # ---- rendering -------------------------------------------------------------------
@@ -342,40 +291,3 @@ def write_catalogue(cat: Catalogue, out: Path) -> list[Path]:
     return written + [out / "index.md", out / "index.html", out / "catalogue.json"]
 
 
-def cmd_errors(a: argparse.Namespace) -> int:
-    from harness.cli_cases import _python
-    from harness.cli_input import writable_dir
-    from harness.run.pool import Pool
-
-    out = writable_dir(a.out, "--out")
-    pool = Pool(1, python=_python(a), timeout_s=a.timeout)
-    try:
-        cat = build(pool, out)
-    finally:
-        pool.close()
-    write_catalogue(cat, out)
-    bad = [pg.kind.value for pg in cat.pages if not pg.as_predicted]
-    unfixed = [pg.kind.value for pg in cat.pages if not pg.fixes.fixes]
-    print(f"\nshardfuzz errors: {len(cat.pages)} pages on jax {cat.jax_version} in {cat.elapsed_s:.0f}s: {out / 'index.html'} (and .md)")
-    print(f"  every example and fix was executed: {sum(len(pg.fixes.fixes) for pg in cat.pages)} verified fixes; "
-          f"kinds without one: {', '.join(unfixed) or 'none'}")
-    if cat.previous_version is not None:
-        print(f"  messages changed since the previous catalogue (jax {cat.previous_version}): "
-              f"{', '.join(pg.kind.value for pg in cat.changed) or 'none'}")
-    if bad:
-        print(f"  jax did NOT raise the predicted error (or cannot run the example) for: {', '.join(bad)} "
-              "(see those pages; run shardfuzz replay on their cases)")
-    return 1 if bad else 0
-
-
-def register(sub: Any) -> None:
-    """Add the `errors` subcommand to shardfuzz's subparsers."""
-    from harness.usage import positive
-
-    e = sub.add_parser("errors", help="write the error catalogue: one page per error kind, every example run on jax")
-    e.add_argument("--out", default="reports/errors", help="directory for the pages (Markdown and HTML)")
-    e.add_argument("--python", default=None,
-                   help="run jax in this interpreter (an environment from scripts/envs.py; default: this one); "
-                   "regenerating into the same --out shows which messages changed")
-    e.add_argument("--timeout", type=positive(float, "seconds"), default=60.0, help="per-mode timeout in the worker, seconds")
-    e.set_defaults(fn=cmd_errors)

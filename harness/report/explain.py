@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from oracles.interpreter import trace
 from oracles.prediction import ValueType
-from programs.emit import op_source, value_names
+from programs.body_text import op_source, value_names
 from programs.model import Program
 
 # value index -> (per-device shape, dtype, varying axes or None): Observation.value_types

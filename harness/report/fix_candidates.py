@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from oracles.interpreter import trace
 from oracles.prediction import ErrorKind, PredictedError, ValueType
-from programs.emit import axes_src
+from programs.body_text import axes_src
 from programs.forms import form_of, with_form
 from programs.model import Mesh, Op, ParamValue, Program, Spec, SpecEntry
 

@@ -22,10 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from harness.judge.check import check_in_pool
+from harness.judge.known import explain_all
+from harness.judge.known_load import load
 from harness.report.fix_candidates import Edit, candidates
 from oracles.interpreter import predict, trace
 from oracles.prediction import OutputPrediction, PredictedError
-from programs.emit import to_python, value_names
+from programs.body_text import value_names
+from programs.emit import to_python
+from programs.errors import KnownDivergencesError
 from programs.model import Program
 
 VERIFY_MODES = ("abstract", "jit")  # every body value's type, then values on every device
@@ -154,8 +159,6 @@ def oracle_valid(edits: list[Edit]) -> tuple[list[Edit], list[Rejected]]:
 
 def verify(pool: Any, p: Program, e: Edit, modes: tuple[str, ...] = VERIFY_MODES, jax_version: str = "?") -> VerifiedFix | Rejected:
     """Run one oracle-valid edit through jax; a VerifiedFix when nothing diverges."""
-    from harness.judge.check import check_in_pool
-
     res = check_in_pool(pool, e.program, modes)
     bad = [o for o in res.observations if o.status in ("crash", "timeout", "unsupported")]
     if bad:
@@ -170,8 +173,6 @@ def verify(pool: Any, p: Program, e: Edit, modes: tuple[str, ...] = VERIFY_MODES
 def _known(res: Any, jax_version: str) -> str:
     """' (known jax bug ID)' when a known divergence explains the first divergence: the
     edited program still holds that bug, which the edit did not cause."""
-    from harness.judge.known import KnownDivergencesError, explain_all, load
-
     try:
         x = explain_all(load(), res.divergences[:1], res.program, res.prediction, jax_version)
     except KnownDivergencesError:

@@ -13,7 +13,7 @@ from pathlib import Path
 from harness.report.cases import case_body, load_case, problem_html
 from harness.report.markup import clean as _clean
 from harness.report.markup import esc as _esc
-from harness.report.summary import BucketSummary, CoverageCell, FixedCase, RunSummary
+from harness.report.summary import AloneRerun, BucketSummary, CoverageCell, FixedCase, RunSummary
 
 _CSS = """
 :root{--new:#c62828;--known:#b08800;--fixed:#2e7d32;--muted:#57606a;--line:#d0d7de;--code:#f6f8fa}
@@ -74,7 +74,10 @@ def html_page(summary: RunSummary, report_dir: Path) -> str:
         _section("New", "new", summary.new, report_dir, "No new divergences."),
         _section("Still failing", "still", summary.still, report_dir, "Nothing from the corpus still fails."),
         _section("Known", "known", summary.known, report_dir, "No known divergences seen in this run."),
+        _section("Policy (jax's choice, not a bug)", "policy", summary.policy, report_dir,
+                 "No divergence of a policy entry (a jax limitation, feature request or message wording) in this run."),
         _fixed_section(summary.fixed, report_dir),
+        _alone_section(summary.reruns),
         _coverage(summary.coverage),
         _cells(summary),
         _statistics(summary.statistics),
@@ -95,6 +98,7 @@ def _header(s: RunSummary) -> str:
         f" · {_esc(s.elapsed_s)} s{_shards(s)}</div>",
         f'<p class="counts">{_esc(c.line())}</p>',
         *([f'<p class="meta">worker time: {_esc(s.worker_time.line())}</p>'] if s.mode_time else []),
+        *([f'<p class="meta">{_esc(s.left_over.line())}</p>'] if s.left_over.total else []),
         '<div class="tiles">',
         _tile(c.new_buckets, "new buckets", "new" if c.new_buckets else "zero"),
         _tile(c.still_failing_buckets, "still failing buckets", "new" if c.still_failing_buckets else "zero"),
@@ -104,7 +108,13 @@ def _header(s: RunSummary) -> str:
         _tile(c.failing_programs, "failing programs"),
         _tile(c.divergences, "divergences (unexplained)"),
         _tile(c.suppressed, "known divergences"),
+        _tile(c.policy, "policy divergences"),
     ]
+    if c.slow or c.flaky:
+        out.append(_tile(c.slow, "slow (passed alone)"))
+        out.append(_tile(c.flaky, "flaky (passed alone)"))
+    if c.not_done:
+        out.append(_tile(c.not_done, "not done (time up)"))
     if s.accidentally_invalid:
         out.append(_tile(s.accidentally_invalid, "accidentally invalid"))
     out.append("</div>")
@@ -168,6 +178,7 @@ def _bucket(b: BucketSummary, anchor: str, cls: str, report_dir: Path) -> str:
     if shown is case and case.problem:
         problems.append(case)
     status = (f'<span class="badge known">known: {_esc(b.suppressed_by)}</span>' if b.known
+              else f'<span class="badge">policy: {_esc(b.suppressed_by)}</span>' if b.is_policy
               else '<span class="badge new">new</span>' if b.new else '<span class="badge new">still failing</span>')
     badges = [status, f'<span class="badge">{_esc(b.kind)}</span>', f'<span class="badge">mode {_esc(b.mode)}</span>']
     out = [
@@ -182,6 +193,22 @@ def _bucket(b: BucketSummary, anchor: str, cls: str, report_dir: Path) -> str:
         out.append(f'<div class="meta">original case: <code>{_esc(case.path)}</code></div>')
     out.append("</article>")
     return "\n".join(out)
+
+
+def _alone_section(reruns: Sequence[AloneRerun]) -> str:
+    """Crashes and timeouts that did not happen again when run alone: not failures."""
+    if not reruns:
+        return ""
+    rows = "".join(
+        f'<tr><td class="name"><span class="badge">{_esc(r.verdict)}</span></td><td class="name mono">{_esc(r.mode)}</td>'
+        f'<td class="name">{_esc(r.under_load)}</td><td>{r.alone_s:.1f}</td><td class="name mono">{_esc(r.case)}</td></tr>'
+        for r in reruns)
+    return ('<section id="alone"><h2>Slow and flaky (' + str(len(reruns)) + ')</h2>'
+            "<p>Crashes and timeouts no known entry explains are run again alone on their worker with a longer limit "
+            "before they are reported. These did not happen again: a timeout that finished alone is <i>slow</i>, a crash "
+            "that did not happen again <i>flaky</i>. Neither is a failure.</p>"
+            '<table><tr><th class="name">verdict</th><th class="name">mode</th><th class="name">first</th>'
+            f'<th>seconds alone</th><th class="name">case</th></tr>{rows}</table></section>')
 
 
 def _fixed_section(fixed: Sequence[FixedCase], report_dir: Path) -> str:

@@ -35,11 +35,11 @@ from harness.report.summary import (
     CoverageCell,
     FixedCase,
     ModeTime,
+    NotDone,
     RunSummary,
-    SummaryFormatError,
     counts_of,
 )
-from harness.usage import UsageError
+from programs.errors import SummaryFormatError, UsageError
 
 
 def read_report(d: Path) -> RunSummary:
@@ -80,10 +80,9 @@ def _copy_cases(reports: Sequence[tuple[Path, RunSummary]], out: Path) -> dict[s
             for f in sorted(src.iterdir()):
                 if f.is_file() and not (dest / f.name).exists():
                     shutil.copy2(f, dest / f.name)
-        for b in s.buckets:
-            for p in (b.case, b.minimized_case):
-                if p:
-                    moved[p] = str(dest / Path(p).name) if (dest / Path(p).name).exists() else p
+        for p in [x for b in s.buckets for x in (b.case, b.minimized_case)] + [r.case for r in s.reruns]:
+            if p:
+                moved[p] = str(dest / Path(p).name) if (dest / Path(p).name).exists() else p
     return moved
 
 
@@ -183,12 +182,14 @@ def merge(dirs: Sequence[Path], out: Path) -> RunSummary:
         return sum(int(getattr(s.counts, name)) for s in sums)
 
     digests = sorted({s.programs_digest for s in sums})
+    reruns = tuple(replace(r, case=moved.get(r.case, r.case)) for s in sums for r in s.reruns)
+    not_done = NotDone.sum(s.left_over for s in sums)
     first = sums[0]
     merged = RunSummary(
         jax_version=first.jax_version, seed=first.seed, modes=first.modes,
         codegen=first.codegen if len({s.codegen for s in sums}) == 1 else "mixed",
         counts=counts_of(buckets, fixed, count("programs_run"), count("programs_with_divergences"),
-                         count("failing_programs")),
+                         count("failing_programs"), reruns, not_done),
         repeats_skipped=total("repeats_skipped"), accidentally_invalid=total("accidentally_invalid"),
         elapsed_s=max(s.elapsed_s for s in sums),  # the shards ran side by side
         buckets=buckets, fixed=fixed, batch_reconfirmed=total("batch_reconfirmed"),
@@ -202,7 +203,7 @@ def merge(dirs: Sequence[Path], out: Path) -> RunSummary:
         cells=_cells(sums), shard="", programs_drawn=max(s.programs_drawn for s in sums),
         merged_from=tuple(str(d) for d, _ in reports),
         programs_swept=max(s.programs_swept for s in sums),  # (every shard draws the whole sweep)
-        late_dropped=total("late_dropped"),
+        reruns=reruns, left_over=not_done,
         mode_time=ModeTime.totals((m.mode, m.runs, m.seconds) for s in sums for m in s.mode_time),
         cache_entries=min(s.cache_entries for s in sums),  # (the coldest shard's)
     )

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
+from harness.report.console import VERBOSE
 from harness.report.markup import clean as _clean
 from harness.report.markup import esc as _e
 
@@ -173,3 +175,34 @@ def _ranges_html(doc: dict[str, Any]) -> str:
         out.append(f"<tr><td class='mono'>{_e(r['case'])}</td><td>{_e(r['text'])}</td><td>{last}</td></tr>")
     out.append("</table>")
     return "\n".join(out)
+
+
+def print_qualify(doc: dict[str, Any], report: Path, verbosity: int = 0) -> None:
+    """The console summary of a qualification: the verdict table, the regressions, and
+    when each failure came and went (by default only the cases that fail on the last
+    version after passing on an earlier one; -v every failing case)."""
+    print("\n".join(table_lines(doc)))
+    ch = doc["changes"]
+    if len(doc["versions"]) > 1:
+        print(f"{doc['first']} -> {doc['last']}: {len(ch['regressions'])} regressions, {len(ch['fixes'])} fixes, "
+              f"{len(ch['other'])} other changes")
+    for r in ch["regressions"]:
+        print(f"  REGRESSION {r['case']}: {', '.join(r['signatures'])}")
+    shown = [r for r in doc["ranges"] if verbosity >= VERBOSE or r["last_fails_after_pass"]]
+    for r in shown:
+        print(f"  {'LAST FAILS ' if r['last_fails_after_pass'] else ''}{r['case']}: {r['text']}")
+    if len(shown) < len(doc["ranges"]):
+        print(f"  {len(doc['ranges']) - len(shown)} other case(s) fail on some version (-v says when each failure "
+              f"came and went; so does {report / 'qualify.html'})")
+    for col in doc["versions"]:
+        if col.get("entries_fixed"):
+            print(f"  {col['label']}: known entries fixed there (their own case passes): {', '.join(col['entries_fixed'])}")
+        fails = [c["case"] for c in doc["cases"] if c["verdicts"].get(col["label"], {}).get("verdict") == "fail"]
+        if fails:
+            print(f"  {col['label']} fails {len(fails)}: {', '.join(fails[:8])}{' ...' if len(fails) > 8 else ''}")
+        errors = [c for c in doc["cases"] if c["verdicts"].get(col["label"], {}).get("verdict") == "error"]
+        if errors:
+            print(f"  {col['label']}: shardfuzz could not judge {len(errors)} case(s) (a shardfuzz bug; "
+                  f"tracebacks under {report / 'internal-errors'}): {', '.join(c['case'] for c in errors[:8])}"
+                  f"{' ...' if len(errors) > 8 else ''}")
+    print(f"  report: {report / 'qualify.html'}")

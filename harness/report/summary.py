@@ -11,21 +11,24 @@ divergence no known entry explains (schema 1 counted any divergence: that figure
 `known_buckets`, `fixed_cases`, `known_entries`, `programs_with_known`,
 `derived_checked`, `checked_in_full`, `cells` (per configuration cell and mode: checks,
 first hit, or why it cannot be reached); a bucket's `new` is false for known buckets.
+Later in schema 2, each read back with its default when absent: `policy` and
+`policy_buckets` (divergences and buckets a known entry of class `policy` explains: jax's
+limitations, feature requests and message wording, counted apart from known bugs and never
+failing a run) and a bucket's `policy`; `reruns` (crashes and timeouts re-run alone that
+did not happen again: `slow`, `flaky`), `left_over` (the work a run's time left over, by
+kind; it holds what was `late_dropped`), and their counts (`slow`, `flaky`, `not_done`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from harness.judge.known import EntryStatus
+from programs.errors import SummaryFormatError
 
 SUMMARY_SCHEMA = 2
-
-
-class SummaryFormatError(ValueError):
-    """A summary.json that does not have the fields its schema needs."""
 
 
 @dataclass(frozen=True)
@@ -45,15 +48,27 @@ class BucketSummary:
     minimized_size: tuple[int, ...] | None = None
     first_seen_s: float = 0.0  # seconds into the run when it was first seen
     first_seen_index: int = -1  # position in the program stream of its first program (-1: corpus or derived)
+    policy: bool = False  # its entry is of class policy: jax's choice, not a bug (never an upstream report)
+
+    @property
+    def explained(self) -> bool:
+        """A known entry explains it (a bug's or a policy's)."""
+        return self.suppressed_by is not None
 
     @property
     def known(self) -> bool:
-        return self.suppressed_by is not None
+        """A known jax bug explains it."""
+        return self.explained and not self.policy
+
+    @property
+    def is_policy(self) -> bool:
+        """A known entry of class policy explains it."""
+        return self.explained and self.policy
 
     @property
     def still_failing(self) -> bool:
         """Unexplained, and first seen when the corpus was replayed."""
-        return not self.known and not self.new
+        return not self.explained and not self.new
 
 
 @dataclass(frozen=True)
@@ -161,8 +176,8 @@ class WorkerTime:
     the compilation cache held when the run started (-1: no cache): the one sentence
     every renderer prints. On a machine's first run every executable compiles: eager
     shard_map compiles each primitive, argument and output of a program on its own, so
-    such a run checks fewer (cell, mode) pairs in its budget (seed 4, 60 s, 2 cores, jax
-    0.10.2, an empty cache: 91.3% checked, 98.8% by 90 s, 99.96% by 120 s)."""
+    such a run checks fewer (cell, mode) pairs in its budget, and the cache count tells
+    a reader which kind of run it was (docs/execution.md)."""
 
     modes: tuple[ModeTime, ...]
     cache_entries: int = -1
@@ -181,6 +196,67 @@ class WorkerTime:
         return out
 
 
+# `AloneRerun.verdict`: a timeout that finished alone, a crash that did not happen again alone
+SLOW, FLAKY = "slow", "flaky"
+
+
+@dataclass(frozen=True)
+class AloneRerun:
+    """A crash or timeout no known entry explains, run again alone on its worker with a
+    longer limit before it was reported (harness/campaign/plan.py `PartKind.ALONE`), that
+    did not happen again: `slow` (it timed out under load and finished alone) or `flaky`
+    (it crashed and did not alone). Neither is a failure; what the mode did alone is
+    judged like any result."""
+
+    verdict: str  # SLOW or FLAKY
+    mode: str
+    program: str  # the program id
+    case: str  # its case file, saved when it crashed or timed out
+    under_load: str  # what happened first ("timed out after 30s", "worker died (exit code -6, SIGABRT)")
+    alone_s: float  # how long the mode took alone
+
+    def line(self) -> str:
+        what = "timed out" if self.verdict == SLOW else "crashed"
+        return (f"{self.verdict} {self.mode}: {what} under load ({self.under_load}), ran alone in "
+                f"{self.alone_s:.1f}s  {self.case}")
+
+
+@dataclass(frozen=True)
+class NotDone:
+    """The work a run's time left over (`--budget`: the budget and its grace), each kind
+    with its one definition. Nothing here is a failure; each is work the run did not do."""
+
+    late_parts: int = 0  # late parts (a program's costly modes, eager) never sent: the budget ended first
+    jobs: int = 0  # jobs (a program's modes, a probe run) killed or never sent when the time was up
+    reruns: int = 0  # crashes and timeouts reported without their re-run alone (the time was up)
+    entry_cases: int = 0  # known entries' own cases not checked (their status stays `unseen`)
+    minimizations: int = 0  # new buckets not minimized (their cases are saved)
+    corpus_cases: int = 0  # corpus cases not replayed
+
+    @property
+    def total(self) -> int:
+        return sum(int(getattr(self, f.name)) for f in fields(self))
+
+    def plus(self, **more: int) -> NotDone:
+        """These counts added (a field name that does not exist raises TypeError)."""
+        return NotDone(**{f.name: int(getattr(self, f.name)) + more.pop(f.name, 0) for f in fields(self)}, **more)
+
+    @staticmethod
+    def sum(parts: Iterable[NotDone]) -> NotDone:
+        out = NotDone()
+        for p in parts:
+            out = out.plus(**asdict(p))
+        return out
+
+    def line(self) -> str:
+        """The one sentence every renderer prints (when `total` is not 0)."""
+        said = [(self.late_parts, "late parts (eager) not sent"), (self.jobs, "jobs killed or not sent"),
+                (self.reruns, "crashes or timeouts not re-run alone (reported as found)"),
+                (self.entry_cases, "known entries' own cases not checked"),
+                (self.minimizations, "new buckets not minimized"), (self.corpus_cases, "corpus cases not replayed")]
+        return "not done (the time was up): " + ", ".join(f"{n} {what}" for n, what in said if n)
+
+
 @dataclass(frozen=True)
 class Counts:
     """Every count a report shows, each with its one definition."""
@@ -189,11 +265,16 @@ class Counts:
     programs_with_divergences: int  # ... with at least one divergence, known or not
     failing_programs: int  # ... with at least one divergence no known entry explains
     divergences: int  # divergences no known entry explains
-    suppressed: int  # divergences a known entry explains
+    suppressed: int  # divergences a known bug's entry explains
     new_buckets: int  # unexplained buckets first seen in this run's generation
     still_failing_buckets: int  # unexplained buckets first seen in the corpus replay
-    known_buckets: int  # buckets a known entry explains
+    known_buckets: int  # buckets a known bug's entry explains
     fixed_cases: int  # corpus cases that no longer diverge
+    policy: int = 0  # divergences a policy entry explains (jax's limitation, feature request or wording)
+    policy_buckets: int = 0  # buckets a policy entry explains
+    slow: int = 0  # timeouts that finished when run again alone (AloneRerun): not failures
+    flaky: int = 0  # crashes that did not happen again alone (AloneRerun): not failures
+    not_done: int = 0  # pieces of work the run's time left over (NotDone.total)
 
     @property
     def failing_buckets(self) -> int:
@@ -201,11 +282,14 @@ class Counts:
 
     def line(self) -> str:
         """The one sentence every renderer prints."""
+        alone = f"; {self.slow} slow, {self.flaky} flaky (passed alone: not failures)" if self.slow or self.flaky else ""
+        left = f"; {self.not_done} not done" if self.not_done else ""
         return (
             f"{self.programs_run} programs run, {self.failing_programs} failing "
             f"({self.programs_with_divergences} with any divergence); {self.divergences} divergences in "
             f"{self.new_buckets} new and {self.still_failing_buckets} still-failing buckets; "
-            f"{self.suppressed} known in {self.known_buckets} known buckets; {self.fixed_cases} fixed"
+            f"{self.suppressed} known in {self.known_buckets} known buckets; "
+            f"{self.policy} policy in {self.policy_buckets} policy buckets; {self.fixed_cases} fixed{alone}{left}"
         )
 
 
@@ -237,10 +321,24 @@ class RunSummary:
     programs_drawn: int = 0  # programs Hypothesis drew (every shard draws the whole stream)
     merged_from: tuple[str, ...] = ()  # `shardfuzz merge`: the report directories merged, in order
     programs_swept: int = 0  # of programs_drawn, the sweep's (every cell of the table, strategies/focus.py, then each cell outside it a program held first)
-    late_dropped: int = 0  # programs whose costly modes (eager) never ran: the budget ended first
     mode_time: tuple[ModeTime, ...] = ()  # the workers' time per mode (WorkerTime)
     cache_entries: int = -1  # executables in the compilation cache at the start (-1: no cache)
+    reruns: tuple[AloneRerun, ...] = ()  # crashes and timeouts that did not happen again alone (slow, flaky)
+    left_over: NotDone = NotDone()  # the work the run's time left over (Counts.not_done: its total)
     schema: int = SUMMARY_SCHEMA
+
+    @property
+    def late_dropped(self) -> int:
+        """Programs whose costly modes (eager) never ran: the budget ended first."""
+        return self.left_over.late_parts
+
+    @property
+    def slow(self) -> tuple[AloneRerun, ...]:
+        return tuple(r for r in self.reruns if r.verdict == SLOW)
+
+    @property
+    def flaky(self) -> tuple[AloneRerun, ...]:
+        return tuple(r for r in self.reruns if r.verdict == FLAKY)
 
     @property
     def cell_coverage(self) -> CellCoverage:
@@ -252,7 +350,7 @@ class RunSummary:
 
     @property
     def new(self) -> tuple[BucketSummary, ...]:
-        return tuple(b for b in self.buckets if not b.known and b.new)
+        return tuple(b for b in self.buckets if not b.explained and b.new)
 
     @property
     def still(self) -> tuple[BucketSummary, ...]:
@@ -260,11 +358,18 @@ class RunSummary:
 
     @property
     def known(self) -> tuple[BucketSummary, ...]:
+        """Buckets a known jax bug explains."""
         return tuple(b for b in self.buckets if b.known)
 
     @property
+    def policy(self) -> tuple[BucketSummary, ...]:
+        """Buckets a policy entry explains (jax's choice: never an upstream bug report)."""
+        return tuple(b for b in self.buckets if b.is_policy)
+
+    @property
     def failing(self) -> tuple[BucketSummary, ...]:
-        return tuple(b for b in self.buckets if not b.known)
+        """Buckets no known entry explains: what makes the exit status 1."""
+        return tuple(b for b in self.buckets if not b.explained)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"schema": self.schema}
@@ -278,6 +383,7 @@ class RunSummary:
             d["cell_coverage"] = _plain(self.cell_coverage)  # (derived from `cells`: not read back)
         if self.mode_time:
             d["worker_time"] = self.worker_time.line()  # (derived: not read back)
+        d["late_dropped"] = self.late_dropped  # (schema 2 had it; now left_over's: not read back)
         return d
 
     @staticmethod
@@ -286,7 +392,9 @@ class RunSummary:
         try:
             if d.get("schema") != SUMMARY_SCHEMA:
                 raise SummaryFormatError(f"summary schema {d.get('schema')!r}; this shardfuzz reads {SUMMARY_SCHEMA}")
-            counts = Counts(**{f.name: int(d[f.name]) for f in fields(Counts)})
+            counts = Counts(**{f.name: int(d[f.name] if f.default is MISSING else d.get(f.name, f.default))
+                               for f in fields(Counts)})
+            left = d.get("left_over") or {"late_parts": int(d.get("late_dropped", 0))}
             return RunSummary(
                 jax_version=str(d["jax_version"]), seed=int(d["seed"]), modes=tuple(d["modes"]),
                 codegen=str(d["codegen"]), counts=counts, repeats_skipped=int(d["repeats_skipped"]),
@@ -303,9 +411,12 @@ class RunSummary:
                 cells=tuple(CellCheck(**c) for c in d.get("cells", [])),
                 shard=str(d.get("shard", "")), programs_drawn=int(d.get("programs_drawn", 0)),
                 merged_from=tuple(str(x) for x in d.get("merged_from", ())),
-                programs_swept=int(d.get("programs_swept", 0)), late_dropped=int(d.get("late_dropped", 0)),
+                programs_swept=int(d.get("programs_swept", 0)),
                 mode_time=tuple(ModeTime(str(m["mode"]), int(m["runs"]), float(m["seconds"])) for m in d.get("mode_time", [])),
                 cache_entries=int(d.get("cache_entries", -1)),
+                reruns=tuple(AloneRerun(str(r["verdict"]), str(r["mode"]), str(r["program"]), str(r["case"]),
+                                        str(r["under_load"]), float(r["alone_s"])) for r in d.get("reruns", [])),
+                left_over=NotDone(**{k: int(v) for k, v in left.items()}),
             )
         except (KeyError, TypeError, ValueError) as e:
             if isinstance(e, SummaryFormatError):
@@ -321,6 +432,7 @@ def bucket_from_json(b: Mapping[str, Any]) -> BucketSummary:
         new=bool(b.get("new", True)), first_seen_at=int(b.get("first_seen_at", 0)),
         minimized_case=b.get("minimized_case"), minimized_size=tuple(size) if size is not None else None,
         first_seen_s=float(b.get("first_seen_s", 0.0)), first_seen_index=int(b.get("first_seen_index", -1)),
+        policy=bool(b.get("policy", False)),
     )
 
 
@@ -334,15 +446,21 @@ def _plain(v: Any) -> Any:
 
 
 def counts_of(buckets: Sequence[BucketSummary], fixed: Sequence[FixedCase], programs_run: int,
-              programs_with_divergences: int, failing_programs: int) -> Counts:
+              programs_with_divergences: int, failing_programs: int, reruns: Sequence[AloneRerun] = (),
+              not_done: NotDone = NotDone()) -> Counts:
     return Counts(
         programs_run=programs_run,
         programs_with_divergences=programs_with_divergences,
         failing_programs=failing_programs,
-        divergences=sum(b.count for b in buckets if not b.known),
+        divergences=sum(b.count for b in buckets if not b.explained),
         suppressed=sum(b.count for b in buckets if b.known),
-        new_buckets=sum(1 for b in buckets if not b.known and b.new),
+        new_buckets=sum(1 for b in buckets if not b.explained and b.new),
         still_failing_buckets=sum(1 for b in buckets if b.still_failing),
         known_buckets=sum(1 for b in buckets if b.known),
         fixed_cases=len(fixed),
+        policy=sum(b.count for b in buckets if b.is_policy),
+        policy_buckets=sum(1 for b in buckets if b.is_policy),
+        slow=sum(1 for r in reruns if r.verdict == SLOW),
+        flaky=sum(1 for r in reruns if r.verdict == FLAKY),
+        not_done=not_done.total,
     )

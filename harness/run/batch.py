@@ -43,8 +43,6 @@ def _together(progs: list[Program]) -> list[Observation]:
     fs, args = [], []
     for k, p in enumerate(progs):
         def record(i: int, v: Any, k: int = k) -> None:
-            from harness.run import compat
-
             if i not in types[k]:
                 types[k][i] = (tuple(v.shape), str(v.dtype), compat.vma_of(v))
 

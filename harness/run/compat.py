@@ -35,13 +35,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
+import inspect
 import os
 from collections.abc import Callable, Iterable, Iterator
+from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES, WRAPS
+from harness.run.lowering import to_pspec, wrapped
+from oracles.interpreter import trace
+from oracles.prediction import ErrorKind
+from programs.emit import PERMUTE_ORDER_FLAG
+from programs.model import Op
+from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES, OP_TABLE, WRAPS
 from programs.points import DERIVATIVE_MODES, REVERSE_MODES
 
 if TYPE_CHECKING:
@@ -79,8 +87,6 @@ def _knows_fusion_emitter_flag() -> bool:
     knows it (XLA aborts at start-up: 'Unknown flag in XLA_FLAGS'); measured: 0.6.0-0.10.2
     accept it, 0.11.2 and 0.12.0 do not."""
     try:
-        from importlib.metadata import version
-
         major, minor = (int(x) for x in version("jaxlib").split(".")[:2])
     except Exception:  # noqa: BLE001 - unknown jaxlib: the portable flag only
         return False
@@ -283,10 +289,7 @@ def _wrap_under_check(wrap: str) -> bool:
     exactly as the lowering builds it) traces inside a checked (check_rep / check_vma)
     shard_map: probed, never by version (jax 0.5.3 runs a cond there but has no
     replication rule for while: 'No replication rule for while')."""
-    from harness.run.lowering import _wrapped
-    from programs.model import Op
-
-    e = _probe(lambda x: _wrapped(Op("psum", (0,), (("axes", ("a",)), ("wrap", wrap))), [x]))
+    e = _probe(lambda x: wrapped(Op("psum", (0,), (("axes", ("a",)), ("wrap", wrap))), [x]))
     return not isinstance(e, NotImplementedError)
 
 
@@ -323,10 +326,6 @@ def _shardy_default() -> bool:
 def has_call(kind: str) -> bool:
     """Whether this jax has the function an op kind's call template names (programs/ops.py):
     jax.lax.axis_size, jax.lax.pcast, ... are missing from older releases."""
-    import importlib
-
-    from programs.ops import OP_TABLE
-
     call = OP_TABLE[kind].call
     if call.module not in ("jax", "jax.lax", "jax.numpy"):
         return True
@@ -367,9 +366,6 @@ def _program_features(p: Program) -> tuple[str, ...]:
         # out_specs the vma rules reject, and before lax.pcast psum/psum_scatter pvary an
         # operand varying over only some of the named axes instead of rejecting it.
         # Programs whose predicted verdict is one of those checks are not comparable.
-        from oracles.interpreter import trace
-        from oracles.prediction import ErrorKind
-
         _, err = trace(p, with_values=False)
         kind = "" if err is None else err.kind.value
         if not has("shard_map") and kind in (ErrorKind.OUT_SPEC_REPLICATION.value, ErrorKind.COLLECTIVE_VMA.value):
@@ -602,8 +598,6 @@ def make_mesh(names: tuple[str, ...], sizes: tuple[int, ...], axis_types: tuple[
 def mesh_scope(p: Program) -> Any:
     """The context a mode runs `p` in: `jax.set_mesh(mesh)` where the program needs the
     mesh context (`Program.needs_mesh_context`), else nothing."""
-    import contextlib
-
     if not p.needs_mesh_context():
         return contextlib.nullcontext()
     import jax
@@ -618,8 +612,6 @@ def with_wrap(p: Program, make: Callable[[], Callable[..., Any]]) -> Callable[..
     shard_map inside the wrapper (made outside, jax.shard_map would keep the outer mesh:
     'The context mesh ... should match the mesh passed to shard_map', measured on 0.10.2)."""
     import jax
-
-    from harness.run.lowering import to_pspec
 
     specs = tuple(to_pspec(s) for s in p.wrap_specs)
 
@@ -637,8 +629,6 @@ def with_reshard(p: Program, f: Callable[..., Any]) -> Callable[..., Any]:
     if not p.reshard:
         return f
     import jax
-
-    from harness.run.lowering import to_pspec
 
     specs = [to_pspec(p.reshard_spec(i)) for i in range(len(p.inputs))]
 
@@ -736,8 +726,6 @@ def program_config(p: Program) -> Iterator[None]:
     ppermute-multi-axis-order)."""
     import jax
 
-    from programs.emit import PERMUTE_ORDER_FLAG
-
     if not (p.permutes_out_of_mesh_order() and hasattr(jax.config, PERMUTE_ORDER_FLAG)):
         yield
         return
@@ -755,8 +743,6 @@ def _all_gather_has_to() -> bool:
     """Whether jax.lax.all_gather takes `to=` (read once: a deliberate fault's wrapper
     of all_gather has no such parameter, and must not make every program using it
     unsupported; `settle_probes` reads it before the fault patches jax.lax)."""
-    import inspect
-
     import jax
 
     return "to" in inspect.signature(jax.lax.all_gather).parameters

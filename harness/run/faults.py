@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.run import compat
+from harness.run.compat import internals
+from harness.run.modes_multiprocess import RANK_ENV
 from harness.run.narrow_faults import NARROW
 
 
@@ -100,13 +104,48 @@ def _hang_in_pswapaxes() -> None:
     _patch("pswapaxes", make)
 
 
+def _hang_in_shard_map() -> None:
+    """Every shard_map never returns: each job of every mode hangs (a run's time budget
+    must still end it)."""
+    import jax
+
+    def shard_map(*a: Any, **kw: Any) -> Any:
+        time.sleep(3600)
+
+    jax.shard_map = shard_map
+
+
+STATE_ENV = "SHARDFUZZ_FAULT_STATE"  # a directory the faults that happen once mark, shared by a run's workers
+
+
+def _once_in_eager(name: str, fault: Callable[[], None]) -> None:
+    """`fault` at the first eager primitive any worker of the run applies; every later
+    one runs as it should (as a timeout under load that passes alone, or a crash another
+    job caused, would). Needs SHARDFUZZ_FAULT_STATE: a directory the run's workers share,
+    in which the first marks that the fault happened (a file named after it)."""
+    state = os.environ.get(STATE_ENV)
+    if not state:
+        raise ValueError(f"{name}: set {STATE_ENV} to a directory the run's workers share")
+    mark = os.path.join(state, name)
+    sm = internals()["shard_map"]
+    orig = sm._prim_applier
+
+    def applier(prim: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return orig(prim, *args, **kw)
+        fault()
+        return orig(prim, *args, **kw)
+
+    sm._prim_applier = applier
+
+
 # --- the multi-process path only: a rank process of the multiprocess mode ------------
 
 
 def _in_rank(rank: int) -> bool:
     """Whether this process is that rank of a multiprocess-mode mesh (harness/run/mp_rank.py)."""
-    from harness.run.mp_rank import RANK_ENV
-
     return os.environ.get(RANK_ENV) == str(rank)
 
 
@@ -124,8 +163,6 @@ def _mp_psum_scatter_rank0_off_by_one() -> None:
 def _mp_rank1_killed_in_pmin() -> None:
     """Process 1 of a multi-process mesh is killed with SIGKILL (kill -9) when it traces a
     pmin; its partner is left waiting."""
-    import signal
-
     def make(orig: Callable[..., Any]) -> Callable[..., Any]:
         def pmin(x: Any, axis_name: Any, **kw: Any) -> Any:
             if _in_rank(1):
@@ -151,8 +188,6 @@ def _mp_rank0_hangs_in_pmax() -> None:
 
 def _psum_transpose_doubles() -> None:
     """The transpose rule of psum scales the cotangent by 2: only reverse mode sees it."""
-    from harness.run.compat import internals
-
     i = internals()
     orig = i["transposes"][i["psum_invariant_p"]]
 
@@ -164,8 +199,6 @@ def _psum_transpose_doubles() -> None:
 
 def _all_gather_batching_doubles() -> None:
     """The batching rule of all_gather doubles its result: only vmap sees it."""
-    from harness.run.compat import internals
-
     i = internals()
     orig = i["batchers"][i["all_gather_p"]]
 
@@ -180,8 +213,6 @@ def _eager_psum_off_by_one() -> None:
     """Eager shard_map runs each primitive through _prim_applier: psum adds one there,
     so only the eager path (never jit) computes it wrong."""
     import jax
-
-    from harness.run.compat import internals
 
     sm = internals()["shard_map"]
     orig = sm._prim_applier
@@ -199,8 +230,6 @@ def _eager_psum_off_by_one() -> None:
 
 
 def _remove_check(module_key: str, fn: str) -> None:
-    from harness.run.compat import internals
-
     setattr(internals()[module_key], fn, lambda *a, **k: None)
 
 
@@ -220,6 +249,9 @@ _FAULTS: dict[str, Callable[[], None]] = {
     "pmin_is_pmax": _pmin_is_pmax,
     "abort_in_pshuffle": _abort_in_pshuffle,
     "hang_in_pswapaxes": _hang_in_pswapaxes,
+    "hang_in_shard_map": _hang_in_shard_map,
+    "hang_once_in_eager": functools.partial(_once_in_eager, "hang_once_in_eager", lambda: time.sleep(3600)),
+    "abort_once_in_eager": functools.partial(_once_in_eager, "abort_once_in_eager", os.abort),
     "mp_psum_scatter_rank0_off_by_one": _mp_psum_scatter_rank0_off_by_one,
     "mp_rank1_killed_in_pmin": _mp_rank1_killed_in_pmin,
     "mp_rank0_hangs_in_pmax": _mp_rank0_hangs_in_pmax,
@@ -241,7 +273,5 @@ def install(names: list[str]) -> None:
 def install_from_env() -> None:
     names = [n for n in os.environ.get("SHARDFUZZ_FAULTS", "").split(",") if n]
     if names:
-        from harness.run import compat
-
         compat.settle_probes()  # what jax supports is the real jax's answer, not the fault's
         install(names)

@@ -108,7 +108,7 @@ def _transform(op: Op, xs: list[Any]) -> Any:
     return eval(src, {"jax": jax, "f": sub_body(op), "x": xs[0]})  # (constant text from the op table)
 
 
-def _wrapped(op: Op, xs: list[Any]) -> Any:
+def wrapped(op: Op, xs: list[Any]) -> Any:
     """The op inside a wrapper of the same meaning (lax.scan, cond, switch, while_loop,
     fori_loop, map, jax.vmap, jax.checkpoint): programs/ops.py WRAP_SOURCE, the
     reproducer's form of the same calls."""
@@ -186,7 +186,7 @@ def make_body(p: Program, record: Callable[[int, Any], None] | None = None) -> C
             for i, v in enumerate(vals):
                 record(i, v)
         for i, op in enumerate(p.body):
-            v = _wrapped(op, [vals[j] for j in op.operands])
+            v = wrapped(op, [vals[j] for j in op.operands])
             vals.append(v)
             if record is not None:
                 record(n_in + i, _as_jax_value(v))

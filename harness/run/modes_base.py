@@ -22,6 +22,7 @@ from harness.run import compat
 from harness.run.lowering import make_body, to_pspec
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program
+from programs.serialize import program_id
 
 
 def _inputs(p: Program) -> list[np.ndarray]:
@@ -31,8 +32,6 @@ def _inputs(p: Program) -> list[np.ndarray]:
 def structure_key(p: Program) -> str:
     """The program with its input values left out: programs with the same key trace and
     compile to the same executable."""
-    from programs.serialize import program_id
-
     return program_id(replace(p, inputs=tuple(replace(x, seed=0, fill="small") for x in p.inputs)))
 
 
@@ -187,10 +186,13 @@ class Mode:
                         COMPILED.popitem(last=False)
             except Exception as e:
                 return raised(e)
-            try:
-                observed = tuple(self.observe(o, p) for o in outs)
-            except Exception as e:  # jax produced outputs that cannot be read back
-                return raised(e, "read_output")
+            observed_list = []
+            for k, o in enumerate(outs):
+                try:
+                    observed_list.append(self.observe(o, p))
+                except Exception as e:  # jax produced an output that cannot be read back: which one
+                    return raised(e, f"read_output:{k}")
+            observed = tuple(observed_list)
         return Observation(self.name, outputs=observed, value_types=types, elapsed_s=time.perf_counter() - t0, value_ur=urs)
 
     def observe(self, o: Any, p: Program) -> ObservedOutput:

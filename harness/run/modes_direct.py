@@ -17,7 +17,8 @@ from harness.run import compat
 from harness.run.lowering import make_body
 from harness.run.modes_base import Mode, Staged
 from harness.run.observation import Observation, ObservedOutput
-from programs.model import Program
+from oracles import trace
+from programs.model import Program, Spec
 
 
 def _shapes_only(p: Program) -> list[Any]:
@@ -121,8 +122,6 @@ def probe_values(p: Program) -> tuple[int, ...]:
     refuses to make one unreduced or reduced (pcast(to='unreduced') raises 'Unsupported
     pcast from=invarying', jax 0.10.2): without the leaving out, one such op anywhere in
     the body made every probe fail and no wrong value was put on its op."""
-    from oracles import trace
-
     st, _ = trace(p, with_values=False)
     n_in = len(p.inputs)
     left_out: set[int] = set()
@@ -139,21 +138,17 @@ def probe_program(p: Program) -> Program:
     check_vma=False, so each device's block of each value comes back as it is (a rank-0
     value comes back as a (1,) block: `Probe.build`). Used to find the first op whose
     values go wrong."""
-    from dataclasses import replace as _replace
-
-    from programs.model import Spec
-
     n_in = len(p.inputs)
     vals = probe_values(p)
     new = {v: v for v in range(n_in)} | {v: n_in + k for k, v in enumerate(vals)}
-    body = tuple(_replace(p.body[v - n_in], operands=tuple(new[j] for j in p.body[v - n_in].operands)) for v in vals)
+    body = tuple(replace(p.body[v - n_in], operands=tuple(new[j] for j in p.body[v - n_in].operands)) for v in vals)
     axes = p.manual_axes
     spec = Spec((axes,) if axes else ())
     # (without auto_axes / explicit_axes around the call: the body runs under the mesh
     # the wrapper gives it, `p.mesh`, its values are the same, and auto_axes' out_sharding
     # is one spec per output)
-    return _replace(p, body=body, outputs=tuple(new[v] for v in vals), out_specs=(spec,) * len(vals), check_vma=False,
-                    form=_replace(p.form, out_specs="tuple"),
+    return replace(p, body=body, outputs=tuple(new[v] for v in vals), out_specs=(spec,) * len(vals), check_vma=False,
+                    form=replace(p.form, out_specs="tuple"),
                     wrap=None, wrap_axes=(), wrap_specs=())
 
 

@@ -40,7 +40,6 @@ from harness.run import compat
 from harness.run.lowering import make_body, to_pspec
 from harness.run.modes_base import Mode
 from harness.run.modes_direct import Jit
-from harness.run.mp_rank import LOCAL_DEVICES, N_PROCESSES
 from harness.run.observation import Observation, ObservedOutput, observation_from_dict, signame
 from programs.model import Program
 from programs.serialize import program_to_dict
@@ -49,6 +48,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_ENV = "SHARDFUZZ_MP_TIMEOUT"  # seconds per program (the pool sets it below its own timeout)
 START_TIMEOUT_S = 90.0
 LARGE_BLOCK_BYTES = 4 << 20  # a block this large goes through gloo's chunked path
+N_PROCESSES = 2
+LOCAL_DEVICES = 4  # per process: 2 x 4 = the 8 devices of a single-process run
+RANK_ENV = "SHARDFUZZ_MP_RANK"  # set in a rank process (faults.py: faults of one rank only)
 
 
 def spans_processes(p: Program) -> str | None:

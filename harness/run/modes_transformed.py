@@ -19,6 +19,7 @@ import numpy as np
 from harness.run.modes_base import Mode, Staged
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program, is_float
+from programs.points import cotangent, grad_point, tangents
 
 VMAP_BATCH = 2  # members in a plain vmap batch (vmap_spmd: the spmd axis' size)
 
@@ -105,8 +106,6 @@ class Grad(Mode):
         return replace(obs, facts=self._facts) if obs.status == "ok" else obs
 
     def inputs(self, p: Program) -> list[np.ndarray]:
-        from programs.points import grad_point
-
         return [a.astype(x.dtype) for a, x in zip(grad_point(p), p.inputs)]
 
     def derive(self, g: Callable[..., Any], prim: tuple[Any, ...], tan: tuple[Any, ...], cot: tuple[Any, ...]) -> dict[str, Any]:
@@ -133,8 +132,6 @@ class Grad(Mode):
         import jax
         import jax.numpy as jnp
 
-        from programs.points import cotangent, tangents
-
         p = self._program
         fl_idx = self.float_args(p)
         shapes = jax.eval_shape(f, *args)
@@ -151,7 +148,7 @@ class Grad(Mode):
 
         # host arrays, passed to the jit as they are: jnp.asarray with a dtype would convert
         # each on the device (a compile per shape and dtype) and the jit would then reshard
-        # it (measured: a third of the mode's time on seed-0 sweep programs)
+        # it, both paid on every program
         primals = tuple(np.asarray(args[i]) for i in fl_idx)
         vs = tangents(p)
         # tangents and cotangents in their value's dtype (jvp and vjp require it; they hold

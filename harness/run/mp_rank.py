@@ -14,6 +14,7 @@ killed worker never leaves a process waiting in a collective.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -21,16 +22,17 @@ import signal
 import sys
 import time
 
-N_PROCESSES = 2
-LOCAL_DEVICES = 4  # per process: 2 x 4 = the 8 devices of a single-process run
-RANK_ENV = "SHARDFUZZ_MP_RANK"  # set in a rank process (faults.py: faults of one rank only)
+from harness.run import compat
+from harness.run.faults import install_from_env
+from harness.run.modes_base import COMPILED
+from harness.run.modes_multiprocess import LOCAL_DEVICES, N_PROCESSES, RANK_ENV, RANK_MODE
+from harness.run.observation import observation_to_dict
+from programs.serialize import program_from_dict
 
 
 def _die_with_parent() -> None:
     """SIGKILL this process when its parent dies (Linux; elsewhere stdin EOF still ends it)."""
     try:
-        import ctypes
-
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
@@ -44,18 +46,10 @@ def main(argv: list[str]) -> int:
     os.environ[RANK_ENV] = str(rank)
     # 4 devices here, whatever count the worker's XLA_FLAGS asked for
     os.environ["XLA_FLAGS"] = re.sub(r"--xla_force_host_platform_device_count=\d+", "", os.environ.get("XLA_FLAGS", ""))
-    from harness.run import compat
-
     compat.force_host_devices(LOCAL_DEVICES)
     import jax
 
     compat.distributed_cpu(address, N_PROCESSES, rank)
-    from harness.run.faults import install_from_env
-    from harness.run.modes_base import COMPILED
-    from harness.run.modes_multiprocess import RANK_MODE
-    from harness.run.observation import observation_to_dict
-    from programs.serialize import program_from_dict
-
     install_from_env()
 
     def send(msg: dict) -> None:  # type: ignore[type-arg]

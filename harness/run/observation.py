@@ -8,6 +8,7 @@ make it so the pool, the judge and the campaign read it without importing any mo
 from __future__ import annotations
 
 import base64
+import signal
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,7 @@ class Observation:
     value_types: dict[int, tuple[tuple[int, ...], str, frozenset[str] | None]] = field(default_factory=dict)
     elapsed_s: float = 0.0
     status: str = "ok"  # ok | error | crash | timeout | unsupported
-    phase: str = ""  # where an error arose: "" (building/tracing/running) or "read_output"
+    phase: str = ""  # where an error arose: "" (building/tracing/running) or "read_output:K" (reading output K)
     facts: dict[str, Any] = field(default_factory=dict)  # mode-specific facts (lowering text, derivatives)
     # value index -> (unreduced, reduced) manual axes, as jax.typeof(v).mat showed them
     value_ur: dict[int, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
@@ -121,8 +122,6 @@ def observation_from_dict(d: dict[str, Any]) -> Observation:
 
 def signame(rc: int | None) -> str:
     """', SIGABRT' for a process a signal ended (a negative return code), else ''."""
-    import signal
-
     if rc is not None and rc < 0:
         try:
             return f", {signal.Signals(-rc).name}"

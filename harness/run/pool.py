@@ -6,6 +6,15 @@ tail of the worker's stderr), the job's later modes come back as `unrun`, the wo
 replaced, the jobs queued behind that one (a worker holds `depth` jobs) are sent again,
 and the run goes on.
 
+A job sent `alone` goes to an idle worker and nothing is queued behind it while it runs;
+its own limit may exceed the pool's (a crash or timeout re-run before it is reported).
+
+Past the pool's `deadline` (a run's time budget and its grace) nothing runs: every job
+running or waiting is cancelled at once (its worker killed and replaced), and a job
+submitted after it is cancelled without being sent. A cancelled job comes back as a
+`Completed` whose `cancelled` modes hold an `unsupported` observation each (the judge
+counts none of them, so a caller that reads only observations sees nothing found).
+
 Each worker's stderr goes to a log file in a directory the pool owns (`log_dir`, made
 with `tempfile.mkdtemp`); `close()` removes it, and so does a finalizer should a pool
 never be closed, so a run or a test leaves nothing in the system temp directory. A
@@ -35,15 +44,12 @@ from harness.run.modes import Observation, observation_from_dict
 from harness.run.observation import signame
 from harness.run.worker import JOB_MARK, LOG_ENV
 from harness.run.zygote import Forked, ForkServer
+from programs.errors import WorkerStartError
 from programs.model import Program
 from programs.serialize import program_to_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 QUEUE_BYTES = 32 << 10  # a job's line longer than this goes to an idle worker only (Pool._room)
-
-
-class WorkerStartError(RuntimeError):
-    """A worker could not start (wrong interpreter, jax missing): names the interpreter."""
 
 
 @dataclass
@@ -60,6 +66,7 @@ class Job:
     limit_s: float | None = None  # its own per-mode time limit (else the pool's timeout_s)
     together: tuple[str, ...] = ()  # modes the worker tries in one jit first (harness/run/together.py)
     in_together: bool = False  # the worker is running them now
+    alone: bool = False  # on an idle worker, nothing queued behind it; `limit_s` may exceed the pool's
     line: bytes = b""  # what was sent (sent again if its worker died before it started)
 
 
@@ -73,6 +80,9 @@ class Completed:
     # `_Rest`), or past its budget checks them on the program without the op a known
     # entry puts the crash on (harness/campaign/state.py `Run.record`)
     unrun: tuple[str, ...] = ()
+    # the modes the pool's deadline kept from running (each with an `unsupported`
+    # observation saying so): the job was cancelled
+    cancelled: tuple[str, ...] = ()
 
 
 class _Worker:
@@ -178,6 +188,7 @@ def _size_scale(job: Job) -> float:
 # process it runs in about 1 s, and so do its modes alone, from the cache or not. A jax-only
 # reproducer: reports/upstream/xla_cpu_cached_jit_deadlock.py (jax 0.10.2: hangs; 0.12.0: runs).
 TOGETHER_LIMIT_S = 10.0
+CANCELLED = "not run: the run's time was up (its budget and grace)"  # a cancelled mode's message
 
 
 class Pool:
@@ -212,6 +223,9 @@ class Pool:
         self.crashes = 0
         self.together_again = 0  # jobs whose worker died running modes together: run again one by one
         self.timeouts = 0
+        self.cancelled = 0  # jobs cancelled at the deadline
+        # time.monotonic() past which nothing runs (None: no deadline); see the module doc
+        self.deadline: float | None = None
         self.info: dict[str, Any] = {}
         self._pending: list[Completed] = []  # completions seen while waiting to submit
         self._backlog: list[Job] = []  # jobs a dead worker held but had not started: sent again
@@ -277,7 +291,10 @@ class Pool:
         """The per-mode time limit for a job: `timeout_s`, scaled by the program's size past
         2M argument elements (a large program, 4 MiB per device on 8 devices, gets 4x),
         at most 8x, so a big transfer is not mistaken for a hang."""
-        base = self.timeout_s if job.limit_s is None else min(job.limit_s, self.timeout_s)
+        if job.limit_s is None:
+            base = self.timeout_s
+        else:  # (a job alone may have a longer limit than the pool's; any other, only a shorter one)
+            base = job.limit_s if job.alone else min(job.limit_s, self.timeout_s)
         return base * _size_scale(job)
 
     def running_limit_s(self, job: Job) -> float:
@@ -289,12 +306,13 @@ class Pool:
             return one
         return min(one * len(job.together), TOGETHER_LIMIT_S * _size_scale(job))
 
-    def _room(self, w: _Worker, size: int = 0) -> int:
+    def _room(self, w: _Worker, size: int = 0, alone: bool = False) -> int:
         """How many more jobs `w` takes now (none until it is ready); a job whose line
         (`size` bytes) is longer than QUEUE_BYTES only an idle worker takes (a pipe holds 64 KiB: the
         write to a busy worker could block the parent until that worker's job ends, and
-        a hung job's time limit with it)."""
-        if not w.ready or (w.queue and size > QUEUE_BYTES):
+        a hung job's time limit with it); so does a job `alone`; a worker running a job
+        alone takes none."""
+        if not w.ready or (w.queue and (size > QUEUE_BYTES or alone or any(j.alone for j in w.queue))):
             return 0
         return max(0, self.depth - len(w.queue))
 
@@ -306,28 +324,37 @@ class Pool:
     def busy(self) -> int:
         return sum(1 for w in self.workers if w.queue) + len(self._backlog)
 
-    def _pick(self, size: int) -> _Worker | None:
-        """The worker with room for a line of `size` bytes that has the fewest jobs (an
-        idle one first)."""
-        return min((w for w in self.workers if self._room(w, size)), key=lambda w: len(w.queue), default=None)
+    def _pick(self, size: int, alone: bool = False) -> _Worker | None:
+        """The worker with room for a line of `size` bytes (for a job `alone`: an idle
+        one) that has the fewest jobs (an idle one first)."""
+        return min((w for w in self.workers if self._room(w, size, alone)), key=lambda w: len(w.queue), default=None)
+
+    def expired(self) -> bool:
+        """Whether the pool's deadline has passed (nothing runs any more)."""
+        return self.deadline is not None and time.monotonic() > self.deadline
 
     def _dispatch(self) -> None:
         """Send the jobs a dead worker held but had not started to workers with room, in order."""
         while self._backlog:
-            w = self._pick(len(self._backlog[0].line))
+            w = self._pick(len(self._backlog[0].line), self._backlog[0].alone)
             if w is None:
                 return
             job = self._backlog.pop(0)
             self._send(w, job, job.line)
 
-    def _free_worker(self, size: int = 0) -> _Worker:
-        """A ready worker with room for a line of `size` bytes, waiting for one (a
-        replacement may still be starting); completions seen meanwhile are kept for the
-        next wait/drain."""
+    def _free_worker(self, size: int = 0, alone: bool = False) -> _Worker | None:
+        """A ready worker with room for a line of `size` bytes (`alone`: an idle one),
+        waiting for one (a replacement may still be starting); completions seen meanwhile
+        are kept for the next wait/drain. None once the deadline has passed."""
         t0 = time.monotonic()
+        if not self.expired():
+            while len(self.workers) < self.n:  # (those killed at a deadline since)
+                self._spawn()
         self._dispatch()
         while True:
-            w = self._pick(size) if self.free() else None
+            if self.expired():
+                return None
+            w = self._pick(size, alone) if self.free() else None
             if w is not None:
                 return w
             if time.monotonic() - t0 > 300:
@@ -357,13 +384,19 @@ class Pool:
             job.current_mode = job.modes[0]  # (the worker sends no start for a one-mode job)
 
     def submit(self, program: Program, modes: tuple[str, ...], tag: Any = None, limit_s: float | None = None,
-               together: tuple[str, ...] = ()) -> None:
+               together: tuple[str, ...] = (), alone: bool = False) -> None:
         """Give a program to a free worker, to run in each of `modes` (`limit_s`: a time
         limit per mode below the pool's, for modes a known entry says may hang;
-        `together`: modes of `modes` to try in one jit first, harness/run/together.py)."""
-        job = Job(self.next_id, program, modes, tag, limit_s=limit_s, together=together)
+        `together`: modes of `modes` to try in one jit first, harness/run/together.py;
+        `alone`: on an idle worker with nothing queued behind it, `limit_s` as given even
+        above the pool's). Past the deadline it is cancelled, not sent."""
+        job = Job(self.next_id, program, modes, tag, limit_s=limit_s, together=together, alone=alone)
         body = self._body(job)
-        w = self._free_worker(len(body))
+        w = self._free_worker(len(body), alone)
+        if w is None:
+            self.next_id += 1
+            self._pending.extend(self._cancel(job))
+            return
         clear = self.clear_caches_every > 0 and (w.jobs_done + len(w.queue) + 1) % self.clear_caches_every == 0
         self._send(w, job, f'{{"id": {job.id}, {body}, "clear_caches": {json.dumps(clear)}}}\n'.encode())
 
@@ -381,6 +414,10 @@ class Pool:
         body = json.dumps({"batch": [program_to_dict(p) for p in programs], "modes": ["jit"]})[1:-1]
         w = self._free_worker(len(body))
         job = Job(self.next_id, programs[0], ("jit",), list(tags), batch=list(programs))
+        if w is None:
+            self.next_id += 1
+            self._pending.extend(self._cancel(job))
+            return
         self._send(w, job, f'{{"id": {job.id}, {body}}}\n'.encode())
 
     def wait(self, timeout: float = 1.0) -> list[Completed]:
@@ -419,6 +456,8 @@ class Pool:
             for line in lines:
                 done.extend(self._handle(w, line))
         now = time.monotonic()
+        if self.expired():
+            done.extend(self._cancel_all())
         for w in list(self.workers):
             if w.job is not None and now - w.job.mode_started > self.running_limit_s(w.job):
                 done.extend(self._dead(w, "timeout"))
@@ -427,6 +466,35 @@ class Pool:
                 self._spawn()
         self._dispatch()
         return done
+
+    def _cancel_all(self) -> list[Completed]:
+        """The deadline has passed: every job running or waiting is cancelled, and each
+        worker that held one is killed (replaced when a job is next submitted before a
+        deadline: `_free_worker`)."""
+        out: list[Completed] = []
+        for w in [w for w in self.workers if w.queue]:
+            jobs, w.queue = list(w.queue), []
+            self._retire(w)
+            for j in jobs:
+                out.extend(self._cancel(j))
+        backlog, self._backlog = self._backlog, []
+        for j in backlog:
+            out.extend(self._cancel(j))
+        return out
+
+    def _cancel(self, job: Job) -> list[Completed]:
+        """`job` cancelled: what it observed before, and an `unsupported` observation
+        (CANCELLED) for each mode it did not run."""
+        self.cancelled += 1
+        if job.batch is not None:
+            return [Completed(p, [job.batch_obs[i]], job.tag[i]) if i in job.batch_obs else
+                    Completed(p, [Observation("jit", status="unsupported", error_message=CANCELLED)], job.tag[i],
+                              cancelled=("jit",))
+                    for i, p in enumerate(job.batch)]
+        seen = {o.mode for o in job.observations}
+        rest = tuple(m for m in job.modes if m not in seen)
+        return [Completed(job.program, [*job.observations, *(Observation(m, status="unsupported", error_message=CANCELLED)
+                                                             for m in rest)], job.tag, cancelled=rest)]
 
     def _handle(self, w: _Worker, line: bytes) -> list[Completed]:
         try:
@@ -493,10 +561,10 @@ class Pool:
             # it died running modes together: they run again one by one (each crash or hang
             # on its own mode), first of all jobs waiting
             seen = {o.mode for o in job.observations}
-            alone = Job(job.id, job.program, tuple(m for m in job.modes if m not in seen), job.tag,
-                        list(job.observations), limit_s=job.limit_s)
-            alone.line = f'{{"id": {alone.id}, {self._body(alone)}}}\n'.encode()
-            self._backlog.insert(0, alone)  # (sent by `_poll`'s dispatch, which called this)
+            one_by_one = Job(job.id, job.program, tuple(m for m in job.modes if m not in seen), job.tag,
+                             list(job.observations), limit_s=job.limit_s, alone=job.alone)
+            one_by_one.line = f'{{"id": {one_by_one.id}, {self._body(one_by_one)}}}\n'.encode()
+            self._backlog.insert(0, one_by_one)  # (sent by `_poll`'s dispatch, which called this)
             return []
         mode = job.current_mode or (job.modes[len(job.observations)] if len(job.observations) < len(job.modes) else "?")
         what = f"timed out after {self.limit_s(w.job) if w.job is not None else self.timeout_s:.0f}s" if status == "timeout" else f"worker died (exit code {rc}{signame(rc)})"
@@ -517,6 +585,8 @@ class Pool:
                 pass
             self._retire(w)
         if self.server is not None:
+            if self.expired() and self.server.proc is not None:
+                self.server.proc.kill()  # (past the deadline: not its graceful exit, which may take seconds)
             self.server.close()
             self.server = None
         self._cleanup()  # the log directory (each log is already gone with its worker)

@@ -4,9 +4,8 @@
 jax transformation and compile it alone. A compile of a small program is mostly fixed
 cost (XLA:CPU makes its MLIR contexts, runs its pass pipelines, sets up its code
 generator whatever the program's size), so the five traced into one jit compile in
-about 60% of the time of five (`python benchmarks/together.py --programs 40`: seed 4's
-first 40 valid sweep programs, no compilation cache, 8.10 s alone, 4.83 s together,
-every observation bit-identical).
+well under the time of five, with the same observations (`python benchmarks/together.py`
+measures both; docs/execution.md).
 
 Each mode traces its own function (`Mode.stage`: the same shard_map, the same
 transformation, the same arguments as when it runs alone, its body value types recorded
@@ -54,9 +53,9 @@ def run_together(p: Program, modes: tuple[str, ...] | list[str]) -> list[Observa
     staged = []
     t0 = time.perf_counter()
     # (asked before the program's scopes: its probes of this jax are cached for the
-    # process, and one run under a program's mesh context or x64 gave a wrong answer for
-    # every later program of the worker: a grad inside a checked body "unsupported" in
-    # every mode, abstract included, in 4 of 11 cold 60 s runs, from ~50 s on)
+    # process, and a probe answered under one program's mesh context or x64 gives a
+    # wrong answer for every later program of the worker, e.g. a grad inside a checked
+    # body "unsupported" in every mode, abstract included)
     runs = [m for m in modes if not compat.unsupported_features(p, m)]
     with compat.x64_scope(p.x64), compat.mesh_scope(p), compat.program_config(p):
         try:

@@ -6,9 +6,9 @@ in one jit first, harness/run/together.py) from stdin; writes
 `{"event": "ready"}` once, then per job `{"event": "start", "mode"}` before each mode
 (`"together": true` before the modes run together)
 (so the parent knows which mode a crash or hang happened in), `{"event": "obs",
-"observation"}` after it, and `{"event": "done"}`. It needs only jax, numpy and
-shardfuzz's `programs` and `harness` packages, so it can run in another Python
-environment than the oracle (release qualification).
+"observation"}` after it, and `{"event": "done"}`. It needs only jax, numpy (with
+ml_dtypes, which jax brings) and shardfuzz's own packages, never hypothesis, so it can
+run in another Python environment than the run's (release qualification).
 
 Run as `python -m harness.run.worker`.
 """
@@ -21,7 +21,13 @@ import re
 import sys
 import time
 
+from harness.run import compat
+from harness.run.batch import run_batch
 from harness.run.compat import N_DEVICES
+from harness.run.faults import install_from_env
+from harness.run.modes import COMPILED, MODES, observation_to_dict
+from harness.run.together import run_together
+from programs.serialize import program_from_dict
 
 
 def host_device_count(xla_flags: str | None = None) -> int:
@@ -67,14 +73,7 @@ def _serve() -> int:
     # every earlier observation already out) and when a job is done
     proto = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    from harness.run import compat
-
     compat.force_host_devices(host_device_count())
-    from harness.run.faults import install_from_env
-    from harness.run.modes import COMPILED, MODES, observation_to_dict
-    from harness.run.together import run_together
-    from programs.serialize import program_from_dict
-
     install_from_env()
     import jax
 
@@ -94,8 +93,6 @@ def _serve() -> int:
         jid = job["id"]
         print(JOB_MARK, file=sys.stderr, flush=True)
         if "batch" in job:  # several programs, one jit (harness/batch.py)
-            from harness.run.batch import run_batch
-
             send({"id": jid, "event": "start", "mode": "jit"})
             progs = [program_from_dict(d, check=False) for d in job["batch"]]
             for i, o in enumerate(run_batch(progs)):

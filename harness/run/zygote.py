@@ -1,12 +1,11 @@
 """A fork server for workers: one process imports jax and the worker's modules once;
 each worker is a fork of it (harness/run/pool.py `ForkServer`).
 
-A worker started as its own interpreter spends about 1.5 s of CPU importing jax before
-its first job (measured on the 2-core machine: import 1.4-1.6 s CPU; a restart under
-load 3.8 s to ready). A fuzz run restarts a worker after every crash and hang jax has,
-known or not (3-8 in a 60 s run on jax 0.10.2, each costing the run that CPU on a
-2-core machine), and starts its workers while the parent draws its first programs. A
-fork of this process is ready in milliseconds.
+A worker started as its own interpreter spends over a second of CPU importing jax
+before its first job. A fuzz run restarts a worker after every crash and hang jax has,
+known or not, each restart costing the run that CPU, and starts its workers while the
+parent draws its first programs. A fork of this process is ready in milliseconds
+(figures: docs/execution.md).
 
 The fork happens before jax's backend exists: importing jax starts no thread of XLA's
 (the CPU client and its thread pools come with the first device query, in the worker),
@@ -43,20 +42,18 @@ import traceback
 from pathlib import Path
 from typing import IO
 
+from harness.run import compat, worker
+from harness.run.worker import host_device_count
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _preload() -> None:
-    """What every worker imports before its first job, without starting jax's backend
-    (harness/run/worker.py `_serve` does the same again in the worker: idempotent)."""
-    from harness.run import compat
-    from harness.run.worker import host_device_count
-
+    """What every worker imports before its first job (the modes and the codecs come with
+    this module's import of harness/run/worker.py), without starting jax's backend
+    (`worker._serve` does the same again in the worker: idempotent)."""
     compat.force_host_devices(host_device_count())
     import jax  # noqa: F401
-
-    import harness.run.modes  # noqa: F401
-    import programs.serialize  # noqa: F401
 
 
 def _child(sock: socket.socket, wake: tuple[int, int], fds: list[int], log: str) -> None:
@@ -74,8 +71,6 @@ def _child(sock: socket.socket, wake: tuple[int, int], fds: list[int], log: str)
         for fd in fds:
             if fd > 2:
                 os.close(fd)
-        from harness.run import worker
-
         os.environ[worker.LOG_ENV] = log
         code = worker.main()
     except BaseException:  # noqa: BLE001 - a worker must never return into the server's loop

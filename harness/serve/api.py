@@ -19,9 +19,9 @@ from harness.report.explain import explain_lines
 from harness.report.fix_candidates import candidates
 from harness.report.fixes import diff_lines, find_fixes, oracle_valid
 from oracles.interpreter import trace
+from programs.errors import FormError, ProgramFormatError, SourceError
 from programs.model import DTYPES
-from programs.source import SourceError, from_source
-from programs.validate import ProgramFormatError
+from programs.source import from_source
 
 _MESH = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(\d+)\s*$")
 _ARG = re.compile(r"^\s*(\w+)\s*\[\s*([\d\s,]*)\]\s*$")
@@ -59,10 +59,6 @@ class CheckResponse:
     jax: str = ""  # what jax said, when run
     fixes: tuple[FixView, ...] = field(default=())
     why_no_fix: str = ""
-
-
-class FormError(ValueError):
-    """A form field that cannot be read; its message names the field."""
 
 
 def _mesh(text: str) -> tuple[tuple[str, ...], tuple[int, ...]]:

@@ -5,13 +5,13 @@ every edit; "check with jax" runs the program and its fixes in a crash-safe work
 
 from __future__ import annotations
 
-import argparse
 import json
 import threading
 from dataclasses import asdict, fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from harness.run.pool import Pool
 from harness.serve.api import CheckRequest, check
 from harness.serve.page import PAGE
 
@@ -28,8 +28,6 @@ class _Jax:
 
     def get(self) -> Any:
         if self.pool is None:
-            from harness.run.pool import Pool
-
             self.pool = Pool(1, python=self.python, timeout_s=60.0)
         return self.pool
 
@@ -85,28 +83,3 @@ def make_server(port: int = 0, python: str | None = None) -> ThreadingHTTPServer
     srv = ThreadingHTTPServer((HOST, port), Handler)
     srv.jax = jax  # type: ignore[attr-defined]
     return srv
-
-
-def cmd_serve(a: argparse.Namespace) -> int:
-    from harness.cli_cases import _python
-
-    srv = make_server(a.port, _python(a))
-    print(f"shardfuzz serve: the spec checker is at http://{HOST}:{srv.server_address[1]}/ (loopback only; Ctrl-C stops it)")
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        print("stopped")
-    finally:
-        srv.server_close()
-        srv.jax.close()  # type: ignore[attr-defined]
-    return 0
-
-
-def register(sub: Any) -> None:
-    """Add the `serve` subcommand to shardfuzz's subparsers."""
-    from harness.usage import at_least
-
-    s = sub.add_parser("serve", help="a local spec-checker page: edit mesh, shapes, specs and body; see types, verdict, fixes")
-    s.add_argument("--port", type=at_least(0, what="0: any free port"), default=8765, help="port on 127.0.0.1")
-    s.add_argument("--python", default=None, help="run jax in this interpreter (default: this one)")
-    s.set_defaults(fn=cmd_serve)

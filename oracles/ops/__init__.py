@@ -1,8 +1,12 @@
 """The semantics of every op: check, shape rule, varying-axes rule and NumPy value rule.
 
 Each op is one class; its rules sit side by side, in modules by family (`local`,
-`reductions`, `movement`, `device`; `base` holds `Ctx`, `OpDef`, `Collective`); `OPS`
-maps every op kind to its class's instance. The strategy asks the same rules
+`reductions`, `movement`, `device`; `nested` and `transform`, the ops made of other ops;
+`base` holds `Ctx`, `OpDef`, `Collective`). `OPS` maps every op kind of the op table
+(`programs.ops.OP_KINDS`) to its class's instance: `registry` (oracles/ops/registry.py)
+finds, in those modules, the class that names each kind as its own `kind`, and fails at
+import on a kind with no class, two classes of one kind, or a class of a kind the table
+lacks. The strategy asks the same rules
 (`strategies/programs.py`), so construction and prediction cannot disagree. Values are device-vectorised
 arrays (see `oracles/devices.py`): leading dims are the mesh, trailing dims the block one
 device holds.
@@ -23,29 +27,14 @@ Sources, for jax 0.10.2:
 
 from __future__ import annotations
 
+from oracles.ops import nested, transform
 from oracles.ops.base import Collective, Ctx, OpDef
-from oracles.ops.device import AxisIndex, AxisSize, NestedShardMap, Pcast, RaggedAllToAll
-from oracles.ops.local import Add, Cast, Const, Max, Min, Mul, Neg, ReduceSum, Sub, Transpose
-from oracles.ops.movement import (
-    AllGather,
-    AllToAll,
-    Pbroadcast,
-    Ppermute,
-    Pshuffle,
-    Pswapaxes,
-    Sendrecv,
-)
-from oracles.ops.reductions import Pmax, Pmean, Pmin, Psum, PsumScatter
-from oracles.ops.transform import Transform
+from oracles.ops.registry import PLAIN_FAMILIES, op_classes, registry
+from programs.ops import OP_KINDS
 
-OPS: dict[str, OpDef] = {
-    cls.kind: cls()
-    for cls in (
-        Const, Add, Sub, Mul, Max, Min, Neg, ReduceSum, Transpose, Cast,
-        Psum, Pmean, Pmax, Pmin, AllGather, PsumScatter, AllToAll, Pswapaxes,
-        Ppermute, Pshuffle, AxisIndex, Pcast, RaggedAllToAll, NestedShardMap,
-        AxisSize, Pbroadcast, Sendrecv, Transform,
-    )
-}  # fmt: skip
+# the modules that hold the op classes: the plain ones, then the ops made of other ops
+FAMILIES = (*PLAIN_FAMILIES, nested, transform)
 
-__all__ = ["OPS", "Collective", "Ctx", "OpDef"]
+OPS: dict[str, OpDef] = registry(OP_KINDS, FAMILIES)
+
+__all__ = ["FAMILIES", "OPS", "Collective", "Ctx", "OpDef", "op_classes", "registry"]

@@ -3,7 +3,7 @@ transpose, cast. jax 0.10.2 jax.numpy semantics on each device's block."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -127,7 +127,7 @@ class Binary(OpDef):
         m = len(ctx.mesh.sizes)
         to = self.dtype(ins, ctx)
         r = len(self.shape(ins, ctx))
-        a, b = (_pad_rank(_convert(x, i.dtype, to, ctx), m, r) for x, i in zip(xs, ins))
+        a, b = (pad_rank(_convert(x, i.dtype, to, ctx), m, r) for x, i in zip(xs, ins))
         return getattr(np, self.fn)(a, b).astype(np_dtype(to))
 
     def error(self, xs: list[np.ndarray], errs: list[np.ndarray], v: np.ndarray, ins: list[ValueType], ctx: Ctx) -> ErrorTerms:
@@ -137,8 +137,8 @@ class Binary(OpDef):
         m = len(ctx.mesh.sizes)
         to = self.dtype(ins, ctx)
         r = len(self.shape(ins, ctx))
-        a, b = (_pad_rank(_convert(x, i.dtype, to, ctx).astype(np.float64), m, r) for x, i in zip(xs, ins))
-        ea, eb = (_pad_rank(_convert_err(e, x, i.dtype, to), m, r) for e, x, i in zip(errs, xs, ins))
+        a, b = (pad_rank(_convert(x, i.dtype, to, ctx).astype(np.float64), m, r) for x, i in zip(xs, ins))
+        ea, eb = (pad_rank(_convert_err(e, x, i.dtype, to), m, r) for e, x, i in zip(errs, xs, ins))
         if self.fn in ("maximum", "minimum"):
             return np.maximum(ea, eb), 0.0, 1
         if self.fn == "multiply":
@@ -148,7 +148,7 @@ class Binary(OpDef):
         return prop, np.abs(v.astype(np.float64)) + prop, 1
 
 
-def _pad_rank(x: np.ndarray, m: int, r: int) -> np.ndarray:
+def pad_rank(x: np.ndarray, m: int, r: int) -> np.ndarray:
     """Insert size-1 local dims so that NumPy broadcasting aligns local shapes right."""
     local = x.shape[m:]
     return x.reshape(x.shape[:m] + (1,) * (r - len(local)) + local)
@@ -291,7 +291,7 @@ class Cast(OpDef):
             # float to integer truncates; past the integer's range the value is saturated
             # (XLA's runtime convert; measured on jax 0.10.2: 300.0 -> int8 127, -3.0 ->
             # uint8 0) but not predicted: `error` says it is undefined there
-            info = np.iinfo(np_dtype(dt))
+            info = np.iinfo(cast("type[np.integer[Any]]", np_dtype(dt)))
             return np.clip(np.trunc(xs[0].astype(np.float64)), info.min, info.max).astype(np_dtype(dt))
         x = xs[0].astype(np.float64)
         # rounded to the target first: the float64 oracle must see what the dtype holds
@@ -314,9 +314,9 @@ class Cast(OpDef):
                 # a float whose truncation the integer dtype cannot hold (or NaN): jax
                 # documents the cast as C++'s static_cast (lax.convert_element_type),
                 # undefined there, and XLA gives no one answer (jax 0.10.2: the runtime
-                # saturates -1.0 -> uint8 to 0, jit's constant folding gives 255; fuzz
-                # seed 0, 60 s): no value is predicted, only shape and dtype are checked
-                info = np.iinfo(np_dtype(dt))
+                # saturates -1.0 -> uint8 to 0, jit's constant folding gives 255): no
+                # value is predicted for those elements (OutputPrediction.unchecked)
+                info = np.iinfo(cast("type[np.integer[Any]]", np_dtype(dt)))
                 inside = (lo >= info.min) & (hi <= info.max)
             return np.where(inside, np.where(e > 0, width, 0.0), np.inf), 0.0, 1
         if (dt == "float32" and src in ("bfloat16", "float16")) or (dt == "float64" and is_float(src)):

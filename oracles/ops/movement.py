@@ -3,6 +3,8 @@ all_to_all, pswapaxes, ppermute, pshuffle (jax 0.10.2 `jax/_src/lax/parallel.py`
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from oracles.ops.base import Collective, Ctx, canon_axis
@@ -154,7 +156,7 @@ class Ppermute(Collective):
     kind = "ppermute"
 
     def pairs(self, ctx: Ctx) -> list[tuple[int, int]]:
-        return [(int(s), int(d)) for s, d in ctx.op.p("perm")]  # type: ignore[union-attr, misc]
+        return [(int(s), int(d)) for s, d in cast("tuple[tuple[int, int], ...]", ctx.op.p("perm"))]
 
     def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
         n = self.n(ctx)
@@ -180,10 +182,10 @@ class Pshuffle(Ppermute):
     kind = "pshuffle"
 
     def pairs(self, ctx: Ctx) -> list[tuple[int, int]]:
-        return [(int(s), i) for i, s in enumerate(ctx.op.p("perm"))]  # type: ignore[arg-type]
+        return [(int(s), i) for i, s in enumerate(cast("tuple[int, ...]", ctx.op.p("perm")))]
 
     def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
-        perm = list(ctx.op.p("perm"))  # type: ignore[arg-type]
+        perm = list(cast("tuple[int, ...]", ctx.op.p("perm")))
         if sorted(perm) != list(range(len(perm))):
             raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"pshuffle: perm={perm} is not a permutation", "perm")
         super().check_params(ins, ctx)

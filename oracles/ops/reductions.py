@@ -3,7 +3,7 @@ axis_index_groups) and psum_scatter (jax 0.10.2 `jax/_src/lax/parallel.py`)."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
 
@@ -22,9 +22,9 @@ class Reduction(Collective):
     reducer: ClassVar[str]
 
     def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
-        groups = ctx.op.p("groups")
+        groups = cast("tuple[tuple[int, ...], ...] | None", ctx.op.p("groups"))
         if groups is not None:
-            flat = sorted(i for g in groups for i in g)  # type: ignore[union-attr]
+            flat = sorted(i for g in groups for i in g)
             if flat != list(range(self.n(ctx))):
                 raise ctx.fail(
                     ErrorKind.COLLECTIVE_PARAM,
@@ -60,15 +60,15 @@ class Reduction(Collective):
         return self.ungrouped(self.reduce(g, ctx), ctx), mag, self.group_n(ctx)
 
     def reduce(self, t: np.ndarray, ctx: Ctx, reducer: str = "") -> np.ndarray:
-        groups = ctx.op.p("groups")
+        groups = cast("tuple[tuple[int, ...], ...] | None", ctx.op.p("groups"))
         reducer = reducer or self.reducer
         fn = getattr(np, reducer)
         if groups is None:
             r = fn(t, axis=0, keepdims=True, dtype=t.dtype) if reducer == "sum" else fn(t, axis=0, keepdims=True)
             return np.broadcast_to(r, t.shape)
         out = np.empty_like(t)
-        for g in groups:  # type: ignore[union-attr]
-            idx = list(g)  # type: ignore[call-overload]
+        for g in groups:
+            idx = list(g)
             sub = t[idx]
             r = fn(sub, axis=0, keepdims=True, dtype=t.dtype) if reducer == "sum" else fn(sub, axis=0, keepdims=True)
             out[idx] = r

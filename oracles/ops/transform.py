@@ -3,7 +3,7 @@ sub-body of one operand, plain or as a custom_jvp / custom_vjp with a known rule
 (programs/ops.py TRANSFORM_SOURCE, CUSTOM_SOURCE).
 
 The sub-body (`Op.steps`) is a chain of local ops and linear collectives, each typed and
-valued by its own class in `OPS`. Its derivative is never asked of jax: the Jacobian J
+valued by its own class in `PLAIN_OPS` (oracles/ops/registry.py). Its derivative is never asked of jax: the Jacobian J
 over every device's operand elements comes from the float64 value rules, propagating a
 tangent through the chain (forward mode: a linear step maps a tangent by its own value
 rule, `mul` by the product rule; exact, where finite differences are exact only for
@@ -44,6 +44,8 @@ import numpy as np
 
 from oracles.devices import np_dtype
 from oracles.ops.base import Ctx, ErrorTerms, OpDef
+from oracles.ops.local import pad_rank
+from oracles.ops.registry import PLAIN_OPS
 from oracles.prediction import ErrorKind, ValueType
 from oracles.rounding import SAFETY, smallest_normal, unit_roundoff
 from programs.model import Op, is_float
@@ -68,13 +70,11 @@ class Transform(OpDef):
 
     def _sub(self, ins: list[ValueType], ctx: Ctx) -> _Sub:
         """The steps, their contexts, and the sub-body's value types (value 0: the operand)."""
-        from oracles.ops import OPS  # the table of every kind (this module is in it)
-
         steps = ctx.op.steps()
         types, ctxs = [ins[0]], []
         for st in steps:
             sctx = Ctx(ctx.mesh, ctx.manual, ctx.check_vma, ctx.op_index, st, ctx.rounding, ctx.x64)
-            d = OPS[st.kind]
+            d = PLAIN_OPS[st.kind]
             sins = [types[j] for j in st.operands]
             d.check(sins, sctx)
             if ctx.check_vma:
@@ -113,13 +113,11 @@ class Transform(OpDef):
         """The sub-body's values from x. `absolute`: each step on magnitudes (mul of |a|
         and |b|, a linear step's |value| of magnitudes), grown by (1 + grow * terms):
         a bound on every value's magnitude, jax's roundings included."""
-        from oracles.ops import OPS
-
         steps, ctxs, types = sub
         vals = [x]
         for st, sctx in zip(steps, ctxs):
             sins = [types[j] for j in st.operands]
-            v = OPS[st.kind].value([vals[j] for j in st.operands], sins, sctx).astype(np.float64)
+            v = PLAIN_OPS[st.kind].value([vals[j] for j in st.operands], sins, sctx).astype(np.float64)
             if absolute:
                 v = np.abs(v) * (1 + grow * _terms(st, sins[0], sctx))
             vals.append(v)
@@ -130,8 +128,6 @@ class Transform(OpDef):
         """The tangent out for tangent t at the values `vals` (forward mode: a linear step
         maps the tangent by its own value rule, mul by the product rule). `absolute`: on
         magnitudes, as `_forward`."""
-        from oracles.ops import OPS
-
         steps, ctxs, types = sub
         tans = [t]
         for st, sctx in zip(steps, ctxs):
@@ -139,15 +135,13 @@ class Transform(OpDef):
             if st.kind == "mul":
                 # (the product rule through mul's own value rule: it broadcasts a rank-0
                 # operand per device, where plain numpy would align the device dimensions
-                # with the other operand's: qualify seed 3, s3-0440)
-                from oracles.ops.local import _pad_rank
-
+                # with the other operand's local ones)
                 a, b = st.operands
                 m, r = len(sctx.mesh.sizes), len(types[len(tans)].shape)
-                ta, tb, va, vb = (_pad_rank(np.asarray(z, np.float64), m, r) for z in (tans[a], tans[b], vals[a], vals[b]))
+                ta, tb, va, vb = (pad_rank(np.asarray(z, np.float64), m, r) for z in (tans[a], tans[b], vals[a], vals[b]))
                 tv = ta * vb + va * tb
             else:
-                tv = OPS[st.kind].value([tans[st.operands[0]]], sins, sctx).astype(np.float64)
+                tv = PLAIN_OPS[st.kind].value([tans[st.operands[0]]], sins, sctx).astype(np.float64)
             if absolute:
                 tv = np.abs(tv) * (1 + grow * _terms(st, sins[0], sctx))
             tans.append(tv)

@@ -28,17 +28,16 @@ fixed check helpers, supervisor and `main`), `script` (the assembled script) and
 
 from harness.report.reproducer.mode_choice import (
     VALUE_MODES,
-    NoReproducer,
     case_mode,
     divergence_mode,
 )
 from harness.report.reproducer.pytest_form import pytest_reproducer, test_name
-from harness.report.reproducer.script import TIMEOUT_S, reproducer
+from harness.report.reproducer.script import TIMEOUT_S, Own, reproducer
 
 __all__ = [
     "TIMEOUT_S",
     "VALUE_MODES",
-    "NoReproducer",
+    "Own",
     "case_mode",
     "divergence_mode",
     "pytest_reproducer",

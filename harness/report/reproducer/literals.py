@@ -9,10 +9,12 @@ import math
 
 import numpy as np
 
-from harness.judge.compare_outputs import batch_atol
+from harness.judge.compare_facts import expected_shardings
+from harness.judge.compare_outputs import batch_atol, compiler_layout, fixed_dims, window_index
 from harness.judge.errors import ERROR_TABLE
 from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_size
 from oracles import predict
+from oracles.derivatives import defined_outputs, directional_derivative, second_derivative
 from oracles.prediction import Prediction
 from programs.model import Program, is_float
 from programs.ops import WRAP_COPIES
@@ -68,10 +70,14 @@ def summary(p: Program, pred: Prediction, mode: str) -> str:
 
 def types_literal(p: Program, pred: Prediction) -> list[str]:
     n_in = len(p.inputs)
+    # a value a known entry's repair retypes (a pcast marked repair=True after it: jax types
+    # it invariant where it varies, oracles/rewrites.py vary_after) keeps jax's type there:
+    # its varying axes are not checked, the ops after the repair are
+    retyped = {op.operands[0] for op in p.body if op.kind == "pcast" and op.p("repair")}
     rows = []
     for i, t in enumerate(pred.value_types):
         name = f"a{i}" if i < n_in else f"v{i - n_in}"
-        vma = None if t.vma is None else sorted(t.vma)
+        vma = None if t.vma is None or i in retyped else sorted(t.vma)
         rows.append(f"  ({name!r}, {tuple(t.shape)!r}, {t.dtype!r}, {vma!r}),")
     return ["# every body value's per-device type inside the body: name, shape, dtype, varying manual axes",
             "EXPECTED_TYPES = [", *rows, "]"]
@@ -92,8 +98,6 @@ def outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
                         f"exact={exact}, rtol={e.rtol!r}, atol={_tol(atol)}),")
         head = f"# each output: the batch of {n} (the oracle run once per batch member, stacked on axis 0)"
     elif mode in VALUE_MODES:
-        from harness.judge.compare_outputs import compiler_layout, fixed_dims, window_index
-
         mixed = compiler_layout(p)
         auto = bool(auto_axes(p)) or mixed
         for e in pred.outputs:
@@ -118,8 +122,6 @@ def outputs_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
 
 def lowering_literal(p: Program, pred: Prediction) -> list[str]:
     """What compare's lowering check expects (harness/judge/compare_facts.py compare_lowering)."""
-    from harness.judge.compare_facts import expected_shardings
-
     manual = tuple(pred.manual_axes)
     nested: list[list[str]] = []
     for op in p.body:
@@ -142,8 +144,6 @@ def lowering_literal(p: Program, pred: Prediction) -> list[str]:
 
 
 def grad_literal(p: Program, pred: Prediction, mode: str = "grad") -> list[str]:
-    from oracles.derivatives import defined_outputs, directional_derivative, second_derivative
-
     floats = tuple(k for k, o in enumerate(pred.outputs) if is_float(o.dtype))
     # (check_vma=False: only the outputs that keep their out_spec's promise have a
     # derivative; run() differentiates those)

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 from oracles import predict
 from oracles.prediction import Prediction
-from programs.emit import REPRO_MODES
+from programs.emit import REPRO_MODES, reproducer_mode
+from programs.errors import NoReproducer
 from programs.model import Program, is_float
 from programs.points import DERIVATIVE_MODES, HESSIAN_MAX_ELEMENTS, float_elements, used_float_args
 
 VALUE_MODES = ("jit", "eager", "gspmd", "smap", "multiprocess")  # the modes that compare per-device blocks
-
-
-class NoReproducer(ValueError):
-    """The mode does not apply to this program (the harness reports it unsupported)."""
 
 
 def divergence_mode(p: Program | None, kind: str, modes: str) -> str:
@@ -22,8 +19,6 @@ def divergence_mode(p: Program | None, kind: str, modes: str) -> str:
     divergence's first mode; for a mode disagreement (`modes` lists the modes that
     raised), the side that is wrong: a raising mode where the oracle predicts success,
     else the first mode that ran it without raising and applies to the program."""
-    from programs.emit import reproducer_mode
-
     if kind != "mode_disagreement" or p is None:
         return reproducer_mode(modes)
     raised = modes.split(",")

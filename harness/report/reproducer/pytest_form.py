@@ -18,18 +18,13 @@ from harness.report.reproducer.literals import (
     lowering_literal,
     summary,
 )
-from harness.report.reproducer.mode_choice import (
-    VALUE_MODES,
-    NoReproducer,
-    auto_axes,
-    batch_size,
-    prepare,
-)
+from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_size, prepare
 from harness.report.reproducer.run_snippets import ragged_guard, run_lines, setup_lines
 from harness.report.reproducer.script_text import CHECK_LOWERING, LOWERING_FACTS, RECORD
 from oracles import predict
 from oracles.prediction import PredictedError, Prediction
 from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, x64_lines
+from programs.errors import NoReproducer
 from programs.model import Program
 from programs.points import DERIVATIVE_MODES
 

@@ -8,19 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.judge.compare_outputs import compiler_layout
-from harness.report.reproducer.mode_choice import NoReproducer, auto_axes, batch_size
+from harness.report.reproducer.mode_choice import auto_axes, batch_size
+from programs.body_text import body_source, specs_src
 from programs.emit import (
     REPRO_MODES,
     args_src,
-    body_source,
     call_src,
     context_src,
     inputs_fn_src,
     mesh_src,
     remat_body,
     remat_lines,
-    specs_src,
 )
+from programs.errors import NoReproducer
 from programs.model import Program, is_float
 from programs.points import used_float_args
 

@@ -5,6 +5,10 @@ supervisor and `main` (script_text.py) into one standalone file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from harness.report.reproducer.literals import doc_text, expectations, summary
 from harness.report.reproducer.mode_choice import VALUE_MODES, prepare
 from harness.report.reproducer.run_snippets import ragged_guard, run_lines, setup_lines
@@ -23,25 +27,57 @@ from harness.report.reproducer.script_text import (
     SUPERVISOR,
 )
 from oracles.prediction import Prediction
+from programs.body_text import value_names
 from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, x64_lines
+from programs.graph import cone
 from programs.model import Program
+from programs.ops import COLLECTIVES
 from programs.points import DERIVATIVE_MODES
 
 TIMEOUT_S = 120  # the child's limit (env SHARDFUZZ_REPRO_TIMEOUT): past it, a hang
 
 
-def reproducer(p: Program, mode: str = "jit", title: str = "") -> str:
+@dataclass(frozen=True)
+class Own:
+    """A known entry's own signature, for its reproducer: the (kind, where pattern) pairs
+    of its signatures (`kind|mode|where`, harness/judge/known_features.py `Pattern`) that
+    count as its bug, and the check a crash must stop at (`abort`, '' any)."""
+
+    patterns: tuple[tuple[str, str], ...]
+    abort: str = ""
+
+    @staticmethod
+    def of(patterns: Sequence[Any], abort: str, mode: str) -> Own:
+        """From an entry's signature patterns (each with `kind`, `modes`: None for every
+        mode, and `where`), those naming `mode`."""
+        return Own(tuple((pat.kind, pat.where) for pat in patterns if pat.modes is None or mode in pat.modes), abort)
+
+
+def reproducer(p: Program, mode: str = "jit", title: str = "", own: Own | None = None) -> str:
     """A standalone script (jax + numpy only) that runs `p` in harness mode `mode` (one of
     REPRO_MODES) and compares jax's result with the oracle's prediction, embedded in it as
     literals: exit 1 with a one-paragraph `BUG: ...` while jax diverges, exit 0 with
     `FIXED: ...` once it agrees (exit 2: it cannot run here, e.g. ragged_all_to_all values
-    on CPU). Raises NoReproducer (a ValueError) when the harness would report the mode
-    unsupported for `p`."""
+    on CPU). With `own` (a known entry's signature), only a divergence of that signature
+    (its kind and where: the op, the exception type) counts: another is printed after
+    `FIXED:` and exit 0. Raises NoReproducer (a ValueError) when the harness would report
+    the mode unsupported for `p`."""
     pred = prepare(p, mode)
     title = title or "shardfuzz reproducer"
     expected = summary(p, pred, mode)
     helpers, calls = _checks(pred, mode)
-    fmt = {"title": _brace(title), "mode": mode, "summary": _brace(expected)}
+    names = value_names(p)
+    n_in = len(p.inputs)
+    kinds = {names[n_in + i]: op.kind for i, op in enumerate(p.body)}
+    outputs = [sorted({p.body[i].kind for i in cone(p, o)} | ({"input"} if o < n_in else set())) for o in p.outputs]
+    ops = sorted({op.kind for op in p.body} - {"const"}) or ["input"]
+    grad_where = ",".join(o for o in ops if o in COLLECTIVES) or "local"
+    kinds_own = None if own is None else {k for k, _ in own.patterns}
+    fmt = {"title": _brace(title), "mode": mode, "summary": _brace(expected), "own": repr(None if own is None else list(own.patterns)),
+           "value_kinds": repr(kinds), "output_kinds": repr(outputs), "grad_where": grad_where,
+           "own_crash": repr(None if kinds_own is None else "crash" in kinds_own),
+           "own_hang": repr(None if kinds_own is None else "timeout" in kinds_own),
+           "own_abort": "" if own is None else own.abort}
     doc = [
         f'"""{doc_text(title)} (mode: {mode}).',
         "",

@@ -229,17 +229,36 @@ import subprocess
 import sys
 
 CHILD = "SHARDFUZZ_REPRO_CHILD"
+OWN_CRASH = {own_crash}  # this script's own signature counts a crash (None: any divergence counts)
+OWN_HANG = {own_hang}  # ... a hang
+OWN_ABORT = {own_abort!r}  # the check the crash must stop at ('' any): where it aborts is its identity
 if os.environ.get(CHILD) != "1" and os.path.isfile(sys.argv[0]):
+  import fnmatch
   from importlib.metadata import version
   # run the check in a child process: an abort inside XLA or a hang is a result too
   limit = float(os.environ.get("SHARDFUZZ_REPRO_TIMEOUT", "{timeout}"))
   try:
-    r = subprocess.run([sys.executable] + sys.argv, env={{**os.environ, CHILD: "1"}}, timeout=limit)
-  except subprocess.TimeoutExpired:
+    r = subprocess.run([sys.executable] + sys.argv, env={{**os.environ, CHILD: "1", "PYTHONUNBUFFERED": "1"}}, timeout=limit,
+                       capture_output=True, text=True)
+  except subprocess.TimeoutExpired as t:
+    said = t.stdout.decode() if isinstance(t.stdout, bytes) else (t.stdout or "")
+    verdict = next((ln for ln in said.splitlines() if ln.startswith(("BUG:", "FIXED:"))), None)
+    if verdict is not None:  # the check ended; only the process's exit did not come in time
+      print(said, end="", flush=True)
+      sys.exit(1 if verdict.startswith("BUG:") else 0)
+    if OWN_HANG is False:
+      print(f"FIXED: {title} (jax {{version('jax')}}, mode {mode}): its own bug does not show; jax hung after {{limit:g}} s (not this entry's).", flush=True)
+      sys.exit(0)
     print(f"BUG: {title} (jax {{version('jax')}}, mode {mode}): jax hung: no result after {{limit:g}} s, but it must give {summary}.", flush=True)
     sys.exit(1)
+  sys.stdout.write(r.stdout)
+  sys.stderr.write(r.stderr)
   if r.returncode not in (0, 1, 2):
     how = f"signal {{-r.returncode}}" if r.returncode < 0 else f"exit status {{r.returncode}}"
+    if OWN_CRASH is False or (OWN_ABORT and not fnmatch.fnmatchcase(r.stderr, f"*{{OWN_ABORT}}*")):
+      print(f"FIXED: {title} (jax {{version('jax')}}, mode {mode}): its own bug does not show; jax crashed the process ({{how}}) "
+            f"elsewhere than {{OWN_ABORT or 'this entry says'}} (not this entry's).", flush=True)
+      sys.exit(0)
     print(f"BUG: {title} (jax {{version('jax')}}, mode {mode}): jax crashed the process ({{how}}), but it must give {summary}.", flush=True)
     sys.exit(1)
   sys.exit(r.returncode)
@@ -314,26 +333,91 @@ MP_INIT = [
 ]
 
 MAIN = '''
+# This script's own signature (a known entry's): the (kind, where) pairs, as shardfuzz
+# buckets divergences (`kind|mode|where`), that count as its bug; None: any divergence.
+OWN = {own}
+VALUE_KINDS = {value_kinds}  # each body value -> the op that makes it
+OUTPUT_KINDS = {output_kinds}  # each output -> the ops it depends on (and 'input' for an argument)
+GRAD_WHERE = {grad_where!r}  # the program's collectives, as the grad modes name a wrong derivative
+
+
+def raised_at(e):
+  """The op jax raised at: the last line of `body` the traceback passes through (its value
+  names the op), or 'lowering' when jax raised after tracing the body."""
+  import inspect
+  import traceback
+  try:
+    lines, start = inspect.getsourcelines(body)
+  except (OSError, TypeError):
+    return "lowering"
+  at = None
+  for fr in traceback.extract_tb(e.__traceback__):
+    if fr.name == "body" and fr.filename == body.__code__.co_filename:
+      at = fr.lineno
+  if at is None or not 0 <= at - start < len(lines):
+    return "lowering"
+  return VALUE_KINDS.get(lines[at - start].strip().split(" = ", 1)[0], "lowering")
+
+
+def classify(msg):
+  """(kind, wheres) of a problem the checks after a run report."""
+  m = re.match(r"inside the body jax\\.typeof\\((\\w+)\\)\\.(shape|dtype|vma)=", msg)
+  if m:
+    return m[2], [VALUE_KINDS.get(m[1], "input")]
+  m = re.match(r"out\\[(\\d+)\\]", msg)
+  ops = OUTPUT_KINDS[int(m[1])] if m and int(m[1]) < len(OUTPUT_KINDS) else sorted({{k for ks in OUTPUT_KINDS for k in ks}})
+  if "jax.typeof(out).sharding" in msg:
+    return "sharding", ops
+  if "holds a block of shape" in msg:
+    return "shape", ["device_block", *ops]
+  if msg.startswith("<u, J v>"):
+    return "value", [f"{{r}}:{{w}}" for r in ("jvp", "vjp") for w in [GRAD_WHERE, *sorted(VALUE_KINDS.values())]]
+  if msg.startswith(("the lowering", "the manual region")):
+    return "lowering", ["*"]
+  if re.match(r"out\\[\\d+\\] is \\S+\\[", msg) or "outputs, but the program has" in msg:
+    return ("dtype" if "dtype" in msg else "shape"), ["outputs", *ops]
+  return "value", ops
+
+
+def own(kind, wheres):
+  return OWN is None or any(k == kind and any(fnmatch.fnmatchcase(w, pat) for w in wheres) for k, pat in OWN)
+
+
 def main():
-  problems = []
+  import fnmatch
+  globals()["fnmatch"] = fnmatch
+  found = []  # (kind, wheres, message)
   try:
     outs, facts = run()
   except Exception as e:  # what jax raised
+    name = type(e).__name__
     if EXPECTED_ERROR is None:
-      problems.append(f"jax raised {{type(e).__name__}}: {{str(e)[:400]!r}}, but the program is valid and must run")
+      at = raised_at(e)
+      found.append(("unexpected_error", [f"{{at}}->{{name}}", f"read_output->{{name}}"],
+                    f"jax raised {{name}}: {{str(e)[:400]!r}}, but the program is valid and must run"))
     else:
+      problems = []
       check_error(e, problems)
+      found += [("wrong_error", [f"{{EXPECTED_ERROR['kind']}}->{{name}}"], m) for m in problems]
   else:
     if EXPECTED_ERROR is not None:
-      problems.append(f"jax raised nothing, but it must raise a {{'/'.join(EXPECTED_ERROR['types'])}} "
-                      f"({{EXPECTED_ERROR['kind']}})")
+      found.append(("missing_error", [EXPECTED_ERROR["kind"]], f"jax raised nothing, but it must raise a "
+                    f"{{'/'.join(EXPECTED_ERROR['types'])}} ({{EXPECTED_ERROR['kind']}})"))
+    problems = []
     check_types(problems)  # (when an error is due: the varying axes that should have caused it)
     if EXPECTED_ERROR is None:
 {checks}
+    found += [(*classify(m), m) for m in problems]
   where = f"{title} (jax {{jax.__version__}}, mode {mode})"
-  if problems:
-    print(f"BUG: {{where}}: " + "; ".join(problems) + ". Expected by shard_map's documented semantics: {summary}.")
+  mine = [m for k, ws, m in found if own(k, ws)]
+  other = [m for k, ws, m in found if not own(k, ws)]
+  if mine:
+    also = f" (also, not this script's own bug: {{'; '.join(other)}})" if other else ""
+    print(f"BUG: {{where}}: " + "; ".join(mine) + f". Expected by shard_map's documented semantics: {summary}.{{also}}")
     return 1
+  if other:
+    print(f"FIXED: {{where}}: its own bug does not show; jax diverges otherwise (not this script's bug): " + "; ".join(other) + ".")
+    return 0
   print(f"FIXED: {{where}}: jax agrees with shard_map's documented semantics: {summary}.")
   return 0
 
