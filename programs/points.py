@@ -8,6 +8,8 @@ output (cotangent) they belong to, so both sides see the same numbers.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from programs.model import Program, is_float, round_to
@@ -64,6 +66,4 @@ def used_float_args(p: Program) -> list[int]:
 def float_elements(p: Program) -> int:
     """How many elements the used float arguments hold together (the hessian mode's
     size, `used_float_args`)."""
-    import math
-
     return sum(math.prod(p.inputs[i].shape) for i in used_float_args(p))

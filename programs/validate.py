@@ -20,6 +20,7 @@ has); the harness calls it before running a program. No jax here.
 from __future__ import annotations
 
 from programs.errors import ProgramFormatError
+from programs.forms import ARG_FORMS, forms_of
 from programs.model import AXIS_TYPES, DTYPES, Op, Program, Spec
 from programs.ops import CUSTOMS, SYNTAX, TRANSFORM_STEP_KINDS, TRANSFORMS
 
@@ -114,8 +115,6 @@ def _check_op(p: Program, op: Op, where: str) -> None:
 def _check_forms(op: Op, where: str) -> None:
     """An op's `forms`: (argument, form) pairs naming one of its parameters and a form of
     programs/forms.py ARG_FORMS (an array only of groups of one size)."""
-    from programs.forms import ARG_FORMS, forms_of
-
     forms = op.p("forms")
     ok = isinstance(forms, tuple) and all(isinstance(kv, tuple) and len(kv) == 2 and kv[0] in ARG_FORMS and kv[1] in ARG_FORMS[kv[0]]
                                           and op.p(kv[0]) is not None for kv in forms)

@@ -23,13 +23,14 @@ from oracles import ErrorKind, predict, trace
 from oracles.derivatives import defined_outputs, directional_derivative, second_derivative
 from programs.cells import call_cells, program_cells
 from programs.emit import to_python
+from programs.errors import ProgramFormatError
 from programs.forms import arg_value, form_of, with_form
 from programs.model import CallForm, Input, Mesh, Spec
 from programs.ops import OP_TABLE
 from programs.points import cotangent, grad_point, tangents
 from programs.serialize import from_json, program_id, to_json
 from programs.source import canonical, from_source
-from programs.validate import ProgramFormatError, validate
+from programs.validate import validate
 
 XY = Mesh(("x", "y"), (2, 4))
 XY_EXPLICIT = Mesh(("x", "y"), (2, 4), ("explicit", "explicit"))

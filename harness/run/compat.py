@@ -48,12 +48,12 @@ from harness.run.lowering import to_pspec, wrapped
 from oracles.interpreter import trace
 from oracles.prediction import ErrorKind
 from programs.emit import PERMUTE_ORDER_FLAG
-from programs.model import Op
+from programs.model import CallForm, Op
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES, OP_TABLE, WRAPS
 from programs.points import DERIVATIVE_MODES, REVERSE_MODES
 
 if TYPE_CHECKING:
-    from programs.model import CallForm, Program
+    from programs.model import Program
 
 N_DEVICES = 8
 # the first jaxlib (major, minor) without --xla_cpu_use_fusion_emitters
@@ -556,8 +556,6 @@ def shard_map(
     the style, in_specs / out_specs as a tuple, a list, one spec or (in_specs) left out,
     axis_names as a set or a frozenset); older jax: jax.experimental.shard_map."""
     import jax
-
-    from programs.model import CallForm
 
     form = form or CallForm()
     kw: dict[str, Any] = {}

@@ -19,7 +19,14 @@ import numpy as np
 from harness.run.modes_base import Mode, Staged
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program, is_float
-from programs.points import cotangent, grad_point, tangents
+from programs.points import (
+    HESSIAN_MAX_ELEMENTS,
+    cotangent,
+    float_elements,
+    grad_point,
+    tangents,
+    used_float_args,
+)
 
 VMAP_BATCH = 2  # members in a plain vmap batch (vmap_spmd: the spmd axis' size)
 
@@ -259,8 +266,6 @@ class Hessian(Grad):
     name = "hessian"
 
     def applicable(self, p: Program) -> str:
-        from programs.points import HESSIAN_MAX_ELEMENTS, float_elements
-
         n = float_elements(p)
         if n > HESSIAN_MAX_ELEMENTS:
             return f"{n} float argument elements (a dense Hessian of at most {HESSIAN_MAX_ELEMENTS})"
@@ -269,8 +274,6 @@ class Hessian(Grad):
     def float_args(self, p: Program) -> list[int]:
         """The used float arguments (programs/points.py `used_float_args`): an unused one
         adds only zeros to the Hessian (the oracle moves it too, to no effect)."""
-        from programs.points import used_float_args
-
         return used_float_args(p)
 
     def derive(self, g: Callable[..., Any], prim: tuple[Any, ...], tan: tuple[Any, ...], cot: tuple[Any, ...]) -> dict[str, Any]:

@@ -15,6 +15,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 
 def _wrap(name: str, when: Callable[..., bool]) -> Callable[[], None]:
     """A fault that adds 1 to `jax.lax.<name>`'s result when `when(x, *args, **kw)`."""
@@ -95,8 +97,6 @@ NARROW: dict[str, Callable[[], None]] = {
 
 
 def _is_array(v: Any) -> bool:
-    import numpy as np
-
     return isinstance(v, np.ndarray)
 
 
