@@ -642,6 +642,10 @@ def _focus_operand(draw: st.DrawFn, body: Body, f: Focus, extra: tuple[Focus, ..
             j = draw(reuse.sampled_from(src), label="focus_cast_from")
             c = _promoted(draw, body, j, want_dtype) if want_dtype in _PROMOTED else body.push(Op.make("cast", (j,), dtype=want_dtype))
             ok = ok if c is None else [c]
+    if axes is None and f.kind in ("psum_scatter", "all_to_all", "pswapaxes"):
+        # (one with a dimension some usable axis splits or swaps, where a value has one:
+        # any value, and the op failed at every draw of a body whose arguments fit only first)
+        ok = [j for j in ok if any(_takes_all(body, f.kind, j, (a,)) for a in body.usable)] or ok
     if axes is None and f.kind in ACROSS:  # (one that varies along some usable axis)
         ok = body.varying(draw, ok, label="focus_varying")
     return draw(reuse.sampled_from(ok), label="focus_operand") if ok else None
@@ -886,6 +890,15 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
             if spec is not None:
                 outputs.append(j)
                 out_specs.append(spec)
+    read = {x for op in body.ops for x in op.operands} | set(outputs)
+    unread = [i for i, x in enumerate(inputs) if is_float(x.dtype) and i not in read]
+    if unread and not any(is_float(x.dtype) and i in read for i, x in enumerate(inputs)):
+        # a float argument read too: the hessian mode differentiates the used ones only
+        # (programs/points.py `used_float_args`), so it checks no program without one
+        spec = _output_spec(draw, body, unread[0])
+        if spec is not None:
+            outputs.append(unread[0])
+            out_specs.append(spec)
     program = _program(body, inputs, in_specs, outputs, out_specs)
     if explicit:  # (every axis manual and Explicit: a splitting in_spec needs its argument resharded)
         program = replace(program, reshard=any(s.kind == "P" and s.axes() for s in in_specs))
