@@ -11,6 +11,12 @@ After tracing the body:
      does not), no out_spec is longer than its output's rank, no out_spec repeats an axis,
      and with check_vma=True every axis an output varies along is named in its out_spec.
 
+0. How the call is written (`check_call_form`, programs/model.py CallForm): in_specs
+   left out need every manual axis Explicit (then jax infers them from the arguments'
+   types; `_shmap_checks`, before any spec check); one spec for every argument or output
+   is a prefix of them all; a list of specs is no prefix of the arguments' tuple (step
+   3) nor of the body's result tuple (step 6).
+
 Each check raises `OracleError` with the facts jax's message must name. A None in_spec
 is not an error: jax 0.10.2's `shard_map` docstring says "If ``None``, inputs will be
 treated as static", and a static argument reaches every device whole (its global value,
@@ -20,12 +26,36 @@ invariant: no varying axes), as P() would give it. A None out_spec is an empty p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from oracles.prediction import ErrorKind, OracleError, PredictedError, ValueType
 from programs.model import Program, Spec
 
 
 def _fail(kind: ErrorKind, why: str, *facts: str, output: int | None = None) -> OracleError:
     return OracleError(PredictedError(kind, tuple(facts), why, output=output))
+
+
+def check_call_form(p: Program) -> Program:
+    """Step 0 (jax 0.10.2 `jax.shard_map`'s docstring: "If ``Infer``, all mesh axes must
+    be of type `Explicit`, in which case the in_specs are inferred from the argument
+    types"; `_shmap_checks` raises TypeError otherwise, naming the axis types): returns
+    `p` with its specs as jax reads them, one per argument and output (a single spec is
+    broadcast to all: a pytree prefix of every one)."""
+    if p.form.in_specs == "omitted":
+        auto = [a for a in p.manual_axes if p.mesh.axis_type(a) != "explicit"]
+        if auto:
+            raise _fail(
+                ErrorKind.SPEC_TYPE,
+                f"in_specs left out, but manual axes {auto} are not Explicit: jax infers in_specs only from the "
+                "sharding types of an all-Explicit manual mesh; pass in_specs=(P(...), ...) or make the axes Explicit",
+                "in_specs",
+            )
+    if p.form.in_specs == "single" and p.in_specs:
+        p = replace(p, in_specs=(p.in_specs[0],) * len(p.inputs))
+    if p.form.out_specs == "single" and p.out_specs:
+        p = replace(p, out_specs=(p.out_specs[0],) * len(p.outputs))
+    return p
 
 
 def check_spec_types_and_axes(p: Program, specs: tuple[Spec, ...], which: str) -> None:
@@ -79,6 +109,13 @@ def _check_duplicates(specs: tuple[Spec, ...], which: str) -> None:
 
 def check_in_specs(p: Program) -> list[tuple[int, ...]]:
     """Steps 3-5. Returns each argument's per-device shape."""
+    if p.form.in_specs == "list":
+        raise _fail(
+            ErrorKind.IN_SPECS_STRUCTURE,
+            "in_specs is a list, but the arguments are a tuple: a list is no pytree prefix of a tuple; "
+            "write in_specs=(P(...), ...) or one P for every argument",
+            "in_specs",
+        )
     if len(p.in_specs) != len(p.inputs):
         raise _fail(
             ErrorKind.IN_SPECS_STRUCTURE,
@@ -114,6 +151,13 @@ def check_in_specs(p: Program) -> list[tuple[int, ...]]:
 
 def check_out_specs(p: Program, out_types: list[ValueType]) -> None:
     """Step 6."""
+    if p.form.out_specs == "list":
+        raise _fail(
+            ErrorKind.OUT_SPECS_STRUCTURE,
+            "out_specs is a list, but the body returns a tuple: a list is no pytree prefix of a tuple; "
+            "write out_specs=(P(...), ...) or one P for every output",
+            "out_specs",
+        )
     if len(p.out_specs) != len(p.outputs) or any(s.kind == "none" for s in p.out_specs):
         raise _fail(
             ErrorKind.OUT_SPECS_STRUCTURE,

@@ -124,3 +124,80 @@ def _directional_derivative(p: Program, out_idx_t: tuple[int, ...], steps: tuple
         return DirectionalDerivative(rich, F32_RTOL * scale, smooth)
     rtol = max(F32_RTOL, LOW_PRECISION_UNITS * u * (1 + len(p.body)))
     return DirectionalDerivative(rich, rtol * max(scale, float(np.abs(w) @ np.abs(jv))), smooth)
+
+
+# --- outputs whose derivative jax defines, per-output and second derivatives ---------
+
+
+def _blocks_agree(data: np.ndarray, p: Program, k: int) -> bool:
+    """Whether output k's per-device blocks (`data`: mesh.sizes + local shape) are the
+    same along every mesh axis its out_spec leaves out (what an unmentioned axis
+    promises, shard_map.md)."""
+    named = set(p.out_specs[k].axes())
+    for ai, a in enumerate(p.mesh.names):
+        if a in named or p.mesh.sizes[ai] == 1:
+            continue
+        first = np.take(data, [0], axis=ai)
+        scale = max(1.0, float(np.max(np.abs(data), initial=0.0)))
+        if not np.allclose(np.broadcast_to(first, data.shape), data, rtol=0.0, atol=1e-9 * scale):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def defined_outputs(p: Program, out_idx: tuple[int, ...]) -> tuple[int, ...]:
+    """The outputs of `out_idx` whose derivative jax defines at the grad point.
+
+    With check_vma every output (jax checks each out_spec's promise). With
+    check_vma=False jax checks nothing: an out_spec that leaves out an axis the output's
+    blocks differ along breaks its promise, and then jax gives no defined derivative
+    (jax 0.10.2, measured: the jvp tangent is one device's block, the vjp the mean over
+    the blocks, `_shard_map_transpose` dividing an unmapped output's cotangent by the
+    devices it leaves out). An output whose blocks and whose blocks' derivatives along
+    the tangent agree there keeps its promise: its derivative is that of the documented
+    function (the transposes with check_vma=False: psum to psum, the cotangent of an
+    unmentioned axis divided by its size and an input's psummed over its unmentioned
+    axes, which together give the true derivative of a replicated output)."""
+    if p.check_vma:
+        return out_idx
+    point, v, h = grad_point(p), tangents(p), 1e-3
+    base, up, down = (_at(p, point, v, t) for t in (0.0, h, -h))
+    keep = []
+    for k in out_idx:
+        o = p.outputs[k]
+        d = (up.values[o].astype(np.float64) - down.values[o].astype(np.float64)) / (2 * h)
+        if _blocks_agree(base.values[o].astype(np.float64), p, k) and _blocks_agree(d, p, k):
+            keep.append(k)
+    return tuple(keep)
+
+
+@dataclass(frozen=True)
+class SecondDerivative:
+    value: float  # d^2/dt^2 <u, outputs(x + t v)> at t = 0: v^T H v of s(x) = <u, outputs(x)>
+    tolerance: float
+    smooth: bool
+
+
+@functools.lru_cache(maxsize=64)
+def second_derivative(p: Program, out_idx: tuple[int, ...], steps: tuple[float, ...] = (1e-2, 1e-3)) -> SecondDerivative:
+    """The second directional derivative of s(x) = <u, outputs(x)> along v at the grad
+    point (the hessian mode's v^T H v), by Richardson-extrapolated central second
+    differences of the float64 forward interpreter: exact for the piecewise-quadratic
+    pieces the ops make (a product of two products is quartic: O(h^4) there), smooth
+    only where both steps agree (a max/min tie or a cast's jump within a step is a
+    kink: no value predicted)."""
+    point, v = grad_point(p), tangents(p)
+    idx = list(out_idx)
+    g0 = _g(p, point, v, 0.0, idx)
+
+    def d2(h: float) -> float:
+        return (_g(p, point, v, h, idx) - 2 * g0 + _g(p, point, v, -h, idx)) / (h * h)
+
+    ests = [(4 * d2(h / 2) - d2(h)) / 3 for h in steps]
+    value = ests[-1]
+    scale = max(1.0, abs(value), abs(g0) * 1e-2)
+    smooth = abs(ests[-1] - ests[-2]) <= 1e-3 * scale
+    st, _ = trace(p, with_values=False)
+    u = max([unit_roundoff(t.dtype) for t in st.types] + [0.0])
+    rtol = F32_RTOL if u <= unit_roundoff("float32") else max(F32_RTOL, LOW_PRECISION_UNITS * u * (1 + len(p.body)))
+    return SecondDerivative(value, rtol * scale, smooth)

@@ -137,7 +137,8 @@ def split_local(x: np.ndarray, mesh: Mesh, entries: tuple[tuple[str, ...] | None
     local = tuple(n // mesh.group_size(entries[d]) if d < len(entries) and entries[d] else n for d, n in enumerate(big))
     out = np.empty(tuple(mesh.sizes) + local, dtype=x.dtype)
     for c in mesh.coords():
-        out[c] = x[c][_block_slices(c, mesh, entries, big, local=False)]
+        at: tuple[int | slice, ...] = (*c, *_block_slices(c, mesh, entries, big, local=False))
+        out[c] = x[at]
     return out
 
 
@@ -152,5 +153,7 @@ def assemble_local(y: np.ndarray, mesh: Mesh, entries: tuple[tuple[str, ...] | N
     for c in mesh.coords():
         for c2 in mesh.coords():
             if all(c2[i] == c[i] for i in range(m) if i not in named):
-                out[c][_block_slices(c2, mesh, entries, small, local=True)] = y[c2]
+                # (one index, so a rank-0 block is written in place: out[c] of one is a copy)
+                at: tuple[int | slice, ...] = (*c, *_block_slices(c2, mesh, entries, small, local=True))
+                out[at] = y[c2]
     return out

@@ -16,7 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.checks import check_in_specs, check_out_specs, check_spec_types_and_axes
+from oracles.checks import (
+    check_call_form,
+    check_in_specs,
+    check_out_specs,
+    check_spec_types_and_axes,
+)
 from oracles.devices import assemble_global, np_dtype, split_global
 from oracles.effects import effect_predictions
 from oracles.explicit import (
@@ -92,6 +97,7 @@ def trace(
     manual = p.manual_axes
     rounding = inputs is None
     try:
+        p = check_call_form(p)  # (the specs as jax reads them; in_specs left out only on Explicit axes)
         check_spec_types_and_axes(p, p.in_specs, "in_specs")
         check_spec_types_and_axes(p, p.out_specs, "out_specs")
         check_unreduced_specs(p, p.in_specs, "in_specs")
@@ -159,6 +165,8 @@ def predict(p: Program, batch: int = 0, values: bool = True) -> Prediction:
     dtypes and varying axes only (all the abstract tier compares), at a fraction of the
     cost; its outputs' `device_values` and `global_value` are None."""
     st, err = trace(p, with_values=values, batch=batch)
+    if err is None:
+        p = check_call_form(p)  # (one spec per output, as jax reads a single one)
     manual = p.manual_axes
     region = any(p.mesh.axis_size(a) > 1 for a in manual)
     if err is not None:

@@ -38,7 +38,8 @@ def _with(op: Op, **params: ParamValue) -> Op:
 
 
 def nonnegative_axes(p: Program, sites: frozenset[int] | None = None) -> Program | None:
-    """psum_scatter's scatter_dimension and all_to_all's split_axis / concat_axis, when
+    """psum_scatter's scatter_dimension, all_to_all's split_axis / concat_axis and pswapaxes'
+    axis, when
     negative, become their non-negative equivalents (axis % rank of the operand).
     jax 0.10.2 forwards these unnormalised (jax-ml/jax#20125, #19720).
 
@@ -52,7 +53,9 @@ def nonnegative_axes(p: Program, sites: frozenset[int] | None = None) -> Program
     for i, op in enumerate(p.body):
         if sites is not None and i not in sites:
             continue
-        keys = {"psum_scatter": ("scatter_dimension",), "all_to_all": ("split_axis", "concat_axis")}.get(op.kind, ())
+        keys = {"psum_scatter": ("scatter_dimension",), "all_to_all": ("split_axis", "concat_axis"),
+                # (pswapaxes binds all_to_all with its axis as both)
+                "pswapaxes": ("axis",)}.get(op.kind, ())
         r = ranks[op.operands[0]] if op.operands and op.operands[0] < len(ranks) else 0
         fixed = {k: int(op.p(k)) % r for k in keys  # type: ignore[arg-type]
                  if isinstance(op.p(k), int) and -r <= int(op.p(k)) < 0}  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from programs.forms import arg_source
 from programs.ops import (
     MODULE_SOURCE,
     OP_TABLE,
@@ -57,7 +58,7 @@ def _arg_src(a: Arg, names: list[str], op: Op) -> str:
         return f"jnp.{op.p(a.source)}"
     if a.form == "spec":
         return repr(op.spec_param(a.source))
-    return literal(python_value(a.form, op.p(a.source)))
+    return arg_source(a, op)  # (in the form the op writes it: programs/forms.py)
 
 
 def _args_src(args: tuple[Arg, ...], names: list[str], op: Op) -> list[str]:
@@ -108,8 +109,13 @@ def value_names(p: Program) -> list[str]:
     return [f"a{i}" for i in range(len(p.inputs))] + [f"v{i}" for i in range(len(p.body))]
 
 
-def specs_src(specs: tuple[Spec, ...]) -> str:
-    """A tuple of specs, one per argument / output."""
+def specs_src(specs: tuple[Spec, ...], form: str = "tuple") -> str:
+    """The specs, one per argument / output, in the call's `form` (programs/model.py
+    CallForm): a tuple, a list, or one spec for all ("single": they are equal)."""
+    if form == "list":
+        return "[" + ", ".join(repr(s) for s in specs) + "]"
+    if form == "single" and specs:
+        return repr(specs[0])
     return "(" + ", ".join(repr(s) for s in specs) + ("," if len(specs) == 1 else "") + ")"
 
 

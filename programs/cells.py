@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from programs.forms import forms_of, names
 from programs.graph import cone, live_ops
 from programs.model import CLOSURES, EFFECT_KINDS, PLACE_HOWS, Mesh, Op, Program, Spec, is_float
 from programs.ops import LOCAL_OPS
@@ -53,6 +54,11 @@ def op_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     out = _own_cells(mesh, op, rank, dtype)
     if op.kind == "shard_map":
         out |= _own_cells(mesh, op.inner_op(), rank, dtype)
+        # (in_specs given or left out, inferred from the operand's type; the inner axes'
+        # types: Explicit where the outer call leaves Explicit axes free)
+        out.add(f"shard_map|in_spec={'inferred' if op.p('in_spec') is None else 'given'}")
+        kinds = {mesh.axis_type(a) for a in names(op.p("inner_axes"))}
+        out.add(f"shard_map|inner_axes={'mixed' if len(kinds) > 1 else kinds.pop() if kinds else 'none'}")
     return out
 
 
@@ -89,6 +95,10 @@ def _own_cells(mesh: Mesh, op: Op, rank: int | None, dtype: str) -> set[str]:
     out.update(f"{k}|{a}&{b}" for i, a in enumerate(params) for b in params[i + 1:])
     if k == "all_to_all" and op.p("split_axis") is not None:
         out.add(f"{k}|split{'!=' if op.p('split_axis') != op.p('concat_axis') else '=='}concat")
+    if op.p("axes") == ():
+        out.add(f"{k}|axes=empty")  # (a collective over no axes: a group of one)
+    for source, form in forms_of(op).items():
+        out.add(f"{k}|{source}_form={form}")  # (an argument in another form: programs/forms.py)
     if op.p("groups") is not None:
         out.add(f"{k}|groups=yes")
     if op.p("perm") is not None and axes and all(a in mesh.names for a in axes):
@@ -208,6 +218,29 @@ def feature_cells(p: Program) -> frozenset[str]:
     return frozenset(out)
 
 
+CALL = "call"  # the pseudo-kind of the program's own cells (`call_cells`)
+
+
+def call_cells(p: Program) -> frozenset[str]:
+    """The program's own cells, kind "call": how its shard_map is called (the style, the
+    in_specs / out_specs / axis_names forms, the mesh passed or from jax.set_mesh, the
+    manual axes all or a subset with the mesh's axis types) and the flags it runs under
+    (check_vma, the grad_remat policy). Every live op's cells come with them
+    (`_cells_of`): a program checks its call cells through any of its outputs."""
+    f = p.form
+    kinds = set(p.mesh.axis_types)
+    types = "mixed" if len(kinds) > 1 else kinds.pop()
+    subset = p.axis_names is not None and set(p.axis_names) != set(p.mesh.names)
+    out = {
+        f"{CALL}|style={f.style}", f"{CALL}|in_specs={f.in_specs}", f"{CALL}|out_specs={f.out_specs}",
+        f"{CALL}|check_vma={p.check_vma}", f"{CALL}|mesh={'context' if p.mesh_context else 'argument'}",
+        f"{CALL}|manual={'subset' if subset else 'all'}&types={types}", f"{CALL}|remat_policy={p.remat_policy or 'none'}",
+    }
+    if p.axis_names is not None:
+        out.add(f"{CALL}|axis_names={f.axis_names}")
+    return frozenset(out)
+
+
 def program_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:
     """Every cell of the program's live ops (with the oracle's types of its values, when
     given: operand rank and result dtype); the op inside a live nested shard_map too; and
@@ -224,11 +257,13 @@ def output_cells(p: Program, types: list[tuple[tuple[int, ...], str]] | None = N
 
 
 def ops_cells(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None = None) -> frozenset[str]:
-    """The cells of those body ops of `p` that are live (`program_cells`, restricted)."""
-    return _cells_of(p, ops & live_ops(p), types)
+    """The cells of those body ops of `p` that are live (`program_cells`, restricted):
+    the ops' own, not the program's call cells (no op is at fault for those)."""
+    return _cells_of(p, ops & live_ops(p), types, call=False)
 
 
-def _cells_of(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None) -> frozenset[str]:
+def _cells_of(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...], str]] | None,
+              call: bool = True) -> frozenset[str]:
     n_in = len(p.inputs)
     out: set[str] = set()
     for i in sorted(ops):
@@ -238,4 +273,6 @@ def _cells_of(p: Program, ops: frozenset[int], types: list[tuple[tuple[int, ...]
         rank = len(types[op.operands[0]][0]) if types and op.operands and op.operands[0] < len(types) else None
         dtype = types[n_in + i][1] if types else "?"
         out |= op_cells(p.mesh, op, rank, dtype)
-    return frozenset(out)
+    # (the call's cells with any live op's, also where jax fails before the body: an
+    # invalid program's call checked by error)
+    return frozenset(out | call_cells(p)) if ops and call else frozenset(out)

@@ -69,14 +69,28 @@ def jit_src(p: Program, f: str = "f") -> str:
 def shard_map_kwargs_src(p: Program) -> str:
     kw = [
         *([] if p.mesh_context else ["mesh=mesh"]),
-        # (a closed-over argument is not the shard_map's: no in_spec)
-        f"in_specs={specs_src(tuple(p.in_specs[i] for i in p.passed) if len(p.passed) < len(p.inputs) else p.in_specs)}",
-        f"out_specs={specs_src(p.out_specs)}",
+        # (a closed-over argument is not the shard_map's: no in_spec; in_specs left out:
+        # jax infers them from the arguments' sharding types)
+        *([] if p.form.in_specs == "omitted" else [
+            f"in_specs={specs_src(tuple(p.in_specs[i] for i in p.passed) if len(p.passed) < len(p.inputs) else p.in_specs, p.form.in_specs)}"]),
+        f"out_specs={specs_src(p.out_specs, p.form.out_specs)}",
     ]
     if p.axis_names is not None:
-        kw.append(f"axis_names={literal(set(p.axis_names))}")
+        names = literal(set(p.axis_names))
+        kw.append(f"axis_names={'frozenset(' + names + ')' if p.form.axis_names == 'frozenset' else names}")
     kw.append(f"check_vma={p.check_vma}")
     return ", ".join(kw)
+
+
+def shard_map_src(p: Program, body: str = "body") -> list[str]:
+    """The line making `f`, the shard_map of `body`, in the call's style (CallForm):
+    `shard_map(body, ...)`, `shard_map(...)(body)` or `partial(shard_map, ...)(body)`."""
+    kw = shard_map_kwargs_src(p)
+    if p.form.style == "decorator":
+        return [f"f = shard_map({kw})({body})  # jax.shard_map without f: a decorator"]
+    if p.form.style == "partial":
+        return ["from functools import partial", "", f"f = partial(shard_map, {kw})({body})"]
+    return [f"f = shard_map({body}, {kw})"]
 
 
 def input_expr(p: Program, i: int, batch: str = "0") -> str:
@@ -169,7 +183,7 @@ def call_src(p: Program, body: str = "body") -> list[str]:
     `Program.wrap`, made inside `def call` under jax.sharding.auto_axes / explicit_axes
     (a shard_map made outside keeps the mesh it saw then)."""
     called = _called_src(p, body)
-    lines = [*(called or [f"f = shard_map({body}, {shard_map_kwargs_src(p)})"]), *reshard_src(p)]
+    lines = [*(called or shard_map_src(p, body)), *reshard_src(p)]
     if p.wrap is None:
         return lines
     args = args_src(p)
@@ -205,7 +219,7 @@ SHARD_MAP_SHIM = [
     "else:  # jax < 0.6.1: jax.experimental.shard_map(check_rep=, auto=)",
     "  from jax.experimental.shard_map import shard_map as _experimental_shard_map",
     "",
-    "  def shard_map(f, *, mesh, in_specs, out_specs, axis_names=None, check_vma=True):",
+    "  def shard_map(f, *, mesh, in_specs, out_specs, axis_names=None, check_vma=True):  # (f positional: the plain call form)",
     "    auto = frozenset(mesh.axis_names) - frozenset(axis_names) if axis_names is not None else frozenset()",
     "    return _experimental_shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,",
     "                                   check_rep=check_vma, auto=auto)",
@@ -225,13 +239,30 @@ def permute_guard(p: Program) -> list[str]:
             f'  jax.config.update("{PERMUTE_ORDER_FLAG}", False)']
 
 
+def remat_lines(p: Program) -> list[str]:
+    """The program's jax.checkpoint policy (`Program.remat_policy`), which the grad_remat
+    mode runs its body under (`remat_body`)."""
+    if p.remat_policy is None:
+        return []
+    return [f"REMAT_POLICY = jax.checkpoint_policies.{p.remat_policy}  # the grad_remat mode's jax.checkpoint policy"]
+
+
+def remat_body(p: Program, mode: str) -> str:
+    """The body the shard_map runs in `mode`: under jax.checkpoint in grad_remat (with
+    the program's named policy where it has one)."""
+    if mode != "grad_remat":
+        return "body"
+    return "jax.checkpoint(body, policy=REMAT_POLICY)" if p.remat_policy is not None else "jax.checkpoint(body)"
+
+
 def x64_lines(p: Program) -> list[str]:
     """A program naming float64 runs with jax_enable_x64 on (`Program.x64`), as the
     harness runs it; without it jax makes every float64 a float32."""
     return ['jax.config.update("jax_enable_x64", True)  # the program names float64'] if p.x64 else []
 
 
-REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
+REPRO_MODES = ("jit", "eager", "gspmd", "abstract", "lowering", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "jvp", "linearize",
+               "hessian", "multiprocess")
 
 
 def reproducer_mode(mode: str) -> str:
@@ -288,7 +319,7 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
             '    print(f"out[{i}] shape={o.shape} dtype={o.dtype}")',
             "    print(np.asarray(o))",
         ]
-    if mode in ("grad", "grad_remat"):
+    if mode in ("grad", "grad_remat", "jvp", "linearize", "hessian"):
         fl = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
         return [
             f"  args = [{args}]",
@@ -301,17 +332,42 @@ def _call_lines(p: Program, mode: str, args: str) -> list[str]:
             "      full[i] = x",
             "    return tuple(o for o in f(*full) if jnp.issubdtype(o.dtype, jnp.floating))",
             "",
-            "  @jax.jit",
-            "  def both(prim):",
-            "    out, jv = jax.jvp(g, prim, tuple(jnp.ones_like(x) for x in prim))",
-            "    _, pullback = jax.vjp(g, *prim)",
-            "    return jv, pullback(tuple(jnp.ones_like(o) for o in out))",
-            "",
-            "  jv, cts = both(primals)",
-            '  print("jvp along ones:", [np.asarray(t) for t in jv])',
-            '  print("vjp of ones:", [np.asarray(c) for c in cts])',
+            *_PLAIN_DERIVE[mode],
         ]
     raise ValueError(f"no reproducer for mode {mode!r}; one of {REPRO_MODES}")
+
+
+# the plain reproducer's derivatives per derivative mode (`_call_lines`), along ones
+_PLAIN_DERIVE = {
+    "grad": [
+        "  @jax.jit",
+        "  def both(prim):",
+        "    out, jv = jax.jvp(g, prim, tuple(jnp.ones_like(x) for x in prim))",
+        "    _, pullback = jax.vjp(g, *prim)",
+        "    return jv, pullback(tuple(jnp.ones_like(o) for o in out))",
+        "",
+        "  jv, cts = both(primals)",
+        '  print("jvp along ones:", [np.asarray(t) for t in jv])',
+        '  print("vjp of ones:", [np.asarray(c) for c in cts])',
+    ],
+    "jvp": [
+        "  jv = jax.jit(lambda prim: jax.jvp(g, prim, tuple(jnp.ones_like(x) for x in prim))[1])(primals)",
+        '  print("jvp along ones:", [np.asarray(t) for t in jv])',
+    ],
+    "linearize": [
+        "  jv = jax.jit(lambda prim: jax.linearize(g, *prim)[1](*(jnp.ones_like(x) for x in prim)))(primals)",
+        '  print("linearized along ones:", [np.asarray(t) for t in jv])',
+    ],
+    "hessian": [
+        "  s = lambda *xs: sum(o.astype(jnp.float32).sum() for o in g(*xs))  # the sum of the float outputs",
+        "  n = tuple(range(len(primals)))",
+        "  h = jax.jit(lambda prim: jax.hessian(s, argnums=n)(*prim))(primals)",
+        "  jf = jax.jit(lambda prim: jax.jacfwd(s, argnums=n)(*prim))(primals)",
+        '  print("hessian:", jax.tree.map(np.asarray, h))',
+        '  print("jacfwd:", [np.asarray(t) for t in jf])',
+    ],
+}
+_PLAIN_DERIVE["grad_remat"] = _PLAIN_DERIVE["grad"]
 
 
 def _print_values() -> list[str]:
@@ -330,7 +386,7 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
     grad_remat); it prints the outputs (per-device blocks where there are values) or the
     exception jax raised, and exits 1 on an exception."""
     args = args_src(p)
-    body = "jax.checkpoint(body)" if mode == "grad_remat" else "body"
+    body = remat_body(p, mode)
     lines = [
         f'"""{title or "shardfuzz reproducer"} (mode: {mode})"""',
         "import os",
@@ -339,6 +395,7 @@ def to_python(p: Program, title: str = "", mode: str = "jit") -> str:
         *SHARD_MAP_SHIM,
         *permute_guard(p),
         *x64_lines(p),
+        *remat_lines(p),
         "",
         *mesh_src(p),
         *context_src(p),

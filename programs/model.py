@@ -320,6 +320,43 @@ class Effect:
     value: int  # the value it reads (an argument or an op's result)
 
 
+# How the shard_map call may be written (`CallForm`), each form's meaning in jax 0.10.2's
+# `jax.shard_map` signature and docstring (f is positional-only and optional: called with
+# keywords alone it returns a decorator; in_specs defaults to `Infer`, "If ``Infer``, all
+# mesh axes must be of type `Explicit`, in which case the in_specs are inferred from the
+# argument types"; in_specs / out_specs are pytree prefixes of the arguments' tuple / the
+# body's result; axis_names a set or frozenset):
+# - style: "call" `jax.shard_map(f, mesh=..., ...)`, "decorator" `jax.shard_map(mesh=...,
+#   ...)(f)`, "partial" `functools.partial(jax.shard_map, mesh=..., ...)(f)`;
+# - in_specs: "tuple" (one spec per argument), "single" (one P, a prefix of every
+#   argument: every in_spec equal), "list" (a list: no prefix of the arguments' tuple,
+#   a structure error), "omitted" (inferred from the arguments' sharding types);
+# - out_specs: "tuple", "single" (one P for every output), "list" (a structure error:
+#   the body returns a tuple);
+# - axis_names: "set" or "frozenset".
+CALL_STYLES = ("call", "decorator", "partial")
+IN_SPECS_FORMS = ("tuple", "single", "list", "omitted")
+OUT_SPECS_FORMS = ("tuple", "single", "list")
+AXIS_NAMES_FORMS = ("set", "frozenset")
+
+
+@dataclass(frozen=True)
+class CallForm:
+    """How the program's shard_map call is written (see CALL_STYLES and the forms above);
+    the defaults are the plain form, `jax.shard_map(f, in_specs=(...), out_specs=(...),
+    axis_names={...})`."""
+
+    style: str = "call"
+    in_specs: str = "tuple"
+    out_specs: str = "tuple"
+    axis_names: str = "set"
+
+    def changed(self) -> dict[str, str]:
+        """The fields that differ from the plain form (what the JSON and the cells name)."""
+        plain = CallForm()
+        return {k: getattr(self, k) for k in ("style", "in_specs", "out_specs", "axis_names") if getattr(self, k) != getattr(plain, k)}
+
+
 @dataclass(frozen=True)
 class Program:
     """One shard_map call, complete and self-contained."""
@@ -355,6 +392,24 @@ class Program:
     # afterwards deleted or holds its value (jax.jit's docstring: "marked deleted", and
     # JAX "will raise an error" on reuse of a deleted one)
     donate: tuple[int, ...] = ()
+    # the grad_remat mode's jax.checkpoint policy: a name from programs/points.py
+    # REMAT_POLICIES (jax.checkpoint_policies.<name>), or None for the default policy
+    remat_policy: str | None = None
+    # how the shard_map call is written (CallForm; the plain form by default)
+    form: CallForm = CallForm()
+
+    def inferred_in_specs(self) -> tuple[Spec, ...]:
+        """The in_specs jax infers when the call leaves them out (`form.in_specs` ==
+        "omitted"): each argument's sharding type's manual axes (jax 0.10.2
+        `_manual_spec`), which is its reshard spec (`reshard_spec`, the in_spec's
+        Explicit axes) where the arguments are resharded, else nothing: a NumPy argument
+        is unsharded (replicated)."""
+        manual = set(self.manual_axes)
+        out = []
+        for i in range(len(self.inputs)):
+            s = self.reshard_spec(i) if self.reshard and i < len(self.in_specs) else Spec(())
+            out.append(Spec(tuple((tuple(a for a in e if a in manual) or None) if e else None for e in s.entries)))
+        return tuple(out)
 
     def outer_mesh(self) -> Mesh:
         """The mesh of the mesh context (`jax.set_mesh`): `mesh` with the wrapped axes of

@@ -44,6 +44,7 @@ PARAM_TYPES = {
     "transform": "a derivative transform: one of TRANSFORMS (jvp, vjp, grad)",
     "custom": "how the sub-body is differentiated: one of CUSTOMS (none, custom_jvp, custom_vjp)",
     "steps": "a sub-body of one operand: (kind, operands, params) per op; value 0 is the operand, step i defines value i + 1 and reads value i first (mul: then value i or 0); the last step's value is the result",
+    "forms": "(argument, form) pairs: the axes, perm or groups argument written in another form (programs/forms.py ARG_FORMS)",
 }
 
 
@@ -172,11 +173,13 @@ _TABLE = (
     # a nested shard_map (mesh from context) over `inner_axes`, axes the outer body left
     # automatic: jax.shard_map(lambda b: <inner op>(b), in_specs=P(*in_spec),
     # out_specs=P(*out_spec), axis_names=set(inner_axes), check_vma=check_vma)(x);
-    # the inner op is one op of kind `inner` with parameters `inner_params` (pairs)
+    # the inner op is one op of kind `inner` with parameters `inner_params` (pairs);
+    # without `in_spec`, in_specs left out (jax infers them from the operand's type)
     OpDesc("shard_map", 1,
-           (Param("inner_axes", "axes"), Param("in_spec", "spec"), Param("out_spec", "spec"), Param("inner", "kind"),
+           (Param("inner_axes", "axes"), Param("in_spec", "spec", optional=True), Param("out_spec", "spec"), Param("inner", "kind"),
             Param("inner_params", "params"), Param("check_vma", "bool")),
-           Call("jax", "shard_map", (Arg("fn", form="fn"), Arg("in_spec", "in_specs", "spec"), Arg("out_spec", "out_specs", "spec"),
+           Call("jax", "shard_map", (Arg("fn", form="fn"), Arg("in_spec", "in_specs", "spec", omit_none=True),
+                                     Arg("out_spec", "out_specs", "spec"),
                                      Arg("inner_axes", "axis_names", "set"), Arg("check_vma", "check_vma", "bool")),
                 then=(Arg("x0"),))),
     OpDesc("axis_size", 0, (_AXES,), Call("jax.lax", "axis_size", (_AX,))),
@@ -273,6 +276,13 @@ OP_TABLE: dict[str, OpDesc] = {
     d.kind: replace(d, params=d.params + (_WRAP,)) if 1 <= d.arity <= 2 else d
     for d in _TABLE
 }
+
+
+# every kind with an axes, perm or groups argument may write it in another form than its
+# plain one (programs/forms.py: an axis name as a 1-tuple or a list, a perm as an array)
+_FORMS = Param("forms", "forms", optional=True)
+OP_TABLE = {k: replace(d, params=d.params + (_FORMS,)) if any(a.source in ("axes", "perm", "groups") for a in d.call.args) else d
+            for k, d in OP_TABLE.items()}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ output (cotangent) they belong to, so both sides see the same numbers.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from programs.model import Program, is_float, round_to
@@ -40,3 +42,31 @@ def tangents(p: Program) -> list[np.ndarray | None]:
 def cotangent(k: int, shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray:
     """A weight u for output k (of its global shape and dtype)."""
     return round_to(np.random.default_rng(2000 + k).uniform(-1, 1, size=shape), dtype)
+
+
+# The modes that differentiate the whole shard_map at the grad point (harness/run/
+# modes_transformed.py): grad and grad_remat (<u, J v> by jvp and by vjp), jvp and
+# linearize (each output's <u_k, J_k v>), hessian (v^T H v of s = <u, outputs> by
+# jax.hessian, and <jax.jacfwd(s), v>). Each runs only programs with a float argument.
+DERIVATIVE_MODES = ("grad", "grad_remat", "jvp", "linearize", "hessian")
+# the modes whose derivative goes through a transpose (jax defines none for while_loop)
+REVERSE_MODES = ("grad", "grad_remat", "hessian")
+# the hessian mode builds the dense Hessian of s over every float argument element
+HESSIAN_MAX_ELEMENTS = 256
+# jax.checkpoint policies a program's grad_remat run may name (`Program.remat_policy`):
+# the named ones of jax.checkpoint_policies that take no argument
+REMAT_POLICIES = ("nothing_saveable", "everything_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable")
+
+
+def used_float_args(p: Program) -> list[int]:
+    """The float arguments an op reads or an output is (the hessian mode differentiates
+    those: an unused one adds zero rows to the Hessian, and its size alone)."""
+    n_in = len(p.inputs)
+    used = {j for op in p.body for j in op.operands if j < n_in} | {o for o in p.outputs if o < n_in}
+    return [i for i, x in enumerate(p.inputs) if is_float(x.dtype) and i in used]
+
+
+def float_elements(p: Program) -> int:
+    """How many elements the used float arguments hold together (the hessian mode's
+    size, `used_float_args`)."""
+    return sum(math.prod(p.inputs[i].shape) for i in used_float_args(p))

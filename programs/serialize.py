@@ -16,11 +16,16 @@ from typing import Any
 
 from programs.errors import ProgramFormatError
 from programs.model import (
+    AXIS_NAMES_FORMS,
+    CALL_STYLES,
     CALL_WRAPS,
     CLOSURES,
     DTYPES,
     EFFECT_KINDS,
+    IN_SPECS_FORMS,
+    OUT_SPECS_FORMS,
     PLACE_HOWS,
+    CallForm,
     Effect,
     Input,
     Mesh,
@@ -31,6 +36,7 @@ from programs.model import (
     Spec,
 )
 from programs.ops import SYNTAX, WRAPS
+from programs.points import REMAT_POLICIES
 from programs.validate import validate
 
 __all__ = ["SCHEMA_VERSION", "from_json", "program_from_dict", "program_id", "program_to_dict", "to_json"]
@@ -90,6 +96,9 @@ def program_to_dict(p: Program) -> dict[str, Any]:
         **({"wrap": {"kind": p.wrap, "axes": list(p.wrap_axes), "specs": [_spec_to_json(s) for s in p.wrap_specs]}} if p.wrap else {}),
         **({"effects": [{"kind": e.kind, "value": e.value} for e in p.effects]} if p.effects else {}),
         **({"donate": list(p.donate)} if p.donate else {}),
+        **({"remat_policy": p.remat_policy} if p.remat_policy is not None else {}),
+        # only the fields that differ from the plain call, so older programs keep their ids
+        **({"form": p.form.changed()} if p.form.changed() else {}),
     }
 
 
@@ -174,6 +183,8 @@ def program_from_dict(d: Any, check: bool = True) -> Program:
         **_wrap_from_json(d.get("wrap")),
         effects=_effects_from_json(d.get("effects"), n_in + len(body)),
         donate=_donate_from_json(d.get("donate"), n_in),
+        remat_policy=_remat_policy_from_json(d.get("remat_policy")),
+        form=_form_from_json(d.get("form")),
     )
     if check:
         validate(p)
@@ -231,6 +242,30 @@ def _place_from_json(x: Any, w: str) -> Place | None:
     if how not in PLACE_HOWS:
         raise ProgramFormatError(f"{w}.how={how!r} must be one of {list(PLACE_HOWS)}")
     return Place(how, _spec_from_json(x["spec"], f"{w}.spec") if "spec" in x else Spec())
+
+
+def _remat_policy_from_json(v: Any) -> str | None:
+    """The optional "remat_policy" (absent: the default policy)."""
+    if v is not None and v not in REMAT_POLICIES:
+        raise ProgramFormatError(f"program.remat_policy={v!r} must be null or one of {list(REMAT_POLICIES)}")
+    return v  # type: ignore[no-any-return]
+
+
+_FORMS = {"style": CALL_STYLES, "in_specs": IN_SPECS_FORMS, "out_specs": OUT_SPECS_FORMS, "axis_names": AXIS_NAMES_FORMS}
+
+
+def _form_from_json(v: Any) -> CallForm:
+    """The optional "form" object: how the call is written (absent: the plain call)."""
+    if v is None:
+        return CallForm()
+    if not isinstance(v, dict):
+        raise ProgramFormatError(f"program.form must be an object {{style, in_specs, out_specs, axis_names}}, got {type(v).__name__}")
+    for k, x in v.items():
+        if k not in _FORMS:
+            raise ProgramFormatError(f"program.form: unknown field {k!r} (known: {', '.join(_FORMS)})")
+        if x not in _FORMS[k]:
+            raise ProgramFormatError(f"program.form.{k}={x!r} must be one of {list(_FORMS[k])}")
+    return CallForm(**v)
 
 
 def _mesh_from_json(m: dict[str, Any]) -> Mesh:

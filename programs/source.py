@@ -26,8 +26,10 @@ from dataclasses import dataclass, field, replace
 
 from programs.body_text import EFFECT_TAG
 from programs.errors import SourceError
+from programs.forms import ARG_FORMS, form_from
 from programs.model import (
     DTYPES,
+    CallForm,
     Effect,
     Input,
     Mesh,
@@ -40,6 +42,7 @@ from programs.model import (
     freeze,
 )
 from programs.ops import CUSTOMS, OP_TABLE, TRANSFORMS, WRAP_SOURCE, Arg, OpDesc, transform_template
+from programs.points import REMAT_POLICIES
 from programs.validate import EXPLAINED_BY, validate
 
 _MODULES = {"jax": "jax", "jax.lax": "jax.lax", "lax": "jax.lax", "jnp": "jax.numpy", "jax.numpy": "jax.numpy"}
@@ -171,14 +174,18 @@ def _param(a: Arg, node: ast.AST, body: _Body, params: dict[str, ParamValue], op
         if inner.ops:
             raise SourceError(node.body, "a nested shard_map holds exactly one op, reading its one argument by name")
         params["inner"], params["inner_params"] = op.kind, op.params
-    elif a.form == "axes":
-        v = _literal(node, "axes")
-        params[a.source] = (v,) if isinstance(v, str) else freeze(v)
     elif a.form == "set":
         v = _literal(node, a.source)
         params[a.source] = tuple(sorted(v)) if isinstance(v, (set, frozenset)) else freeze(v)  # type: ignore[arg-type]
     else:
-        params[a.source] = freeze(_literal(node, a.source))
+        # (an axes, perm or groups argument in another form than its plain one, a NumPy
+        # array included, is recorded in the op's `forms`: programs/forms.py)
+        array = isinstance(node, ast.Call) and _dotted(node.func) in ("np.array", "numpy.array") and len(node.args) == 1
+        v = _literal(node.args[0] if array else node, a.source)  # type: ignore[attr-defined]
+        params[a.source] = (v,) if a.source == "axes" and isinstance(v, str) else freeze(v)
+        form = form_from(a, v, array) if a.source in ARG_FORMS else None
+        if form is not None:
+            params["forms"] = tuple(sorted({**dict(params.get("forms") or ()), a.source: form}.items()))  # type: ignore[arg-type, misc]
 
 
 def _from_template(d: OpDesc, args: list[ast.AST], keywords: list[ast.keyword], node: ast.AST, body: _Body,
@@ -596,7 +603,7 @@ def _body_fn(fn: ast.FunctionDef, values: dict[str, Input], edges: _Edges | None
     return args, body.ops, outputs, effects
 
 
-def _wrap_of(w: ast.Call, fns: dict[str, ast.FunctionDef], outer: Mesh) -> tuple[Mesh, ast.Call | None, bool, str, tuple[str, ...], tuple[Spec, ...]]:
+def _wrap_of(w: ast.Call, fns: dict[str, ast.FunctionDef], outer: Mesh) -> tuple[Mesh, _Call | None, bool, str, tuple[str, ...], tuple[Spec, ...]]:
     """`f = jax.sharding.auto_axes(call, axes=..., out_sharding=...)` (or explicit_axes
     with in_sharding=): the mesh inside (the wrapped axes retyped), the shard_map call
     and reshard read from `def call`, the wrapper, its axes and specs."""
@@ -615,11 +622,71 @@ def _wrap_of(w: ast.Call, fns: dict[str, ast.FunctionDef], outer: Mesh) -> tuple
     for st in fns[w.args[0].id].body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
             v = st.value
-            if isinstance(v, ast.Call) and _dotted(v.func) in ("jax.shard_map", "shard_map"):
-                call = v
+            if _shard_map_call(v) is not None:
+                call = _shard_map_call(v)
             elif isinstance(v, ast.Name) and st.targets[0].id == f"_{v.id}_shard_map":
                 reshard = True
     return mesh, call, reshard, kind, axes, specs_of(kws[spec_kw])
+
+
+_SHARD_MAP = ("jax.shard_map", "shard_map")
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A shard_map call as written: its keywords, the body function's name node, the
+    style (programs/model.py CALL_STYLES)."""
+
+    keywords: list[ast.keyword]
+    fn: ast.AST | None
+    style: str
+    node: ast.Call
+
+
+def _shard_map_call(v: ast.AST) -> _Call | None:
+    """`shard_map(body, ...)`, `shard_map(...)(body)` or `partial(shard_map, ...)(body)`."""
+    if not isinstance(v, ast.Call):
+        return None
+    if _dotted(v.func) in _SHARD_MAP:
+        return _Call(list(v.keywords), v.args[0] if v.args else None, "call", v)
+    inner = v.func
+    if isinstance(inner, ast.Call) and _dotted(inner.func) in _SHARD_MAP and not inner.args:
+        return _Call(list(inner.keywords), v.args[0] if v.args else None, "decorator", inner)
+    if (isinstance(inner, ast.Call) and _dotted(inner.func) in ("partial", "functools.partial") and inner.args
+            and _dotted(inner.args[0]) in _SHARD_MAP):
+        return _Call(list(inner.keywords), v.args[0] if v.args else None, "partial", inner)
+    return None
+
+
+def _form_specs(node: ast.AST, n: int) -> tuple[tuple[Spec, ...], str]:
+    """One spec per argument / output (`n` of them) and the form they are written in:
+    a tuple, a list, or one P(...) for all ("single")."""
+    if isinstance(node, ast.List):
+        return specs_of(node), "list"
+    if isinstance(node, ast.Call):
+        return (spec_of(node),) * n, "single"
+    return specs_of(node), "tuple"
+
+
+def _resharded_specs(fn: ast.FunctionDef | None, n: int) -> tuple[Spec, ...]:
+    """The specs `def f` (programs.emit.reshard_src) reshards the `n` arguments to: with
+    in_specs left out, what jax infers them to be."""
+    ret = fn.body[-1] if fn is not None and fn.body else None
+    call = ret.value if isinstance(ret, ast.Return) else None
+    args = call.args if isinstance(call, ast.Call) else []
+    if len(args) != n or not all(isinstance(a, ast.Call) and _dotted(a.func) == "jax.sharding.reshard" and len(a.args) == 2 for a in args):
+        raise SourceError(fn, f"with in_specs left out, `def f` reshards each of the {n} arguments: "
+                          "return _f_shard_map(jax.sharding.reshard(a0, P(...)), ...)")
+    return tuple(spec_of(a.args[1]) for a in args)  # type: ignore[attr-defined]
+
+
+def _remat_policy(node: ast.AST) -> str:
+    """`jax.checkpoint_policies.<name>`: one of programs/points.py REMAT_POLICIES."""
+    name = _dotted(node) or ""
+    short = name.rsplit(".", 1)[-1]
+    if not name.startswith("jax.checkpoint_policies.") or short not in REMAT_POLICIES:
+        raise SourceError(node, f"REMAT_POLICY must be jax.checkpoint_policies.<name>, one of {', '.join(REMAT_POLICIES)}")
+    return short
 
 
 def from_source(text: str, filename: str = "<source>") -> Program:
@@ -633,10 +700,11 @@ def from_source(text: str, filename: str = "<source>") -> Program:
     values: dict[str, Input] = {}
     fns: dict[str, ast.FunctionDef] = {}
     settings: dict[str, ast.AST] = {}
-    call: ast.Call | None = None
+    call: _Call | None = None
     wrap: ast.Call | None = None
     reshard = False
     edges = _Edges()
+    remat_policy: str | None = None
     for i, st in enumerate(tree.body):
         if _skipped(st, i):
             continue
@@ -657,14 +725,17 @@ def from_source(text: str, filename: str = "<source>") -> Program:
             raise SourceError(st, "expected `name = ...` (mesh, an argument, in_specs, out_specs, axis_names, check_vma, "
                               "f = jax.shard_map(...)) or `def body(...)`")
         name, v = st.targets[0].id, st.value
+        if name == "REMAT_POLICY":  # programs.emit.remat_lines: the grad_remat mode's checkpoint policy
+            remat_policy = _remat_policy(v)
+            continue
         if name == "devices":
             devices = _devices(v)
         elif name == "mesh":
             mesh = _mesh(v, devices)
         elif name in ("in_specs", "out_specs", "axis_names", "check_vma"):
             settings[name] = v
-        elif isinstance(v, ast.Call) and _dotted(v.func) in ("jax.shard_map", "shard_map"):
-            call = v
+        elif _shard_map_call(v) is not None:
+            call = _shard_map_call(v)
         elif isinstance(v, ast.Call) and _dotted(v.func) in ("jax.sharding.auto_axes", "jax.sharding.explicit_axes"):
             wrap = v  # programs.emit.call_src: the call inside auto_axes / explicit_axes (def call)
         elif isinstance(v, ast.Name) and name == f"_{v.id}_shard_map":
@@ -682,28 +753,35 @@ def from_source(text: str, filename: str = "<source>") -> Program:
     if "place" in fns:
         _read_place(fns["place"], edges)
     if call is None and "f" in fns:  # programs.emit._called_src: def f(...) makes the shard_map
-        call, passed, factory = _read_called(fns["f"], edges)
+        sm, passed, factory = _read_called(fns["f"], edges)
+        call = _shard_map_call(sm)
         every = [a.arg for a in fns["f"].args.args]
         if factory is not None:
             fns = {**fns, **_factory_body(fns, factory)}
     if call is not None:
-        if call.args and isinstance(call.args[0], ast.Name):
-            fn_name = call.args[0].id
+        if isinstance(call.fn, ast.Name):
+            fn_name = call.fn.id
         for k in call.keywords:
             if k.arg in ("in_specs", "out_specs", "axis_names", "check_vma"):
                 settings[k.arg] = k.value
             elif k.arg != "mesh":
                 raise SourceError(k.value, f"jax.shard_map has no argument {k.arg!r} shardfuzz reads")
     if fn_name not in fns:
-        raise SourceError(call, f"no `def {fn_name}(...)`: define the shard_map body")
+        raise SourceError(call.node if call else None, f"no `def {fn_name}(...)`: define the shard_map body")
     args, ops, outputs, effects = _body_fn(fns[fn_name], values, edges, every)
     if passed is not None and [a.arg for a in fns[fn_name].args.args] != passed:
         raise SourceError(fns[fn_name], f"the body takes {[a.arg for a in fns[fn_name].args.args]}, but the shard_map is given {passed}")
-    for need in ("in_specs", "out_specs"):
+    # (in_specs left out of the call: jax infers them from the arguments, CallForm "omitted")
+    omitted = call is not None and "in_specs" not in settings and not any(k.arg == "in_specs" for k in call.keywords)
+    for need in ("out_specs",) if omitted else ("in_specs", "out_specs"):
         if need not in settings:
             raise SourceError(fns[fn_name], f"no {need}: write {need} = (P('x'),) or pass {need}= to jax.shard_map")
     axis_names: tuple[str, ...] | None = None
+    names_form = "set"
     if "axis_names" in settings:
+        node = settings["axis_names"]
+        if isinstance(node, ast.Call) and _dotted(node.func) == "frozenset" and len(node.args) == 1:
+            names_form, settings["axis_names"] = "frozenset", node.args[0]
         names = _literal(settings["axis_names"], "axis_names")
         if not isinstance(names, (set, frozenset, tuple, list)) or not all(isinstance(a, str) for a in names):
             raise SourceError(settings["axis_names"], "axis_names is a set of mesh axis names, e.g. {'x'}")
@@ -714,7 +792,11 @@ def from_source(text: str, filename: str = "<source>") -> Program:
         if not isinstance(cv, bool):
             raise SourceError(settings["check_vma"], "check_vma is True or False")
         check_vma = cv
-    in_specs, out_specs = specs_of(settings["in_specs"]), specs_of(settings["out_specs"])
+    if omitted:
+        in_specs, in_form = _resharded_specs(fns.get("f"), len(args)) if reshard else ((Spec(()),) * len(args)), "omitted"
+    else:
+        in_specs, in_form = _form_specs(settings["in_specs"], len(args))
+    out_specs, out_form = _form_specs(settings["out_specs"], len(outputs))
     inputs = tuple(replace(values[edges.constants.get(a, a)], place=edges.places.get(a), closure=edges.closures.get(a)) for a in args)
     if any(x.closure is not None for x in inputs):  # (a closed-over value's in_spec is P(): the shard_map takes none)
         given = iter(in_specs)
@@ -727,8 +809,9 @@ def from_source(text: str, filename: str = "<source>") -> Program:
         if any(a not in mesh_axes for s in specs for a in s.axes()):
             defect = sorted(EXPLAINED_BY[which])[0]
     context = call is not None and all(k.arg != "mesh" for k in call.keywords)
+    form = CallForm(call.style if call is not None else "call", in_form, out_form, names_form)
     p = Program(mesh, inputs, in_specs, tuple(ops), outputs, out_specs, axis_names, check_vma, defect,
-                mesh_context=context, reshard=reshard,
+                mesh_context=context, reshard=reshard, remat_policy=remat_policy, form=form,
                 effects=tuple(Effect(edges.effects[k][0], effects[k]) for k in sorted(edges.effects)), donate=edges.donate)
     if wrapped is not None:
         p = replace(p, wrap=wrapped[3], wrap_axes=wrapped[4], wrap_specs=wrapped[5])

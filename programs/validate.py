@@ -20,6 +20,7 @@ has); the harness calls it before running a program. No jax here.
 from __future__ import annotations
 
 from programs.errors import ProgramFormatError
+from programs.forms import ARG_FORMS, forms_of
 from programs.model import AXIS_TYPES, DTYPES, SCALAR_DTYPES, Op, Program, Spec
 from programs.ops import CUSTOMS, SYNTAX, TRANSFORM_STEP_KINDS, TRANSFORMS
 
@@ -107,6 +108,22 @@ def _check_op(p: Program, op: Op, where: str) -> None:
         _check_op(p, op.inner_op(), f"{where} (inner {inner})")
     if op.kind == "transform":
         _check_transform(p, op, where)
+    if "forms" in params:
+        _check_forms(op, where)
+
+
+def _check_forms(op: Op, where: str) -> None:
+    """An op's `forms`: (argument, form) pairs naming one of its parameters and a form of
+    programs/forms.py ARG_FORMS (an array only of groups of one size)."""
+    forms = op.p("forms")
+    ok = isinstance(forms, tuple) and all(isinstance(kv, tuple) and len(kv) == 2 and kv[0] in ARG_FORMS and kv[1] in ARG_FORMS[kv[0]]
+                                          and op.p(kv[0]) is not None for kv in forms)
+    if not ok:
+        raise _fail(f"{where}.params.forms: expected [argument, form] pairs, an argument among {sorted(ARG_FORMS)} the op has "
+                    f"and its form one of {ARG_FORMS}, got {forms!r}")
+    groups = op.p("groups")
+    if forms_of(op).get("groups") == "array" and isinstance(groups, tuple) and len({len(g) for g in groups if isinstance(g, tuple)}) > 1:
+        raise _fail(f"{where}.params.forms: groups of different sizes {groups!r} are no NumPy array; write them as a list")
 
 
 def _check_transform(p: Program, op: Op, where: str) -> None:
@@ -167,6 +184,7 @@ def validate(p: Program) -> None:
     if p.wrap is not None:
         _check_wrap(p)
     _check_edges(p)
+    _check_form(p)
 
 
 def _check_edges(p: Program) -> None:
@@ -215,6 +233,19 @@ def _check_edges(p: Program) -> None:
     for i in p.donate:
         if p.inputs[i].closure == "numpy":
             raise _fail(f"program.donate: argument {i} is a NumPy constant the body closes over, not an argument of the call")
+
+
+def _check_form(p: Program) -> None:
+    """One spec for every argument / output (`form` "single") needs them all equal; in_specs
+    left out ("omitted") are what jax infers (`Program.inferred_in_specs`), so the
+    program says what runs."""
+    if p.form.in_specs == "omitted" and p.in_specs != p.inferred_in_specs():
+        raise _fail(f"program.form.in_specs='omitted': program.in_specs={list(p.in_specs)} must be what jax infers from the "
+                    f"arguments, {list(p.inferred_in_specs())} (each resharded argument's in_spec, else P())")
+    for which, specs in (("in_specs", p.in_specs), ("out_specs", p.out_specs)):
+        if getattr(p.form, which) == "single" and len(set(specs)) > 1:
+            raise _fail(f"program.form.{which}='single' writes one spec for every {'argument' if which == 'in_specs' else 'output'}, "
+                        f"but program.{which} differ ({list(specs)}); make them equal or use 'tuple'")
 
 
 def _check_wrap(p: Program) -> None:

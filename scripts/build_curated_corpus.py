@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from oracles import ErrorKind, predict  # noqa: E402
-from programs.model import Effect, Input, Mesh, Op, Place, Program, Spec  # noqa: E402
+from programs.forms import with_form  # noqa: E402
+from programs.model import CallForm, Effect, Input, Mesh, Op, Place, Program, Spec  # noqa: E402
 from programs.serialize import to_json  # noqa: E402
 
 OUT = ROOT / "harness" / "data" / "corpus" / "curated"
@@ -532,8 +533,72 @@ def edges() -> list[Case]:
     ]
 
 
+def forms_and_flags() -> list[Case]:
+    """The call's forms (programs/model.py CallForm), the parameters' forms
+    (programs/forms.py), collectives over no axes, a nested shard_map inferring its
+    in_specs, and the flags the derivative modes run under."""
+    xy_e = Mesh(("x", "y"), (2, 4), ("explicit", "explicit"))
+    two = prog(XY, [iota(8, 8), small(8, 8, seed=2)], [P("x", "y"), P("x", "y")], [op("mul", 0, 1), op("psum", 2, axes=("x",))],
+               [3], [P(None, "y")])
+    perm = ((0, 1), (1, 2), (2, 3), (3, 0))
+    nested = {"inner_axes": ("y",), "out_spec": (), "inner": "psum", "inner_params": (("axes", ("y",)),), "check_vma": True}
+    return [
+        Case("call_decorator_one_spec_for_all", replace(two, form=CallForm(style="decorator", in_specs="single", out_specs="single")),
+             "jax.shard_map(mesh=..., in_specs=P('x', 'y'), out_specs=P(None, 'y'))(body): the decorator form, one spec a prefix of "
+             "every argument and output"),
+        Case("call_partial_frozenset_axis_names",
+             replace(prog(XY, [iota(8, 8)], [P("x")], [op("psum", 0, axes=("x",))], [1], [P()], axis_names=("x",)),
+                     form=CallForm(style="partial", axis_names="frozenset")),
+             "functools.partial(jax.shard_map, ..., axis_names=frozenset({'x'}))(body): 'y' left automatic"),
+        Case("call_in_specs_inferred", replace(prog(xy_e, [iota(8, 8)], [P("x", "y")], [op("psum", 0, axes=("y",))], [1], [P("x")]),
+                                               mesh_context=True, reshard=True, form=CallForm(in_specs="omitted")),
+             "in_specs left out on an all-Explicit mesh: jax infers them from the resharded argument's type, P('x', 'y')"),
+        Case("call_in_specs_omitted_auto", replace(two, in_specs=(P(), P()), form=CallForm(in_specs="omitted"), defect="in_specs_omitted"),
+             "in_specs left out over Auto axes: jax infers them only over Explicit ones (TypeError)", ErrorKind.SPEC_TYPE),
+        Case("call_in_specs_list", replace(two, form=CallForm(in_specs="list"), defect="in_specs_list"),
+             "in_specs=[P(...), P(...)], a list: no pytree prefix of the arguments' tuple", ErrorKind.IN_SPECS_STRUCTURE),
+        Case("call_out_specs_list", replace(two, form=CallForm(out_specs="list"), defect="out_specs_list"),
+             "out_specs=[P(None, 'y')], a list: no pytree prefix of the body's result tuple", ErrorKind.OUT_SPECS_STRUCTURE),
+        Case("nested_in_specs_inferred",
+             replace(prog(Mesh(("x", "y"), (2, 4), ("explicit", "explicit")), [iota(8, 4)], [P("x")], [op("shard_map", 0, **nested)],
+                          [1], [P("x")], axis_names=("x",)), mesh_context=True, reshard=True),
+             "a nested shard_map over the free Explicit 'y' with in_specs left out: inferred from its operand's type (replicated "
+             "over 'y'), psum over 'y' of the whole block"),
+        Case("nested_in_specs_omitted_auto",
+             replace(prog(XY, [iota(8, 4)], [P("x")], [op("shard_map", 0, **nested)], [1], [P("x")], axis_names=("x",),
+                          defect="nested_in_specs_omitted"), mesh_context=True),
+             "a nested shard_map over the Auto 'y' with in_specs left out: TypeError", ErrorKind.SPEC_TYPE),
+        Case("arg_forms",
+             prog(XY, [iota(8, 8)], [P("x", "y")],
+                  [with_form(op("psum", 0, axes=("y",)), "axes", "list"), with_form(op("pmean", 0, axes=("x",)), "axes", "tuple"),
+                   with_form(op("ppermute", 0, axes=("y",), perm=perm), "perm", "array"),
+                   with_form(op("pshuffle", 0, axes=("y",), perm=(1, 2, 3, 0)), "perm", "tuple"), op("transpose", 0, perm=(-1, 0))],
+                  [1, 2, 3, 4, 5], [P("x"), P(None, "y"), P("x", "y"), P("x", "y"), P("y", "x")]),
+             "axis names as a list (psum takes one) and a 1-tuple, a perm as a NumPy array and a tuple, negative transpose axes"),
+        Case("arg_forms_groups_array_unchecked",
+             prog(XY, [iota(8, 8)], [P("x", "y")], [with_form(op("psum", 0, axes=("y",), groups=((0, 1), (2, 3))), "groups", "array")],
+                  [1], [P("x", "y")], check_vma=False),
+             "axis_index_groups as a NumPy array (check_vma=False: psum takes groups only then)"),
+        Case("axes_list_pmax", prog(XY, [iota(8, 8)], [P("x", "y")], [op("neg", 0), with_form(op("pmax", 1, axes=("y",)), "axes", "list")],
+                                    [2], [P("x")], defect="axes_list"),
+             "pmax(x, ['y']): jax hashes its axis names, and a list is not hashable (TypeError)", ErrorKind.COLLECTIVE_PARAM),
+        Case("collectives_over_no_axes",
+             prog(XY, [iota(8, 8)], [P("x", "y")],
+                  [op("psum", 0, axes=()), op("all_to_all", 0, axes=(), split_axis=0, concat_axis=1, tiled=True),
+                   op("ppermute", 0, axes=(), perm=((0, 0),)), op("pcast", 0, axes=(), to="varying"), op("axis_size", axes=()),
+                   op("add", 0, 5)],
+                  [1, 2, 3, 4, 6], [P("x", "y")] * 5),
+             "psum, all_to_all, ppermute and pcast over axis_name=(): a group of one, the operand itself; axis_size(()) is 1"),
+        Case("unchecked_remat_policy",
+             replace(prog(XY, [small(8, 8, seed=3)], [P("x", "y")], [op("mul", 0, 0), op("psum", 1, axes=("x", "y"))], [1, 2],
+                          [P("x", "y"), P()], check_vma=False), remat_policy="dots_saveable"),
+             "check_vma=False (the derivative modes run it: out[1] keeps its out_spec's promise) and grad_remat's "
+             "jax.checkpoint policy dots_saveable"),
+    ]
+
+
 GROUPS = (local_ops, reductions, gathers_and_scatters, movement, nesting, transforms, axis_index_and_meshes,
-          spec_errors, body_errors, out_spec_errors, explicit_and_reduced, edges)
+          spec_errors, body_errors, out_spec_errors, explicit_and_reduced, edges, forms_and_flags)
 
 
 def cases() -> dict[str, tuple[Program, str, ErrorKind | None]]:

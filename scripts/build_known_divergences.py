@@ -627,6 +627,80 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="unwrap", case="vmap_spmd_wrapped
  # ---- (end of the block) ----
 ]
 
+# ---- issue 56 (the call's forms, the parameters' forms, transformations under every flag) ----
+# The derivative modes jvp, linearize and hessian (harness/run/modes_transformed.py) meet the
+# grad modes' known bugs. One root cause, one entry: the entries below name them in their
+# signatures too, all three where the bug is in the forward pass or a JVP rule, hessian alone
+# (forward over reverse) where it is in a transpose rule.
+_DERIVATIVE_TOO = {
+    "jvp,linearize,hessian": ("negative-scatter-dimension", "negative-all-to-all-split-axis", "negative-all-to-all-concat-axis",
+                              "zero-size-tiled-all-gather", "zero-size-shardy-export", "pmax-no-differentiation-rule",
+                              "pmin-no-differentiation-rule", "bf16-partial-manual-allreduce-abort",
+                              "ppermute-multi-axis-order", "pshuffle-multi-axis-order"),
+    "hessian": ("all-to-all-untiled-transpose-shape", "all-to-all-untiled-transpose-dot-general"),
+}
+for _modes, _ids in _DERIVATIVE_TOO.items():
+    for _e in entries:
+        if _e["id"] in _ids:
+            _e["signatures"] = [s.replace("grad,grad_remat", f"grad,grad_remat,{_modes}") for s in _e["signatures"]]
+# every mode with the derivative modes: the patterns below name them (no pattern names every
+# mode and any op at once)
+EVERY_D = EVERY + ",jvp,linearize,hessian"
+entries += [
+ # (measured on jax 0.10.2 and 0.12.0, the cases in every mode: pmax / pmin over () and a negative
+ # pswapaxes axis run on 0.12.0; the others show on both)
+ *[E(id=f"{k}-empty-axes", case=f"{k}_empty_axes", mode="jit", jax_versions=">=0.10,<0.11", repair="without_op",
+     signatures=[f"unexpected_error|*|{k}->ValueError", f"wrong_error|{EVERY_D}|*->ValueError"],
+     when=[f"{k}:n_axes==0", "check_vma==True"],
+     reason=f"jax.lax.{k} over no axes, axis_name=(), raises ValueError 'psum is a variant->invariant collective ... Got axes=()' "
+            f"under check_vma, in every mode: psum and pmean return their operand there (parallel.py: 'if not axes: return x'), "
+            f"{k} binds {k}_p with axes=() and its abstract eval (the psum_invariant rule) finds none of the (no) axes varying; "
+            "over no axes the reduction is the operand itself, as the oracle predicts (a group of one).",
+     link="https://github.com/jax-ml/jax/issues/19720 (degenerate axis_name=() behaves inconsistently across collectives)")
+   for k in ("pmax", "pmin")],
+ E(id="all-gather-untiled-empty-axes", case="all_gather_untiled_empty_axes", mode="jit", jax_versions=SINCE_0_10,
+   # (the program without the op: what follows its wrong shape, later shape checks and the
+   # out_specs' rank, is checked there)
+   repair="without_op",
+   signatures=["shape|*|all_gather", f"unexpected_error|{EVERY_D}|*->ValueError", f"wrong_error|{EVERY_D}|*->ValueError",
+               f"missing_error|{EVERY_D}|*", "value|*|all_gather", "lowering|lowering|*"],
+   when=["all_gather:n_axes==0", "all_gather:tiled==False"],
+   reason="jax.lax.all_gather(x, (), axis=k, tiled=False) returns x itself: _all_gather shortcuts an empty axis_name ('if not "
+          "axis_name: return x') before the untiled shape rule its docstring states ('a new axis of size axis_size in position "
+          "axis'), so the result lacks the new dimension of size 1 (a group of one), and later shapes, the out_specs' rank check "
+          "and values follow the wrong shape.",
+   link="https://github.com/jax-ml/jax/issues/19720 (degenerate axis_name=() behaves inconsistently across collectives)"),
+ E(id="psum-scatter-untiled-empty-axes", case="psum_scatter_untiled_empty_axes", mode="jit", jax_versions=SINCE_0_10,
+   # (the program without the op: what follows its wrong shape, later shape checks and the
+   # out_specs' rank, is checked there)
+   repair="without_op",
+   signatures=["shape|*|psum_scatter", f"unexpected_error|{EVERY_D}|*->ValueError", f"wrong_error|{EVERY_D}|*->ValueError",
+               f"missing_error|{EVERY_D}|*", "value|*|psum_scatter", "lowering|lowering|*"],
+   when=["psum_scatter:n_axes==0", "psum_scatter:tiled==False"],
+   reason="jax.lax.psum_scatter(x, (), scatter_dimension=d, tiled=False) returns x itself ('if not axes: return x'): untiled, the "
+          "documented result removes the scatter dimension, which must have the group's size (1 over no axes); jax neither removes "
+          "it nor checks its size, so a dimension of size 1 stays and one of another size raises nothing.",
+   link="https://github.com/jax-ml/jax/issues/19720 (degenerate axis_name=() behaves inconsistently across collectives)"),
+ E(id="pbroadcast-string-axis-name", case="pbroadcast_string_axis", mode="abstract", jax_versions=SINCE_0_10,
+   repair="without_op",
+   signatures=["unexpected_error|*|pbroadcast->NameError", f"wrong_error|{EVERY_D}|*->NameError"],
+   when=["pbroadcast:forms"],
+   reason="jax.lax.pbroadcast(x, 'data', 0), the axis name as a string (its docstring: 'axis_name: hashable Python object used to "
+          "name a pmapped axis'), checks each character of it as an axis name: NameError 'Found an unbound axis name: d' (the "
+          "message also names ppermute); given ('data',) it runs. The oracle takes the string as the one axis it names.",
+   link=NONE + "'pbroadcast axis_name string', 'pbroadcast unbound axis name ppermute'"),
+ E(id="negative-pswapaxes-axis", case="pswapaxes_negative_axis", mode="jit", repair="nonnegative_axes", jax_versions=">=0.10,<0.11",
+   signatures=["unexpected_error|*|pswapaxes->ValueError", "unexpected_error|*|lowering->ValueError", f"wrong_error|{EVERY_D}|*->ValueError",
+               "value|*|pswapaxes", "crash|*|crash", "timeout|*|timeout"],
+   when=["pswapaxes:axis<0"],
+   reason="jax.lax.pswapaxes with a negative axis binds all_to_all with it as split and concat axis unnormalised: lowering fails "
+          "StableHLO verification ('split_dimension ... non-negative'); the pswapaxes form of negative-all-to-all-split-axis (the "
+          "same root cause: all_to_all forwards negative axes, jax-ml/jax#19720), recorded apart because that entry names "
+          "all_to_all ops only. The rewrite (the same axis, non-negative) is checked in full.",
+   link="https://github.com/jax-ml/jax/issues/19720 (fixed upstream by jax-ml/jax#38998 for all_to_all)"),
+]
+# ---- end of issue 56's block ----
+
 HEADER = """# Known divergences between jax and the documented shard_map semantics shardfuzz checks,
 # built by scripts/build_known_divergences.py (edit there). An entry names the divergences
 # its bug may cause (harness/judge/known.py: the kind literal, the mode where the bug

@@ -23,6 +23,7 @@ from programs.cells import axis_class
 from programs.model import DTYPES, X64_DTYPE, Mesh, Op, is_float
 from strategies import reuse
 from strategies.collectives import COLLECTIVE_DRAWS
+from strategies.forms import EMPTY_AXES_KINDS, draw_arg_forms
 from strategies.invalid import ValueView as _V
 from strategies.local_ops import LOCAL_DRAWS
 from strategies.nested import draw_nested
@@ -76,6 +77,9 @@ class Body:
         # `_focus_op`: "tiled", "axis", "split_axis", "perm", ... -> its class, as
         # programs/cells.py names them); empty: every parameter drawn freely
         self.want: dict[str, str] = {}
+        # the swarm features of the program (strategies/programs.py SWARM_FEATURES) the
+        # draws here read: "arg_forms" (an argument in another form), "empty_axes"
+        self.features: frozenset[str] = frozenset()
 
     def tiled(self, draw: st.DrawFn) -> bool:
         """Tiled or not: as `want` names it, else drawn."""
@@ -184,13 +188,18 @@ class Body:
                 return False  # (as a nested shard_map: values sharded in types the oracle does not model)
             return draw_transform(self, draw, idx)
         if kind == "shard_map":
-            if any(t == "explicit" and a not in self.manual for a, t in zip(self.mesh.names, self.mesh.axis_types)):
-                return False  # over an Explicit axis it would shard body values in types the oracle does not model
+            # (over an Explicit axis the outer call leaves free, in_specs are left out and
+            # the out_spec is P(): the nested result keeps its sharding type, which the
+            # oracle models; strategies/nested.py)
             return draw_nested(self, draw, idx)
         # collectives
         if not self.usable:
             return False
         x = self.vals[idx]
+        if axes is None and "empty_axes" in self.features and kind in EMPTY_AXES_KINDS \
+                and draw(st.integers(0, 15), label="empty_axes") == 0:
+            axes = ()  # over no axes: a group of one (strategies/forms.py)
+            event(f"{kind} over no axes ()")
         if axes is None:
             pool = self.usable
             along = tuple(a for a in self.usable if a in x.vma)
@@ -208,4 +217,9 @@ class Body:
                 axes = inside
             if not inside:
                 event(f"{kind}: invariant operand")
-        return COLLECTIVE_DRAWS[kind](self, draw, idx, axes)
+        before = len(self.ops)
+        ok = COLLECTIVE_DRAWS[kind](self, draw, idx, axes)
+        if ok and ("arg_forms" in self.features or any(k.endswith("_form") for k in self.want)):
+            for i in range(before, len(self.ops)):
+                draw_arg_forms(draw, self, i)  # (its axes, perm, groups in another form: strategies/forms.py)
+        return ok

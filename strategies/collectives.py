@@ -91,6 +91,10 @@ def _pswapaxes(b: Body, draw: st.DrawFn, idx: int, axes: tuple[str, ...]) -> boo
     if not dims:
         return False
     d = draw(reuse.sampled_from(b.steer("axis", dims, len(x.shape))), label="axis")
+    neg = b.want.get("axis")
+    if neg == "negative" or (neg is None and "arg_forms" in b.features and draw(st.integers(0, 3), label="negative_dim") == 0):
+        d -= len(x.shape)  # (a negative dimension number, as all_gather's and psum_scatter's are drawn)
+        event("pswapaxes: negative axis")
     return b.push(Op.make("pswapaxes", (idx,), axes=axes, axis=d)) is not None
 
 

@@ -26,6 +26,7 @@ from dataclasses import replace
 from hypothesis import event
 from hypothesis import strategies as st
 
+from programs.forms import names
 from programs.model import Mesh, Op, Program, Spec
 from strategies import reuse
 from strategies.body import Body
@@ -99,7 +100,10 @@ def wrap_call(draw: st.DrawFn, p: Program) -> Program:
     inside, what shard_map checks when every axis is manual and Explicit)."""
     if _uses_ur(p) or draw(st.integers(0, 2), label="wrap") != 0:
         return p
-    explicit = [a for a in p.mesh.names if p.mesh.axis_type(a) == "explicit"]
+    # (not the axes of a nested shard_map whose in_specs are left out: jax infers them only
+    # over Explicit axes, and auto_axes would make them Auto inside)
+    inferred = {a for op in p.all_ops() if op.kind == "shard_map" and op.p("in_spec") is None for a in names(op.p("inner_axes"))}
+    explicit = [a for a in p.mesh.names if p.mesh.axis_type(a) == "explicit" and a not in inferred]
     auto = [a for a in p.mesh.names if p.mesh.axis_type(a) == "auto"]
     if any(op.kind == "shard_map" for op in p.all_ops()):
         auto = [a for a in auto if a in p.manual_axes]

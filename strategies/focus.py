@@ -94,9 +94,9 @@ class Focus:
 
     @property
     def needs_check_vma_off(self) -> bool:
-        """psum / pmean with axis_index_groups: drawn under check_vma=False only
-        (strategies/collectives.py `_reduction`)."""
-        return self.kind in ("psum", "pmean") and self.dimension == "groups"
+        """psum / pmean with axis_index_groups (in any form): drawn under check_vma=False
+        only (strategies/collectives.py `_reduction`)."""
+        return self.kind in ("psum", "pmean") and self.dimension in ("groups", "groups_form")
 
 
 def can_hold(cell: str, profile: str) -> bool:
@@ -105,6 +105,8 @@ def can_hold(cell: str, profile: str) -> bool:
     f = Focus(cell, profile)
     if profile == "smap" and f.kind in FEATURE_KINDS:
         return False  # (a feature focus is drawn in the spmd profile: strategies/programs.py `_featured`)
+    if f.kind == "call":  # (the smap mode writes the program as jax.smap, not as its shard_map call)
+        return profile == "spmd"
     if profile == "smap":
         # (no reduced / unreduced value: the smap mode runs none, harness/run/compat.py `ur_mode_gap`)
         return (not f.by_error and not f.needs_check_vma_off and f.fixes("axes") in (None, "one")
@@ -158,6 +160,7 @@ _SPMD_MESHES = {
     "with_size_1": ((2, 1, 2), (1, 2, 2), (1, 3, 2), (3, 1, 2), (4, 1, 2)),
     "out_of_mesh_order": ((2, 2, 2), (2, 1, 2), (1, 2, 2), (1, 3, 2), (3, 1, 2)),
 }
+_SPMD_MESHES["empty"] = _SPMD_MESHES[""]  # (a collective over no axes: any mesh)
 _SMAP_SIZES = (2, 3, 4, 6, 8)
 _FULL_PERM_MESHES = ((3, 2), (4, 2), (2, 2, 2))  # (a usable group of 3 or more: `focus_mesh`)
 # a nested shard_map's focus: (named, free manual and even, Auto and > 1)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from programs.model import FLOAT_DTYPES, Mesh, Op, Program, Spec
 from strategies import reuse
 from strategies.explicit_defects import EXPLICIT_DEFECTS
+from strategies.forms import FORM_DEFECTS
 
 UNKNOWN_AXIS = "absent"
 
@@ -363,6 +364,7 @@ DEFECTS: dict[str, Defect] = {
     "bad_groups": bad_groups,
     "transform_integer_operand": transform_integer_operand,
     **EXPLICIT_DEFECTS,  # explicit meshes, reduced / unreduced (strategies/explicit_defects.py)
+    **FORM_DEFECTS,  # forms of the call and of an op's arguments jax rejects (strategies/forms.py)
 }
 
 
@@ -382,6 +384,9 @@ TRACED_DEFECTS = frozenset({
     "transform_integer_operand",
     # (jax checks an out_spec's reduced axes with the replication check, after the body)
     "out_spec_drops_reduced",
+    # (an op's axis names as a list: raised as the op is traced; out_specs as a list:
+    # checked against the body's results)
+    "axes_list", "out_specs_list", "nested_in_specs_omitted",
 })
 
 

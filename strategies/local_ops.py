@@ -67,6 +67,10 @@ def _transpose(b: Body, draw: st.DrawFn, idx: int) -> bool:
     if r < 2:
         return False
     perm = tuple(draw(reuse.permutations(list(range(r))), label="perm"))
+    if "arg_forms" in b.features and draw(st.integers(0, 3), label="negative_perm") == 0:
+        # (numpy.transpose's negative axes, which jnp.transpose takes: oracles/ops/local.py Transpose)
+        perm = tuple(a - r if draw(st.booleans(), label="negative_perm_axis") else a for a in perm)
+        event("transpose: negative axes")
     return b.push(Op.make("transpose", (idx,), perm=perm)) is not None
 
 

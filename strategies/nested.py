@@ -15,14 +15,27 @@ if TYPE_CHECKING:
     from strategies.body import Body
 
 
+# the inner ops of a nested shard_map whose in_specs are left out: its operand is
+# replicated over the inner axes (oracles/ops/device.py NestedShardMap), and each of these
+# keeps the result so (out_specs P(), the result's sharding type unchanged)
+INFERRED_INNER = ("psum", "pmax", "pmin", "neg")
+
+
 def draw_nested(body: Body, draw: st.DrawFn, idx: int) -> bool:
     """A nested shard_map over automatic axes of a partial-manual body (see
     programs/ops.py): its in_spec puts each inner axis on a dimension it divides, one
     inner op (NESTED_INNER) runs over all the inner axes, and its out_spec names every
-    inner axis the inner result may vary over."""
+    inner axis the inner result may vary over. Over Explicit axes the outer call leaves
+    free, in_specs are left out (jax infers them from the operand's type: replicated
+    there) and the out_spec is P() (`draw_inferred`); where the focus wants it
+    (`Body.want` in_spec=inferred) too."""
+    mesh = body.mesh
+    free = [a for a in mesh.names if a not in body.manual and mesh.axis_size(a) > 1]
+    if any(mesh.axis_type(a) == "explicit" for a in free) or body.want.get("in_spec") == "inferred":
+        return draw_inferred(body, draw, idx)
     x = body.vals[idx]
-    mesh, r = body.mesh, len(x.shape)
-    auto = [a for a in mesh.names if a not in body.manual and mesh.axis_size(a) > 1]
+    r = len(x.shape)
+    auto = free
     if not auto or r == 0:
         return False
     k = draw(st.integers(1, len(auto)), label="n_inner_axes")
@@ -52,4 +65,24 @@ def draw_nested(body: Body, draw: st.DrawFn, idx: int) -> bool:
     if body.push(op) is None:
         return False
     event(f"nested shard_map: {inner}")
+    return True
+
+
+def draw_inferred(body: Body, draw: st.DrawFn, idx: int) -> bool:
+    """A nested shard_map whose in_specs are left out, over Explicit axes the outer call
+    leaves free (jax infers in_specs only there; axis_names a subset of them), its inner
+    op one of INFERRED_INNER over all of them, out_specs P()."""
+    mesh = body.mesh
+    explicit = [a for a in mesh.names if a not in body.manual and mesh.axis_size(a) > 1 and mesh.axis_type(a) == "explicit"]
+    if not explicit:
+        return False
+    k = draw(st.integers(1, len(explicit)), label="n_inner_axes")
+    inner_axes = tuple(sorted(draw(reuse.permutations(explicit), label="inner_axes")[:k], key=mesh.names.index))
+    inner = draw(reuse.sampled_from(INFERRED_INNER), label="inner_kind")
+    params: dict[str, object] = {"axes": inner_axes} if inner != "neg" else {}
+    op = Op.make("shard_map", (idx,), inner_axes=inner_axes, out_spec=(), inner=inner,
+                 inner_params=tuple(sorted(Op.make(inner, (0,), **params).params)), check_vma=body.check_vma)  # type: ignore[arg-type]
+    if body.push(op) is None:
+        return False
+    event(f"nested shard_map: in_specs inferred, {inner}")
     return True

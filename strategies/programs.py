@@ -25,7 +25,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from programs.cells import FEATURE_KINDS, PAIRED, axis_class, op_cells
+from programs.cells import CALL, FEATURE_KINDS, PAIRED, axis_class, op_cells
 from programs.model import DTYPES, X64_DTYPE, Input, Mesh, Op, Program, Spec, is_float
 from programs.ops import BINARY_OPS, COLLECTIVES, OP_KINDS
 from strategies import reuse
@@ -40,9 +40,10 @@ from strategies.edges import (
     place_argument,
     scalar_arguments,
 )
-from strategies.explicit import axis_types, call_form, draw_reduced, free_explicit, out_spec_ur
+from strategies.explicit import axis_types, call_form, draw_reduced, out_spec_ur
 from strategies.explicit_defects import EXPLICIT_DEFECTS, WRAP_DEFECTS, strict_explicit
 from strategies.focus import FOCUS_SHARE, Focus, argument_constraint, draw_focus, focus_mesh, wanted
+from strategies.forms import FORM_DEFECTS, call_fixes, call_mesh, draw_call_form
 from strategies.invalid import DEFECTS, TRACED_DEFECTS, apply_defect
 from strategies.invalid import ValueView as _V
 
@@ -241,7 +242,11 @@ def _check_program_args(
 # kinds instead of every program thin in all of them. Drawn with st.booleans, one per
 # kind and feature, so Hypothesis shrinks and replays them like any other choice (a
 # disabled feature shrinks to enabled: the default program).
-SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis", "float64", *EDGE_FEATURES)
+# (the forms: "call_form" the call's style, spec and axis_names forms and the grad_remat
+# policy; "arg_forms" an op's axes, perm or groups in another form; "empty_axes" a
+# collective over no axes: strategies/forms.py; the edges: strategies/edges.py)
+SWARM_FEATURES = ("partial_manual", "check_vma_false", "wrap", "free_axis", "float64", "call_form", "arg_forms", "empty_axes",
+                  *EDGE_FEATURES)
 
 
 @st.composite
@@ -508,6 +513,7 @@ def programs(
     body = Body(mesh, manual, vma_flag, vals, usable, x64=x64)
     if not big:  # (before the ops: a Python scalar is weak, which the ops' draws respect)
         inputs = scalar_arguments(draw, inputs, in_specs, body, features)
+    body.features = features
     n_ops = draw(st.integers(1, max_ops), label="n_ops")
     for _ in range(n_ops):
         for _attempt in range(4):
@@ -516,7 +522,7 @@ def programs(
                 break
     if draw(st.integers(0, 2), label="reduced") == 0:
         draw_reduced(draw, body)  # a chain through the reduced / unreduced types
-    if manual != mesh.names and "shard_map" in enabled and not free_explicit(mesh, manual) and draw(st.integers(0, 2), label="nested") != 0:
+    if manual != mesh.names and "shard_map" in enabled and draw(st.integers(0, 2), label="nested") != 0:
         body.try_op(draw, "shard_map")  # partial manual: about half get a nested shard_map
     if "transform" in enabled and draw(st.integers(0, 3), label="transform_more") == 0:
         body.try_op(draw, "transform")  # a derivative transform in about an eighth of the programs more
@@ -532,9 +538,15 @@ def programs(
     # placements, closures, effects, donation (strategies/edges.py); none on an invalid
     # program (a defect is one mistake: its Python scalars become NumPy arguments again)
     if program.defect is not None:  # (a committed placement is the placement_mismatch defect's own)
-        return replace(program, inputs=tuple(replace(x, place=None) if x.place is not None and x.place.how == "scalar" else x
-                                             for x in program.inputs))
-    return draw_edges(draw, program, body, features) if not big else program
+        program = replace(program, inputs=tuple(replace(x, place=None) if x.place is not None and x.place.how == "scalar" else x
+                                                 for x in program.inputs))
+    elif not big:
+        program = draw_edges(draw, program, body, features)
+    # (the call's forms, its meaning kept: strategies/forms.py; a program with edges is
+    # called from a function of its own, in the plain form: programs/emit.py `_called_src`)
+    if "call_form" in features and not program.has_edges():
+        program = draw_call_form(draw, program)
+    return program
 
 
 # the chain of strategies/explicit.py `draw_reduced` that holds each (kind, to=) cell
@@ -651,6 +663,10 @@ def _focus_operand(draw: st.DrawFn, body: Body, f: Focus, extra: tuple[Focus, ..
             j = draw(reuse.sampled_from(src), label="focus_cast_from")
             c = _promoted(draw, body, j, want_dtype) if want_dtype in _PROMOTED else body.push(Op.make("cast", (j,), dtype=want_dtype))
             ok = ok if c is None else [c]
+    if axes is None and f.kind in ("psum_scatter", "all_to_all", "pswapaxes"):
+        # (one with a dimension some usable axis splits or swaps, where a value has one:
+        # any value, and the op failed at every draw of a body whose arguments fit only first)
+        ok = [j for j in ok if any(_takes_all(body, f.kind, j, (a,)) for a in body.usable)] or ok
     if axes is None and f.kind in ACROSS:  # (one that varies along some usable axis)
         ok = body.varying(draw, ok, label="focus_varying")
     return draw(reuse.sampled_from(ok), label="focus_operand") if ok else None
@@ -691,14 +707,15 @@ def _focus_op(draw: st.DrawFn, body: Body, f: Focus, extra: tuple[Focus, ...] = 
         # (by error on an Explicit focus mesh: with reduced values only the Explicit-axis
         # defects apply, `_maybe_invalid`)
         return _focus_reduced(draw, body, f, to, want, wants)
-    axes = _focus_axes(body.mesh, body.usable, next((c for g in (f, *extra) if (c := g.fixes("axes")) is not None), None))
+    cls = next((c for g in (f, *extra) if (c := g.fixes("axes")) is not None), None)
+    axes = () if cls == "empty" else _focus_axes(body.mesh, body.usable, cls)
     # the one psum with a bool result is over no axes (oracles/ops/reductions.py: psum
     # returns its operand as it is there; over any axis it sums a bool as int32)
     empty = f.kind == "psum" and wanted((f, *extra))[1] == "bool"
     if f.kind == "pcast" and axes is None and len(body.usable) == 1:
         axes = body.usable  # (pvary needs a value invariant along the one axis: `_takes_all`)
     for n in range(6):
-        idx = _focus_operand(draw, body, f, extra, axes if n % 2 == 0 else None)
+        idx = _focus_operand(draw, body, f, extra, axes if n % 2 == 0 or cls == "empty" else None)
         if idx is None:
             break
         before = len(body.ops)
@@ -711,7 +728,7 @@ def _focus_op(draw: st.DrawFn, body: Body, f: Focus, extra: tuple[Focus, ...] = 
             if f.kind in BINARY_OPS and (d := wanted((f, *extra))[1]) is not None:
                 body.want["dtype"] = d  # (the binary op's partner of that dtype: strategies/local_ops.py)
             try:
-                ok = body.try_op(draw, f.kind, operand=idx, axes=() if empty else axes if n % 2 == 0 else None)
+                ok = body.try_op(draw, f.kind, operand=idx, axes=() if empty else axes if n % 2 == 0 or cls == "empty" else None)
             finally:
                 body.want = {}
         if not ok:
@@ -739,7 +756,7 @@ def _steering(foci: tuple[Focus, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for g in foci:
         for d, v in g.parts:
-            if d in PAIRED or d == "perm":
+            if d in PAIRED or d in ("perm", "in_spec") or d.endswith("_form"):
                 out[d] = v
             elif g.dimension in ("split!=concat", "split==concat") or d in ("split!", "split"):
                 out["split"] = "!=" if "!=" in g.cell else "=="
@@ -870,6 +887,8 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     group = [(g,) if isinstance(g, Focus) else tuple(g) for g in ((foci,) if isinstance(foci, Focus) else foci)]
     every = [g for c in group for g in c]
     f = group[0][0]
+    if f.kind == CALL:
+        return _call_focused(draw, tuple(every), kinds, max_args, max_outputs, defects)
     # (an Auto mesh passed as mesh=: the grad and multiprocess modes do not run a
     # program under a mesh context, harness/run/compat.py `_explicit_mode_gaps`)
     mesh, usable = focus_mesh(draw, f, AXIS_NAMES)
@@ -880,6 +899,9 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
     if explicit:
         mesh = Mesh(mesh.names, mesh.sizes, ("explicit",) * len(mesh.names))
     manual = mesh.names
+    if f.kind == "shard_map" and any(g.fixes("in_spec") == "inferred" or g.fixes("inner_axes") == "explicit" for g in every):
+        # (in_specs left out: jax infers them only over Explicit axes, the last one here)
+        mesh = Mesh(mesh.names, mesh.sizes, mesh.axis_types[:-1] + ("explicit",))
     if f.kind == "shard_map":
         manual = mesh.names[:-1]  # a nested shard_map's axes are Auto outside it: the last axis is
     vma_flag = not any(g.needs_check_vma_off for g in every)
@@ -974,6 +996,15 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
             if spec is not None:
                 outputs.append(j)
                 out_specs.append(spec)
+    read = {x for op in body.ops for x in op.operands} | set(outputs)
+    unread = [i for i, x in enumerate(inputs) if is_float(x.dtype) and i not in read]
+    if unread and not any(is_float(x.dtype) and i in read for i, x in enumerate(inputs)):
+        # a float argument read too: the hessian mode differentiates the used ones only
+        # (programs/points.py `used_float_args`), so it checks no program without one
+        spec = _output_spec(draw, body, unread[0])
+        if spec is not None:
+            outputs.append(unread[0])
+            out_specs.append(spec)
     program = _program(body, inputs, in_specs, outputs, out_specs)
     if explicit:  # (every axis manual and Explicit: a splitting in_spec needs its argument resharded)
         program = replace(program, reshard=any(s.kind == "P" and s.axes() for s in in_specs))
@@ -981,4 +1012,58 @@ def _focused(draw: st.DrawFn, foci: Focus | tuple[Focus | tuple[Focus, ...], ...
         # the focus ops check their cells by error only where jax traces the body before
         # it finds the defect (a spec-type or in_specs defect stops it before any op)
         defects = tuple(d for d in defects if d in TRACED_DEFECTS) or defects
-    return _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)
+    program = _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)
+    return draw_call_form(draw, program)  # (the call's form, its meaning kept: the call cells ride along)
+
+
+# the call foci whose cell exists only by error: the defect that writes the form jax rejects
+_FORM_DEFECT_OF = {("in_specs", "list"): "in_specs_list", ("out_specs", "list"): "out_specs_list",
+                   ("in_specs", "omitted"): "in_specs_omitted"}
+
+
+def _call_focused(draw: st.DrawFn, foci: tuple[Focus, ...], kinds: tuple[str, ...], max_args: int, max_outputs: int,
+                  defects: tuple[str, ...]) -> Program:
+    """A program around foci of the program's own cells (kind "call", programs/cells.py
+    `call_cells`): the focus mesh with the axis types and manual axes they fix
+    (strategies/forms.py `call_mesh`), check_vma as they fix it, a few ops of any kind,
+    then the call written as they fix it (`draw_call_form`); invalid for a `|by_error`
+    focus, by the defect that writes the form it names where jax rejects that form."""
+    f = foci[0]
+    fix = call_fixes(foci)
+    mesh, _ = focus_mesh(draw, f, AXIS_NAMES)
+    mesh, manual = call_mesh(draw, fix, mesh)
+    free = mesh.names[-1]  # (the focus mesh's last axis, even: vmap_spmd splits over it)
+    usable = tuple(a for a in manual if a != free) or manual
+    vma_flag = fix.get("check_vma", "True") != "False"
+    n_args = draw(st.integers(1, max_args), label="n_args")
+    inputs, in_specs, vals = [], [], []
+    for i in range(n_args):
+        x, s, v = draw(_argument(mesh, usable, i, dtypes=("float32",) if i == 0 else _X32_DTYPES), label=f"arg{i}")
+        inputs.append(x)
+        in_specs.append(s)
+        vals.append(v)
+    body = Body(mesh, manual, vma_flag, vals, usable)
+    enabled = tuple(k for k in kinds if k not in ("shard_map", "transform", "sendrecv", "pbroadcast", "ragged_all_to_all"))
+    for _ in range(draw(st.integers(1, 4), label="n_ops")):
+        body.try_op(draw, draw(reuse.sampled_from(enabled or kinds), label="op_kind"))
+    outputs, out_specs = _outputs(draw, body, len(inputs), max_outputs)
+    program = _program(body, inputs, in_specs, outputs, out_specs)
+    program = call_form(draw, program)  # (jax.set_mesh or mesh=, and reshard where an Explicit axis needs it)
+    if "mesh" in fix:
+        program = replace(program, mesh_context=fix["mesh"] == "context" or program.wrap is not None)
+    form_defect = next((_FORM_DEFECT_OF[(d, v)] for d, v in fix.items() if (d, v) in _FORM_DEFECT_OF
+                        and not (d == "in_specs" and v == "omitted" and fix.get("types", "explicit") == "explicit")), None)
+    if form_defect is not None:  # (its cell exists by error only: the form jax rejects is the defect)
+        bad = FORM_DEFECTS[form_defect](draw, program, body.vals)
+        if bad is not None:
+            event(f"defect: {form_defect}")
+            return draw_call_form(draw, replace(bad, defect=form_defect), {d: v for d, v in fix.items() if (d, v) not in _FORM_DEFECT_OF})
+    if f.by_error and fix.get("in_specs") == "omitted":
+        # (a defect jax finds after the in_specs it infers: on an all-Explicit mesh
+        # `_maybe_invalid` would take only the Explicit-axis ones, which change them)
+        bad = apply_defect(draw, program, body.vals, tuple(d for d in defects if d in TRACED_DEFECTS) or tuple(TRACED_DEFECTS))
+        if bad is not None:
+            event(f"defect: {bad.defect}")
+            return draw_call_form(draw, bad, fix)
+    program = _maybe_invalid(draw, program, body, 1.0 if f.by_error else 0.0, defects)
+    return draw_call_form(draw, program, fix)

@@ -65,7 +65,13 @@ def _step_params(body: Body, draw: st.DrawFn, kind: str, cur: ValueType, k: int)
         return (k,), {"axes": axes}
     if kind == "all_gather":
         tiled = r > 0 and draw(st.booleans(), label="step_tiled")
-        return (k,), {"axes": axes, "axis": draw(st.integers(0, r - 1 if tiled else r), label="step_axis"), "tiled": tiled}
+        params: dict[str, ParamValue] = {"axes": axes, "axis": draw(st.integers(0, r - 1 if tiled else r), label="step_axis"), "tiled": tiled}
+        # (jax.lax.all_gather's to= forms: its result varying, or invarying over the axes)
+        to = draw(reuse.sampled_from([None, None, "varying", "invarying"]), label="step_to")
+        if to is not None:
+            params["to"] = to
+            event(f"transform step: all_gather to={to}")
+        return (k,), params
     if kind in ("psum_scatter", "all_to_all"):
         tiled = draw(st.booleans(), label="step_tiled")
         dims = [d for d in range(r) if (cur.shape[d] % n == 0 if tiled else cur.shape[d] == n)]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from harness.campaign.cells import applies, checked_cells, typed_cells
 from harness.campaign.generation import seeded_programs
 from oracles.interpreter import trace
-from programs.cells import FEATURE_KINDS
+from programs.cells import CALL, FEATURE_KINDS
 from programs.model import Program, is_float
 from programs.serialize import program_id
 from strategies.focus import CELLS, FOCI, KINDS, Focus, draw_focus
@@ -26,9 +26,9 @@ def test_the_table_names_cells_of_drawn_kinds() -> None:
     assert len(CELLS) > 500 and len(set(CELLS)) == len(CELLS)
     for c in CELLS:
         kind, dim, *rest = c.split("|")
-        assert kind in ALL_KINDS + FEATURE_KINDS and "=" in dim, c  # (a feature cell: how a program meets its shard_map)
+        assert (kind in ALL_KINDS or kind == CALL or kind in FEATURE_KINDS) and "=" in dim, c  # (CALL: the program's own cells; a feature cell: how a program meets its shard_map)
         assert rest in ([], ["by_error"]), c
-    assert set(KINDS) <= set(ALL_KINDS + FEATURE_KINDS)
+    assert set(KINDS) <= set(ALL_KINDS) | {CALL} | set(FEATURE_KINDS)
     assert all(f.profile == "spmd" for f in FOCI if f.kind in FEATURE_KINDS)
     assert all(f.profile == "spmd" or not f.by_error for f in FOCI)
     pairs = [c for c in CELLS if "&" in c]
@@ -114,12 +114,13 @@ def test_the_sweep_holds_every_focus_once_in_groups_of_one_kind_and_profile() ->
         assert 1 <= len(g) <= SWEEP_GROUP
         assert len({(f.kind, f.profile, f.by_error) for f in g}) == 1, g
         assert not any(_special(f) for f in g[1:]), f"a mesh- or flag-fixing focus heads its group: {g}"
-    # the spmd profile first, and in each profile the collectives before the other kinds
+    # the spmd profile first, and in each profile the collectives and the call's own cells
+    # (kind CALL: shard_map's own semantics too) before the other kinds
     profiles = [g[0].profile for g in groups]
     assert profiles == sorted(profiles, key=("spmd", "smap").index)
     for prof in ("spmd", "smap"):
-        # (feature foci go with the collectives: harness/campaign/sweep.py)
-        coll = [g[0].kind in COLLECTIVES or g[0].kind in FEATURE_KINDS for g in groups if g[0].profile == prof]
+        # (feature foci and the call's own go with the collectives: harness/campaign/sweep.py)
+        coll = [g[0].kind in COLLECTIVES or g[0].kind in FEATURE_KINDS or g[0].kind == CALL for g in groups if g[0].profile == prof]
         assert coll == sorted(coll, reverse=True)
     # round robin: the first groups are of many kinds
     assert len({g[0].kind for g in groups[:12]}) >= 10
@@ -201,7 +202,7 @@ def test_a_cell_a_later_program_holds_first_outside_the_table_is_swept_at_once()
     led.scheduled |= {f"{f.cell}@{m}" for f in FOCI for m in DEFAULT_MODES}  # (the sweep is out)
     sweep = Sweep(3, ledger=led)
     assert list(sweep.draws()) == [] and not sweep.new_cells()
-    new = ("pmin|wrap=switch|by_error", "ragged_all_to_all|axes=one")
+    new = ("ppermute|wrap=switch|by_error", "ragged_all_to_all|axes=one")
     assert not set(new) & {f.cell for f in FOCI}
     led.seen |= {*new, "axis_index|rank=?"}
     assert sweep.new_cells()
@@ -259,8 +260,9 @@ def test_a_by_error_sweep_program_with_known_error_trouble_holds_only_the_foci_o
     assert seen >= 5 and valid_held > 0
     first = frozenset({0})
     seen = narrowed = 0
-    for d in islice(sweep_draws(3, trouble=lambda p: {"jit": first}), 40):
-        if not value_types(d.program)[1]:
+    # (trouble names ops of the body: a program of the call's own cells may have none)
+    for d in islice(sweep_draws(3, trouble=lambda p: {"jit": first} if p.body else {}), 40):
+        if not value_types(d.program)[1] or not d.program.body:
             continue
         seen += 1
         own = trouble_cells(d.program, first)
@@ -503,7 +505,8 @@ def test_the_sweep_aims_at_a_cell_outside_the_table_that_a_program_held() -> Non
     from harness.run.modes import DEFAULT_MODES
     from strategies.focus import CELLS
 
-    outside = {"cast|dtype=float64|by_error", "psum|dtype=uint64|by_error"}
+    # (two cells sweep programs of seed 1 hold that the table does not list: found by drawing them)
+    outside = {"psum|dtype=int64|by_error", "add|dtype=int64|by_error"}
     assert not outside & set(CELLS)
     ledger = CellLedger.new()
     held: set[str] = set()

@@ -47,6 +47,12 @@ EXPECTED = {
     "explicit_axes_in_sharding": ErrorKind.IN_SPEC_ARG_SHARDING,
     "out_spec_drops_reduced": ErrorKind.OUT_SPEC_REPLICATION,
     "unreduced_spec_auto_axis": ErrorKind.UNREDUCED_TYPE,
+    # forms jax rejects (strategies/forms.py)
+    "axes_list": ErrorKind.COLLECTIVE_PARAM,
+    "in_specs_list": ErrorKind.IN_SPECS_STRUCTURE,
+    "out_specs_list": ErrorKind.OUT_SPECS_STRUCTURE,
+    "in_specs_omitted": ErrorKind.SPEC_TYPE,
+    "nested_in_specs_omitted": ErrorKind.SPEC_TYPE,
 }
 
 
@@ -56,8 +62,12 @@ def test_every_defect_has_an_expectation() -> None:
 
 # the explicit-mesh and reduced / unreduced defects apply to few drawn programs (an
 # all-Explicit mesh, a reduced output): tests/test_explicit.py applies each to programs
-# it holds, and checks the same prediction
-@pytest.mark.parametrize("defect", sorted(set(DEFECTS) - set(EXPLICIT_DEFECTS)))
+# it holds, and checks the same prediction; so does tests/test_forms.py for a nested
+# shard_map's in_specs left out (a program with a nested shard_map over Auto axes)
+RARE = set(EXPLICIT_DEFECTS) | {"nested_in_specs_omitted"}
+
+
+@pytest.mark.parametrize("defect", sorted(set(DEFECTS) - RARE))
 # (filter_too_much: with mixed meshes drawn, fewer programs are all-Auto, where most of
 # these defects apply; the assume below still fails the test if none takes its defect)
 @settings(max_examples=15, database=None, suppress_health_check=[HealthCheck.filter_too_much])
@@ -76,7 +86,7 @@ def test_defect_is_predicted(defect: str, data: st.DataObject) -> None:
         assert pred.error.why, "every predicted error explains itself"
 
 
-@pytest.mark.parametrize("defect", sorted(set(DEFECTS) - set(EXPLICIT_DEFECTS)))
+@pytest.mark.parametrize("defect", sorted(set(DEFECTS) - RARE))
 @settings(max_examples=10, database=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_traced_defects_are_those_found_after_the_body_is_traced(defect: str, data: st.DataObject) -> None:

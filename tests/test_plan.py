@@ -39,6 +39,7 @@ from harness.run.modes import DEFAULT_MODES
 from harness.run.observation import Observation
 from oracles import predict
 from programs.model import Input, Mesh, Op, Program, Spec
+from programs.points import DERIVATIVE_MODES
 from programs.serialize import from_json, program_id
 
 ENTRIES = load()
@@ -248,7 +249,7 @@ def test_cells_after_an_op_jax_raises_at_in_a_mode_are_left_open_there() -> None
                 (2, 3), (Spec((("x", "y"),)), Spec((("x",),))))
     assert predict(p).error is None
     lost = planner(cfg, "0.10.2").value_tier.raise_lost(p)
-    assert set(lost) == {"grad", "grad_remat"} and "pcast|axes=with_size_1" in lost["grad"]
+    assert set(lost) == set(DERIVATIVE_MODES) and "pcast|axes=with_size_1" in lost["grad"]  # (every derivative mode: pmax has none)
     assert not any(c.startswith(("pmax", "neg")) for c in lost["grad"])
     led = CellLedger.new()
     assert "grad" in tier_modes(p, cfg, led, True, "0.10.2")  # (the neg: grad checks it in the program without the pmax)
@@ -309,7 +310,7 @@ def test_an_entry_for_another_predicted_error_is_no_trouble_for_an_invalid_progr
                 (1, 2), (Spec((None,)), Spec((None,))), defect="out_spec_drops_varying_axis")
     err = predict(p).error
     assert err is not None and err.kind.value == "out_spec_replication"
-    assert planner(cfg, "0.10.2").value_tier.error_trouble(p) == {"grad": frozenset({0}), "grad_remat": frozenset({0})}
+    assert planner(cfg, "0.10.2").value_tier.error_trouble(p) == {m: frozenset({0}) for m in DERIVATIVE_MODES}
 
 
 def test_cells_the_program_without_the_bug_cannot_check_in_a_mode_are_left_open_there() -> None:
@@ -326,7 +327,7 @@ def test_cells_the_program_without_the_bug_cannot_check_in_a_mode_are_left_open_
     p = Program(mesh, (Input((4,), "float32", "iota"),), (Spec((("x",),)),), ops, (5, 3), (Spec((("x",),)), Spec((("x",),))))
     assert predict(p).error is None
     lost = planner(cfg, "0.10.2").value_tier.raise_lost(p)
-    assert set(lost) == {"grad", "grad_remat"}
+    assert set(lost) == set(DERIVATIVE_MODES)
     assert "neg|dtype=int32" in lost["grad"] and "mul|dtype=float32" in lost["grad"]
     assert not any(c.startswith("pmax") for c in lost["grad"])  # (blocked by the entry, not lost)
     # with a float output beside the integer one, the program without the pmax runs in grad
@@ -454,7 +455,9 @@ def test_eager_runs_the_outputs_a_known_entry_says_it_raises_on_apart_from_the_o
     parts = pl.late_parts(p, "eager", (0, 1))
     assert [[x.program.body[i - len(x.program.inputs)].kind for i in x.program.outputs] for x in parts] == [["neg"], ["all_to_all"]]
     assert [x.outputs for x in parts] == [(0,), (1,)] and all(x.late and x.parent == program_id(p) for x in parts)
-    assert parts[0].cells == frozenset(c for c in parts[0].cells if c.startswith("neg"))
+    # (its ops' cells are the neg's; the call cells are the program's own, every part's)
+    assert parts[0].cells == frozenset(c for c in parts[0].cells if c.startswith(("neg", "call|")))
+    assert any(c.startswith("neg") for c in parts[0].cells)
     assert MODES["eager"].run(parts[0].program).status == "ok"
     assert [x.program for x in pl.late_parts(plain, "eager")] == [plain]
 
@@ -506,6 +509,9 @@ def test_the_late_part_sent_next_is_the_one_with_most_unchecked_cells_per_op() -
     argument, op and output; the parts a budget leaves unsent are the least worth."""
     led = CellLedger.new()
     small, big = psum_program(1), two_outputs()
+    for c in checked_cells(small) | checked_cells(big):  # (the programs' call cells, the same for both: checked)
+        if c.startswith("call|"):
+            led.checks[(c, "eager")] = 1
 
     def late(p: Program, parent: str) -> Part:
         return Part(p, ("eager",), late=True, parent=parent, cells=checked_cells(p))
@@ -572,7 +578,9 @@ def test_while_the_sweep_runs_a_derived_program_runs_only_the_modes_it_brings_a_
     # (a program the results gave: the sweep's draws, which read `scheduled`, stay blind to it)
     assert not any(f"{c}@jit" in led.scheduled for c in psum | neg)
     # one that brings nothing runs nothing; after the sweep, every mode it was queued in
-    q = Program(p.mesh, p.inputs, p.in_specs, p.body, p.outputs, p.out_specs, check_vma=not p.check_vma)
+    # (another program with the same cells: its argument's values differ)
+    q = Program(p.mesh, tuple(Input(x.shape, x.dtype, x.fill, x.seed + 1, x.offset) for x in p.inputs), p.in_specs, p.body,
+                p.outputs, p.out_specs)
     led.claim(other, psum | neg, ("jit",))
     assert derived(q, ("jit", "vmap")) == ()
     # a pair jax left unchecked (reopened) is one it brings, and claims

@@ -35,9 +35,16 @@ from programs.cells import (  # noqa: F401 - (programs/cells.py; the run's calle
 from programs.graph import cone, drop_unused_inputs, lean_part, live_ops, slice_outputs, sliced_ops
 from programs.model import Program, is_float
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES
+from programs.points import (
+    DERIVATIVE_MODES,
+    HESSIAN_MAX_ELEMENTS,
+    REVERSE_MODES,
+    float_elements,
+    used_float_args,
+)
 from strategies.invalid import TRACED_DEFECTS
 
-VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "multiprocess")
+VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "jvp", "linearize", "hessian", "multiprocess")
 
 
 @functools.lru_cache(maxsize=256)
@@ -234,10 +241,12 @@ def applies(p: Program, mode: str, ur_gaps: Mapping[str, str] | None = None) -> 
     if mode == "smap":
         return not isinstance(p.smap_form(), str)
     # (harness/run/compat.py `_explicit_mode_gaps`: what these modes do not run yet)
-    if mode in ("grad", "grad_remat"):
-        if not p.check_vma or not any(is_float(x.dtype) for x in p.inputs) or p.explicit_axes or p.wrap is not None:
+    if mode in DERIVATIVE_MODES:
+        if not any(is_float(x.dtype) for x in p.inputs) or p.explicit_axes or p.wrap is not None:
             return False
-        if any(op.p("wrap") == "while" for op in p.body):
+        if mode == "hessian" and (not used_float_args(p) or float_elements(p) > HESSIAN_MAX_ELEMENTS):
+            return False  # (harness/run/modes_transformed.py Hessian: a dense Hessian of the used float arguments)
+        if mode in REVERSE_MODES and any(op.p("wrap") == "while" for op in p.body):
             return False  # (harness/run/compat.py: jax has no reverse-mode derivative of lax.while_loop)
         # a valid program checks a derivative only of a float output (the grad modes skip it
         # otherwise); an invalid one checks its error
@@ -259,13 +268,18 @@ def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: Mapping[str
     kind = cell.split("|")[0]
     if kind in FEATURE_KINDS:  # (how the program meets its shard_map: programs/cells.py)
         return feature_unreachable(cell.removesuffix("|by_error"), mode)
+    if kind == "call" and mode == "smap":
+        return "smap writes the program as jax.smap(body, in_axes=, out_axes=, axis_name=), not as this shard_map call"
+    if kind == "call" and mode in DERIVATIVE_MODES and any(
+            part in ("in_specs=omitted", "types=explicit", "types=mixed") for part in cell.split("|")[1].split("&")):
+        return "the derivative modes run no program with Explicit axes (their tangents and cotangents carry no sharding types: shardfuzz)"
     if ur_gaps and mode in ur_gaps and cell.removesuffix("|by_error") in UR_CELLS:
         return f"{mode} runs no program with a reduced / unreduced value: {ur_gaps[mode]}"
     if cell.endswith("|by_error"):
         cell = cell[: -len("|by_error")]
         if mode in ("vmap_spmd", "smap"):  # (Vmap.run, Program.smap_form: a defect has no such form)
             return f"{mode} runs no program with a defect (jax's error wording differs there)"
-        if mode in ("grad", "grad_remat") and cell in UR_CELLS:
+        if mode in DERIVATIVE_MODES and cell in UR_CELLS:
             return ("an invalid program with a reduced / unreduced value carries an Explicit-axis defect "
                     "(strategies/programs.py `_maybe_invalid`); the one jax finds after tracing the body, so that "
                     "the op's cell counts, is an out_spec dropping the reduced axes, which needs them Explicit, and "
@@ -276,13 +290,13 @@ def unreachable(cell: str, mode: str, backend: str = "cpu", ur_gaps: Mapping[str
         return f"{kind}: XLA:CPU has no lowering for it (checked by abstract)"
     dim = cell.split("|")[1]
     dtype = next((part[6:] for part in dim.split("&") if part.startswith("dtype=")), None)
-    if mode in ("grad", "grad_remat") and dtype is not None and not is_float(dtype):
+    if mode in DERIVATIVE_MODES and dtype is not None and not is_float(dtype):
         return "integer values have no derivative"
-    if mode in ("grad", "grad_remat") and dim == "wrap=while":
+    if mode in REVERSE_MODES and dim == "wrap=while":
         return "jax has no reverse-mode derivative of lax.while_loop (a program holding one runs no grad mode)"
     if mode == "smap" and dim.startswith("axes=") and dim != "axes=one":
         return "smap takes a program that names one mesh axis (Program.smap_form), so every collective names that one"
-    if mode in ("grad", "grad_remat", "smap") and kind in ("psum", "pmean") and dim == "groups=yes":
+    if mode == "smap" and kind in ("psum", "pmean") and dim == "groups=yes":
         return (f"{kind} takes axis_index_groups only with check_vma=False (strategies/collectives.py: jax does not "
                 f"implement them otherwise), and {mode} runs no such program")
     return None

@@ -94,8 +94,8 @@ def sweep_groups(seed: int, k: int = SWEEP_GROUP, foci: tuple[Focus, ...] = FOCI
 
     1. the spmd profile before the smap one (the spmd programs run in every value mode
        but smap; the smap ones add the smap mode);
-    2. within a profile, the collectives (shard_map's own semantics) before the other
-       kinds, and a kind's groups by error spread evenly among its groups by value (an
+    2. within a profile, the collectives and the call's own cells (shard_map's own
+       semantics) before the other kinds, and a kind's groups by error spread evenly among its groups by value (an
        invalid program is cheap: it stops at tracing);
     3. round robin over the kinds, so every kind is reached early.
 
@@ -107,9 +107,10 @@ def sweep_groups(seed: int, k: int = SWEEP_GROUP, foci: tuple[Focus, ...] = FOCI
         for collective in (True, False):
             per_kind: list[list[tuple[Focus, ...]]] = []
             for kind in KINDS:
-                # (how a program meets its shard_map, programs/cells.py FEATURE_KINDS, is
-                # shard_map's own too: swept with the collectives)
-                if (kind in COLLECTIVES or kind in FEATURE_KINDS) != collective:
+                # (how a program meets its shard_map, programs/cells.py FEATURE_KINDS, and the
+                # program's own call cells, kind "call", are shard_map's own semantics too:
+                # swept with the collectives)
+                if (kind in COLLECTIVES or kind in FEATURE_KINDS or kind == "call") != collective:
                     continue
                 mine = [f for f in foci if f.profile == profile and f.kind == kind]
                 rnd.shuffle(mine)
@@ -172,9 +173,10 @@ def _alone(f: Focus) -> bool:
     under check_vma; vmap has no batching rule for a reduced or unreduced value,
     harness/run/compat.py, and eager fails on one, the known eager-*-intermediate
     divergences): in the spmd profile it goes in a group of its own, so the other foci
-    keep theirs."""
-    return f.profile == "spmd" and ((f.dimension == "wrap" and f.value == "while") or f.needs_check_vma_off
-                                    or f.reduced_type is not None)
+    keep theirs. A focus on the program's own cells (kind "call": strategies/forms.py) is
+    its program's alone: a program is called one way."""
+    return f.kind == "call" or (f.profile == "spmd" and ((f.dimension == "wrap" and f.value == "while") or f.needs_check_vma_off
+                                                          or f.reduced_type is not None))
 
 
 def _together(a: Focus, b: Focus) -> bool:

@@ -16,6 +16,7 @@ from oracles.interpreter import tolerance
 from oracles.prediction import Prediction
 from programs.graph import cone, drop_unused_inputs, sliced_ops
 from programs.model import Program
+from programs.points import DERIVATIVE_MODES
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,7 +200,7 @@ def localise_values(res: CheckResult, probe: Observation) -> CheckResult:
         if i is None:
             return d
         c = p.body[i].kind
-        if d.mode in ("grad", "grad_remat"):
+        if d.mode in DERIVATIVE_MODES:
             return replace(d, where=f"{d.where.split(':')[0]}:{c}", op_index=i)
         return replace(d, where=c, op_index=i)
 

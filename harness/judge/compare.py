@@ -25,6 +25,7 @@ from harness.run.observation import Observation
 from oracles.prediction import PredictedError, Prediction
 from programs.graph import cone
 from programs.model import Program
+from programs.points import DERIVATIVE_MODES
 
 __all__ = ["Divergence", "DivergenceKind", "compare", "compare_modes", "producer"]
 
@@ -128,7 +129,7 @@ def _compare_run(p: Program, pred: Prediction, obs: Observation) -> list[Diverge
     if mode in ("vmap", "vmap_spmd"):
         out += compare_effects(p, batch_members(p, pred, obs), obs)
         return out + _at_first_wrong_shape(p, out, compare_batched(p, pred, obs))
-    if mode in ("grad", "grad_remat"):
+    if mode in DERIVATIVE_MODES:
         # (their effects' calls carry the primals at the grad point: not compared)
         return out + compare_grad(p, obs)
     out += compare_effects(p, [pred], obs) + compare_donation(p, obs)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from harness.judge.divergence import Divergence, DivergenceKind, producer
 from harness.run.observation import Observation
-from oracles.derivatives import directional_derivative
+from oracles.derivatives import defined_outputs, directional_derivative, second_derivative
 from oracles.prediction import Prediction
 from programs.model import Program, Spec
 from programs.ops import COLLECTIVES, WRAP_COPIES
@@ -154,27 +154,49 @@ def _passed_part(got: object, n: int, closed: int) -> object:
     return got[len(got) - n:]
 
 
+# the derivative modes' facts (harness/run/modes_transformed.py): each a number the
+# oracle predicts as <u, J v> over the float outputs (`TOTALS`), one per output
+# (`PARTS`), or the second directional derivative (`SECOND`), by the jax function named
+TOTALS = {"jvp": "jax.jvp", "vjp": "jax.vjp", "linearize": "jax.linearize", "jacfwd": "jax.jacfwd"}
+PARTS = {"jvp_parts": "jax.jvp", "vjp_parts": "jax.vjp", "linearize_parts": "jax.linearize"}
+SECOND = {"hvp": "jax.hessian"}
+
+
 def compare_grad(p: Program, obs: Observation) -> list[Divergence]:
-    """jax's jvp and vjp directional derivatives against the finite-difference oracle."""
+    """A derivative mode's numbers against the finite-difference oracle: <u, J v> over
+    the float outputs, and v^T H v, where jax defines them (every float output keeps its
+    out_spec's promise: oracles/derivatives.py `defined_outputs`); else each defined
+    output's own <u_k, J_k v>, where the mode gives one per output (check_vma=False)."""
     f = obs.facts
-    if "jvp" not in f:
+    if "outputs" not in f or not any(k in f for k in (*TOTALS, *SECOND)):
         return []
-    want = directional_derivative(p, list(f["outputs"]))
-    if not want.smooth:
-        return []  # a kink at the point: nothing to predict
-    out = []
+    out_idx = tuple(f["outputs"])
+    defined = defined_outputs(p, out_idx)
     ops = sorted({op.kind for op in p.body} - {"const"}) or ["input"]
     where = ",".join(o for o in ops if o in COLLECTIVES) or "local"
-    for rule in ("jvp", "vjp"):
-        got = float(f[rule])
-        if not abs(got - want.value) <= want.tolerance:
-            out.append(
-                Divergence(
-                    DivergenceKind.VALUE,
-                    obs.mode,
-                    f"(mode={obs.mode}) <u, J v> by jax.{rule} is {got:.6g}, but oracle predicts {want.value:.6g} "
-                    f"(finite differences, tolerance {want.tolerance:.2g}); collectives in the program: {where}",
-                    f"{rule}:{where}",
-                )
-            )
+    out: list[Divergence] = []
+
+    def check(rule: str, fn: str, got: float, want: float, tol: float, what: str = "<u, J v>") -> None:
+        if not abs(got - want) <= tol:
+            out.append(Divergence(
+                DivergenceKind.VALUE, obs.mode,
+                f"(mode={obs.mode}) {what} by {fn} is {got:.6g}, but oracle predicts {want:.6g} "
+                f"(finite differences, tolerance {tol:.2g}); collectives in the program: {where}",
+                f"{rule.removesuffix('_parts')}:{where}"))
+
+    if defined == out_idx:
+        want = directional_derivative(p, list(out_idx))
+        if want.smooth:
+            for rule, fn in TOTALS.items():
+                if rule in f:
+                    check(rule, fn, float(f[rule]), want.value, want.tolerance)
+        for rule, fn in SECOND.items():
+            second = second_derivative(p, out_idx) if rule in f else None
+            if second is not None and second.smooth:
+                check(rule, fn, float(f[rule]), second.value, second.tolerance, "v^T H v")
+        return out
+    for rule, fn in PARTS.items():
+        for k, got in zip(out_idx, f.get(rule, ())):
+            if k in defined and (want := directional_derivative(p, [k])).smooth:
+                check(rule, fn, float(got), want.value, want.tolerance, f"out[{k}]'s <u_k, J_k v>")
     return out

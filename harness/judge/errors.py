@@ -43,7 +43,10 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
         ("ValueError", "TypeError"), ("must be divisible by", "has to be divisible by", "requires the size of the mapped axis", "must match shard count", "must equal")
     ),
     ErrorKind.COLLECTIVE_PARAM: ErrorSignature(
-        ("ValueError",), ("out of bounds", "must be unique", "does not represent a permutation", "must cover all indices", "out of range")
+        ("ValueError", "TypeError"),
+        ("out of bounds", "must be unique", "does not represent a permutation", "must cover all indices", "out of range",
+         # an axis name list where the collective hashes its axis names (jaxpr equation parameters)
+         "unhashable type", "must have __hash__"),
     ),
     ErrorKind.UNSUPPORTED: ErrorSignature(("NotImplementedError",), ("",)),
     ErrorKind.LOCAL_SHAPE: ErrorSignature(("ValueError", "TypeError"), ("shapes", "axis", "perm")),

@@ -61,6 +61,7 @@ from oracles.prediction import Prediction, ValueType
 from oracles.rewrites import REWRITES
 from programs.graph import cone, live_ops, slice_outputs
 from programs.model import DTYPES, Op, Program, Spec
+from programs.points import DERIVATIVE_MODES
 
 DEFAULT_PATH = KNOWN_DIVERGENCES
 _KINDS = {k.value for k in DivergenceKind}
@@ -185,8 +186,8 @@ class Scope:
 def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
     n_in = len(p.inputs)
     value: int | None = None
-    if d.kind.value == "wrong_error" and d.raised_at is None and d.mode in ("grad", "grad_remat"):
-        # the grad modes trace the forward program first (every value's type recorded),
+    if d.kind.value == "wrong_error" and d.raised_at is None and d.mode in DERIVATIVE_MODES:
+        # the grad modes (every derivative mode) trace the forward program first (every value's type recorded),
         # then raise while differentiating it: where jax raised is not known, and it
         # differentiates every op, dead ones too (a pmax with no derivative rule before
         # the op an invalid program's defect is at)

@@ -179,7 +179,8 @@ class OpFeature:
     'unknown_axis' (it names an axis that is not in the mesh),
     'cotangent_sum_dtype' (a reverse-mode transform, vjp or grad, whose steps make its
     operand vary along a manual axis it was invariant along: the operand's dtype, which
-    the transpose's all-reduce of the cotangent over that axis has)."""
+    the transpose's all-reduce of the cotangent over that axis has),
+    'n_axes' (how many axis names it takes: 'pmax:n_axes==0' is a pmax over ())."""
 
     kind: str
     param: str | None
@@ -226,6 +227,8 @@ class OpFeature:
             v = types[0].dtype if op.kind in _ALLREDUCE and op.operands and types else None
         elif self.param == "cotangent_sum_dtype":
             v = _cotangent_sum_dtype(p, op, types)
+        elif self.param == "n_axes":
+            v = len(op.p("axes")) if isinstance(op.p("axes"), tuple) else None  # type: ignore[arg-type]
         elif self.param == "unknown_axis":
             v = True if any(a not in p.mesh.names for a in (op.p("axes") or ())) else None  # type: ignore[union-attr]
         if v is None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from oracles.interpreter import trace
 from oracles.prediction import ErrorKind, PredictedError, ValueType
 from programs.body_text import axes_src
+from programs.forms import form_of, with_form
 from programs.model import Mesh, Op, ParamValue, Program, Spec, SpecEntry
 
 
@@ -511,12 +512,29 @@ _PROGRAM_EDITS: dict[ErrorKind, Callable[[Program, PredictedError], Iterator[Edi
 }
 
 
+def _form_edits(p: Program, op: Op | None, i: int | None) -> Iterator[Edit]:
+    """The forms jax rejects written in one it takes (programs/model.py CallForm,
+    programs/forms.py): specs as a tuple, in_specs given, axis names as a tuple, a nested
+    shard_map's in_specs given."""
+    if p.form.in_specs in ("list", "omitted"):
+        what = "pass in_specs=(P(...), ...)" if p.form.in_specs == "omitted" else "write in_specs as a tuple, not a list"
+        yield Edit(what, replace(p, form=replace(p.form, in_specs="tuple")))
+    if p.form.out_specs == "list":
+        yield Edit("write out_specs as a tuple, not a list", replace(p, form=replace(p.form, out_specs="tuple")))
+    if op is not None and i is not None and form_of(op, "axes") == "list":
+        yield Edit(f"give {op.kind} its axis names as a tuple {axes_src(op.p('axes'))}", _with_op(p, i, with_form(op, "axes", None)))
+    if op is not None and i is not None and op.kind == "shard_map" and op.p("in_spec") is None:
+        yield Edit("pass the nested shard_map in_specs=P() (jax infers them only over Explicit axes)",
+                   _with_op(p, i, Op.make(op.kind, op.operands, **{**op.param_dict, "in_spec": ()})))
+
+
 def candidates(p: Program, err: PredictedError) -> list[Edit]:
     """Single edits aimed at the failing check, most direct first, each program once."""
     k = err.kind
     gen: Iterator[Edit]
     i = err.op_index
     op = p.body[i] if i is not None else None
+    forms = list(_form_edits(p, op, i))
     whole = _PROGRAM_EDITS.get(k)  # (an error about the specs or arguments: no op at fault)
     if whole is not None:
         gen = whole(p, err)
@@ -549,6 +567,7 @@ def candidates(p: Program, err: PredictedError) -> list[Edit]:
         gen = itertools.chain(_param_edits(p, i, op), _pad_operand(p, op))
     else:  # COLLECTIVE_PARAM
         gen = _param_edits(p, i, op)
+    gen = itertools.chain(forms, gen)  # (a form jax rejects: its fix first)
     seen: set[Program] = set()
     out = []
     for e in gen:

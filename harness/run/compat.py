@@ -49,8 +49,9 @@ from oracles.explicit import argument_sharding
 from oracles.interpreter import trace
 from oracles.prediction import ErrorKind
 from programs.emit import PERMUTE_ORDER_FLAG
-from programs.model import Op
+from programs.model import CallForm, Op
 from programs.ops import NO_CPU_LOWERING, NO_CPU_VALUES, OP_TABLE, WRAPS
+from programs.points import DERIVATIVE_MODES, REVERSE_MODES
 
 if TYPE_CHECKING:
     from programs.model import Program
@@ -207,7 +208,8 @@ def _eager_partial_manual() -> bool:
     return True
 
 
-VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "probe", "probe_eager", "probe_gspmd", "multiprocess")
+VALUE_MODES = ("jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "jvp", "linearize", "hessian", "probe",
+               "probe_eager", "probe_gspmd", "multiprocess")
 
 
 def _backend() -> str:
@@ -230,7 +232,7 @@ def unsupported_features(p: Program, mode: str | None = None) -> list[str]:
         out.append(f"the GSPMD partitioner: jax {jax_version()} has no jax_use_shardy_partitioner flag")
     out += _cpu_gaps(p, mode)
     out += _explicit_mode_gaps(p, mode)
-    if mode in ("grad", "grad_remat") and any(op.p("wrap") == "while" for op in p.body):
+    if mode in REVERSE_MODES and any(op.p("wrap") == "while" for op in p.body):
         # jax defines no transpose for while_loop (ValueError "Reverse-mode
         # differentiation does not work for lax.while_loop or lax.fori_loop with dynamic
         # start/stop values", jax/_src/lax/control_flow/loops.py _while_transpose_error):
@@ -384,10 +386,11 @@ def ur_mode_gap(mode: str | None) -> str | None:
     The same for every such program: the run lists the cells only those ops hold as
     unreachable in that mode with this reason (harness/campaign/cells.py `unreachable`)."""
     v = jax_version()
-    if mode in ("vmap", "vmap_spmd") and not _ur_batching():
+    if mode in ("vmap", "vmap_spmd", "hessian") and not _ur_batching():
         # parallel.py: the batching rules of vary_unreduced_cast, preduced,
         # reduced_vary_cast, unreduced_psum and all_gather_reduced raise NotImplementedError
-        return f"{' / '.join(_UR_KINDS)} under vmap: jax {v} has no batching rule for them (NotImplementedError)"
+        # (the hessian mode batches the program too: jax.hessian and jax.jacfwd vmap it)
+        return f"{' / '.join(_UR_KINDS)} under vmap (and jax.hessian / jax.jacfwd, which vmap): jax {v} has no batching rule for them (NotImplementedError)"
     if mode == "eager" and not _eager_ur():
         # jax 0.9.2: "Eager shard_map with unreduced/reduced is not implemented. Please
         # wrap your shard_map in `jax.jit`."
@@ -412,7 +415,7 @@ def _explicit_mode_gaps(p: Program, mode: str | None) -> list[str]:
     gap = ur_mode_gap(mode) if p.uses_ur() else None
     if gap is not None:
         out.append(gap)
-    if mode in ("grad", "grad_remat") and (p.explicit_axes or p.wrap is not None):
+    if mode in DERIVATIVE_MODES and (p.explicit_axes or p.wrap is not None):
         # harness gap: the grad modes make cotangents as unsharded arrays and flatten
         # outputs with reshape, which an Explicit output's sharding type refuses (an
         # Auto mesh entered with jax.set_mesh has no sharding types: they run it)
@@ -583,6 +586,16 @@ def _partial_manual_arg_check() -> bool:
     return False
 
 
+def _in_form(specs: Any, form: str) -> Any:
+    """A tuple of specs in the call's form (programs/model.py CallForm): the tuple, a
+    list, or its one spec ("single": every spec equal)."""
+    if form == "list":
+        return list(specs)
+    if form == "single" and specs:
+        return specs[0]
+    return specs
+
+
 def shard_map(
     f: Callable[..., Any],
     mesh: Any,
@@ -590,14 +603,26 @@ def shard_map(
     out_specs: Any,
     axis_names: frozenset[str] | None,
     check_vma: bool,
+    form: CallForm | None = None,
 ) -> Callable[..., Any]:
+    """`jax.shard_map` of `f`, written in the call form `form` (programs/model.py CallForm:
+    the style, in_specs / out_specs as a tuple, a list, one spec or (in_specs) left out,
+    axis_names as a set or a frozenset); older jax: jax.experimental.shard_map."""
     import jax
 
+    form = form or CallForm()
     kw: dict[str, Any] = {}
     if axis_names is not None:
-        kw["axis_names"] = set(axis_names)
+        kw["axis_names"] = frozenset(axis_names) if form.axis_names == "frozenset" else set(axis_names)
     if hasattr(jax, "shard_map"):
-        return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=check_vma, **kw)
+        kw.update(mesh=mesh, out_specs=_in_form(out_specs, form.out_specs), check_vma=check_vma)
+        if form.in_specs != "omitted":  # (left out: jax infers them from the arguments' types)
+            kw["in_specs"] = _in_form(in_specs, form.in_specs)
+        if form.style == "decorator":
+            return jax.shard_map(**kw)(f)  # type: ignore[no-any-return]
+        if form.style == "partial":
+            return functools.partial(jax.shard_map, **kw)(f)  # type: ignore[no-any-return]
+        return jax.shard_map(f, **kw)
     from jax.experimental.shard_map import shard_map as old  # pragma: no cover
 
     if axis_names is not None:

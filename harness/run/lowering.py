@@ -15,6 +15,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from programs.forms import arg_value
 from programs.model import Op, Program, Spec
 from programs.ops import OP_TABLE, Arg, Call, present_args, python_value, transform_template
 
@@ -52,7 +53,7 @@ def _arg(a: Arg, xs: list[Any], op: Op) -> list[Any]:
         return [getattr(jnp, str(op.p(a.source)))]
     if a.form == "spec":
         return [to_pspec(op.spec_param(a.source))]
-    return [python_value(a.form, op.p(a.source))]
+    return [arg_value(a, op)]  # (in the form the op writes it: programs/forms.py)
 
 
 def _apply(call: Call, args: tuple[Arg, ...], fn: Any, xs: list[Any], op: Op) -> Any:

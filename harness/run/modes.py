@@ -5,7 +5,8 @@
 - `eager`: the shard_map called directly, outside jit.
 - `jit`: `jax.jit` of the shard_map (Shardy); `gspmd`: the same with the GSPMD partitioner.
 - `smap`: the same program written with `jax.smap`; `lowering`: the Shardy lowering text.
-- `vmap`, `vmap_spmd`, `grad`, `grad_remat`: under a jax transformation.
+- `vmap`, `vmap_spmd`, `grad`, `grad_remat`, `jvp`, `linearize`, `hessian`: under a jax
+  transformation (the derivative modes: programs/points.py `DERIVATIVE_MODES`).
 - `multiprocess`: `jit` on a mesh spanning 2 processes x 4 devices, collectives through
   gloo (`modes_multiprocess.py`; the worker keeps the two rank processes).
 - `probe` (internal): every body value's blocks, to find the first op that goes wrong.
@@ -35,7 +36,16 @@ from harness.run.modes_direct import (
     probe_values,
 )
 from harness.run.modes_multiprocess import Multiprocess
-from harness.run.modes_transformed import VMAP_BATCH, Grad, GradRemat, Vmap, VmapSpmd
+from harness.run.modes_transformed import (
+    VMAP_BATCH,
+    Grad,
+    GradRemat,
+    Hessian,
+    Jvp,
+    Linearize,
+    Vmap,
+    VmapSpmd,
+)
 from harness.run.observation import (
     Observation,
     ObservedOutput,
@@ -45,13 +55,15 @@ from harness.run.observation import (
 
 __all__ = [
     "COMPILED", "COMPILED_MAX", "DEFAULT_MODES", "MODES", "VMAP_BATCH", "Abstract", "Eager", "Grad", "GradRemat", "Gspmd",
-    "Jit", "Lowering", "Mode", "Multiprocess", "Observation", "ObservedOutput", "PROBE_FOR", "Probe", "ProbeEager", "ProbeGspmd", "Smap", "Vmap", "VmapSpmd", "lowering_facts",
+    "Hessian", "Jit", "Jvp", "Linearize", "Lowering", "Mode", "Multiprocess", "Observation", "ObservedOutput", "PROBE_FOR", "Probe", "ProbeEager", "ProbeGspmd", "Smap", "Vmap", "VmapSpmd", "lowering_facts",
     "observation_from_dict", "observation_to_dict", "probe_program", "probe_values", "structure_key",
 ]
 
 MODES: dict[str, Mode] = {
-    m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), VmapSpmd(), Smap(), Grad(), GradRemat(), Lowering(), Probe(),
+    m.name: m for m in (Abstract(), Eager(), Jit(), Gspmd(), Vmap(), VmapSpmd(), Smap(), Grad(), GradRemat(), Jvp(), Linearize(),
+                         Hessian(), Lowering(), Probe(),
                          ProbeEager(), ProbeGspmd(),
                          Multiprocess())
 }
-DEFAULT_MODES = ("abstract", "jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "lowering")
+DEFAULT_MODES = ("abstract", "jit", "gspmd", "eager", "vmap", "vmap_spmd", "smap", "grad", "grad_remat", "jvp", "linearize",
+                 "hessian", "lowering")

@@ -99,6 +99,7 @@ class Mode:
                     out_specs,
                     None if p.axis_names is None else frozenset(p.axis_names),
                     p.check_vma,
+                    p.form,
                 )
 
             # a body closing over arguments: the shard_map is made inside the called
@@ -121,7 +122,9 @@ class Mode:
         if self.remat:
             import jax
 
-            body = jax.checkpoint(body)
+            # (a named policy of jax.checkpoint_policies where the program has one)
+            policy = getattr(jax.checkpoint_policies, p.remat_policy) if p.remat_policy else None
+            body = jax.checkpoint(body, policy=policy)
         return body
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:

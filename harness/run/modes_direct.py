@@ -153,7 +153,8 @@ def probe_program(p: Program) -> Program:
     # the wrapper gives it, `p.mesh`, its values are the same, and auto_axes' out_sharding
     # is one spec per output)
     return replace(p, body=body, outputs=tuple(new[v] for v in vals), out_specs=(spec,) * len(vals), check_vma=False,
-                   wrap=None, wrap_axes=(), wrap_specs=(), effects=(), donate=())
+                    form=replace(p.form, out_specs="tuple"),
+                    wrap=None, wrap_axes=(), wrap_specs=(), effects=(), donate=())
 
 
 class Smap(Mode):

@@ -115,6 +115,7 @@ class _Rank(Jit):
             tuple(to_pspec(s) for s in p.out_specs),
             None if p.axis_names is None else frozenset(p.axis_names),
             p.check_vma,
+            p.form,
         )
 
     def inputs(self, p: Program) -> list[Any]:

@@ -1,7 +1,11 @@
 """The modes that run the shard_map under a jax transformation: `vmap` (a batch of 2),
 `vmap_spmd` (vmap with spmd_axis_name, the batch split over a free manual axis), `grad`
 and `grad_remat` (<u, J v> by jvp and by vjp, the second with the body under
-jax.checkpoint). Each exercises the collectives' batching, JVP or transpose rules.
+jax.checkpoint, with the program's named policy where it has one), `jvp` and
+`linearize` (forward mode alone, and partially evaluated), `hessian` (jax.hessian and
+jax.jacfwd of a scalar function of the outputs). Each exercises the collectives'
+batching, JVP or transpose rules; the derivative modes are listed in programs/points.py
+`DERIVATIVE_MODES`.
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ from harness.run import edges
 from harness.run.modes_base import Mode, Staged
 from harness.run.observation import Observation, ObservedOutput
 from programs.model import Program, is_float
-from programs.points import cotangent, grad_point, tangents
+from programs.points import (
+    HESSIAN_MAX_ELEMENTS,
+    cotangent,
+    float_elements,
+    grad_point,
+    tangents,
+    used_float_args,
+)
 
 VMAP_BATCH = 2  # members in a plain vmap batch (vmap_spmd: the spmd axis' size)
 
@@ -93,15 +104,15 @@ class Grad(Mode):
     float outputs, the directional derivative <u, J v> by jax.jvp and by jax.vjp (so both
     the JVP and the transpose rule of every collective are exercised). The oracle is a
     finite difference of its own float64 forward interpreter (oracles/derivatives.py).
-    Programs without float arguments and outputs, or with check_vma=False (whose global
-    outputs are not defined where blocks differ), are reported as unsupported here."""
+    With check_vma=False also each output's own <u_k, J_k v> by both (`jvp_parts`,
+    `vjp_parts`): jax defines the derivative only of the outputs that keep their
+    out_spec's promise (oracles/derivatives.py `defined_outputs`). Programs without a
+    float argument are reported as unsupported here."""
 
     name = "grad"
     _facts: dict[str, Any]  # this call's derivatives: reset by run, set by execute
 
     def applicable(self, p: Program) -> str:
-        if not p.check_vma:
-            return "check_vma=False"
         if not any(is_float(x.dtype) for x in p.inputs):
             return "no float argument"
         return ""
@@ -109,7 +120,7 @@ class Grad(Mode):
     def run(self, p: Program) -> Observation:
         why = self.applicable(p)
         if why:
-            return Observation(self.name, status="unsupported", error_message=f"grad: {why}")
+            return Observation(self.name, status="unsupported", error_message=f"{self.name}: {why}")
         self._facts = {}
         obs = super().run(p)
         return replace(obs, facts=self._facts) if obs.status == "ok" else obs
@@ -117,14 +128,32 @@ class Grad(Mode):
     def inputs(self, p: Program) -> list[np.ndarray]:
         return [a.astype(x.dtype) for a, x in zip(grad_point(p), p.inputs)]
 
+    def derive(self, g: Callable[..., Any], prim: tuple[Any, ...], tan: tuple[Any, ...], cot: tuple[Any, ...]) -> dict[str, Any]:
+        """The mode's derivatives of `g` (the float outputs of the float arguments) at
+        `prim`, traced: name -> a jax scalar or a tuple of them (one per output)."""
+        import jax
+
+        _, jv = jax.jvp(g, prim, tan)
+        _, pullback = jax.vjp(g, *prim)
+        out: dict[str, Any] = {"jvp": sum(_dot(u, t) for u, t in zip(cot, jv)),
+                               "vjp": sum(_dot(c, t) for c, t in zip(pullback(cot), tan))}
+        if not self._program.check_vma:  # (each output's own, for `defined_outputs`)
+            import jax.numpy as jnp
+
+            out["jvp_parts"] = tuple(_dot(u, t) for u, t in zip(cot, jv))
+            out["vjp_parts"] = tuple(
+                sum(_dot(c, t) for c, t in zip(pullback(tuple(u if j == k else jnp.zeros_like(u) for j, u in enumerate(cot))), tan))
+                for k in range(len(cot)))
+        return out
+
     def plan(self, f: Callable[..., Any], args: list[np.ndarray]) -> tuple[Any, list[int], Callable[..., Any], tuple[Any, ...]]:
-        """(the outputs' shapes, the float outputs' indices, the function giving the two
-        directional derivatives <u, J v> (by jvp, by vjp), its arguments)."""
+        """(the outputs' shapes, the float outputs' indices, the function giving the
+        mode's derivatives (`derive`), its arguments)."""
         import jax
         import jax.numpy as jnp
 
         p = self._program
-        fl_idx = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
+        fl_idx = self.float_args(p)
         shapes = jax.eval_shape(f, *args)
         out_idx = [k for k, o in enumerate(shapes) if jnp.issubdtype(o.dtype, jnp.floating)]
         if not out_idx:
@@ -151,18 +180,19 @@ class Grad(Mode):
         tans = tuple(np.asarray(vs[i]).astype(args[i].dtype) for i in fl_idx)
         us = tuple(cotangent(k, tuple(shapes[k].shape), str(shapes[k].dtype)).astype(shapes[k].dtype) for k in out_idx)
 
-        def dot(a: Any, b: Any) -> Any:
-            return jnp.vdot(a.astype(jnp.float32), b.astype(jnp.float32))
-
-        def both(prim: Any, tan: Any, cot: Any) -> tuple[Any, Any]:
-            _, jv = jax.jvp(g, prim, tan)
-            d_jvp = sum(dot(u, t) for u, t in zip(cot, jv))
-            _, pullback = jax.vjp(g, *prim)
-            cts = pullback(cot)
-            d_vjp = sum(dot(c, t) for c, t in zip(cts, tan))
-            return d_jvp, d_vjp
+        def both(prim: Any, tan: Any, cot: Any) -> dict[str, Any]:
+            return self.derive(g, prim, tan, cot)
 
         return shapes, out_idx, both, (primals, tans, us)
+
+    def float_args(self, p: Program) -> list[int]:
+        """The arguments the derivatives are taken with respect to: every float one."""
+        return [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
+
+    @staticmethod
+    def facts_of(out_idx: list[int], d: dict[str, Any]) -> dict[str, Any]:
+        """The observation's facts: the float outputs and each derivative as floats."""
+        return {"outputs": out_idx, **{k: [float(x) for x in v] if isinstance(v, (tuple, list)) else float(v) for k, v in d.items()}}
 
     def execute(self, f: Callable[..., Any], args: list[np.ndarray]) -> Any:
         import jax
@@ -171,8 +201,7 @@ class Grad(Mode):
         if not out_idx:
             self._facts = {"skipped": "no float output"}
             return shapes
-        d_jvp, d_vjp = jax.jit(both)(*both_args)
-        self._facts = {"outputs": out_idx, "jvp": float(d_jvp), "vjp": float(d_vjp)}
+        self._facts = self.facts_of(out_idx, jax.jit(both)(*both_args))
         return shapes
 
     def stage(self, p: Program, record: Callable[[int, Any], None]) -> Staged | None:
@@ -184,7 +213,7 @@ class Grad(Mode):
             return None  # (nothing to compile: `run` skips it)
 
         def done(d: Any) -> tuple[tuple[ObservedOutput, ...], dict[str, Any]]:
-            return tuple(self.observe(o, p) for o in shapes), {"outputs": out_idx, "jvp": float(d[0]), "vjp": float(d[1])}
+            return tuple(self.observe(o, p) for o in shapes), self.facts_of(out_idx, d)
 
         return Staged(both, both_args, done)
 
@@ -196,8 +225,83 @@ class Grad(Mode):
         return ObservedOutput(tuple(o.shape), str(o.dtype), None, None)
 
 
+def _dot(a: Any, b: Any) -> Any:
+    """<a, b> in float32 (only the program's own arithmetic is low precision)."""
+    import jax.numpy as jnp
+
+    return jnp.vdot(a.astype(jnp.float32), b.astype(jnp.float32))
+
+
 class GradRemat(Grad):
     """The grad mode with the body under jax.checkpoint: rematerialisation re-runs the
-    collectives in the backward pass, so their transposes meet recomputed primals."""
+    collectives in the backward pass, so their transposes meet recomputed primals. With
+    the program's `remat_policy`, under that named policy of jax.checkpoint_policies
+    (what it may save changes what the backward pass recomputes)."""
 
     name, remat = "grad_remat", True
+
+
+class Jvp(Grad):
+    """Forward mode alone: jax.jvp of the shard_map under jit, each float output's own
+    <u_k, J_k v> (`jvp_parts`) and their sum (`jvp`); no transpose is traced."""
+
+    name = "jvp"
+
+    def derive(self, g: Callable[..., Any], prim: tuple[Any, ...], tan: tuple[Any, ...], cot: tuple[Any, ...]) -> dict[str, Any]:
+        import jax
+
+        _, jv = jax.jvp(g, prim, tan)
+        parts = tuple(_dot(u, t) for u, t in zip(cot, jv))
+        return {"jvp": sum(parts), "jvp_parts": parts}
+
+
+class Linearize(Grad):
+    """jax.linearize of the shard_map under jit (the JVP partially evaluated: the
+    shard_map split into its known, primal part and its linear, tangent part), the
+    linear function applied to the tangent: each float output's <u_k, J_k v>
+    (`linearize_parts`) and their sum (`linearize`)."""
+
+    name = "linearize"
+
+    def derive(self, g: Callable[..., Any], prim: tuple[Any, ...], tan: tuple[Any, ...], cot: tuple[Any, ...]) -> dict[str, Any]:
+        import jax
+
+        _, lin = jax.linearize(g, *prim)
+        jv = lin(*tan)
+        parts = tuple(_dot(u, t) for u, t in zip(cot, jv))
+        return {"linearize": sum(parts), "linearize_parts": parts}
+
+
+class Hessian(Grad):
+    """Second order: for the scalar s(x) = <u, outputs(x)>, v^T H v with H =
+    jax.hessian(s) (forward over reverse: the JVP of every transpose rule, batched by
+    jacfwd's vmap) and <jax.jacfwd(s), v> (the gradient by batched forward mode). Only
+    for programs whose float arguments hold at most HESSIAN_MAX_ELEMENTS elements (the
+    Hessian is dense)."""
+
+    name = "hessian"
+
+    def applicable(self, p: Program) -> str:
+        n = float_elements(p)
+        if n > HESSIAN_MAX_ELEMENTS:
+            return f"{n} float argument elements (a dense Hessian of at most {HESSIAN_MAX_ELEMENTS})"
+        return super().applicable(p) or ("" if self.float_args(p) else "no float argument an op reads")
+
+    def float_args(self, p: Program) -> list[int]:
+        """The used float arguments (programs/points.py `used_float_args`): an unused one
+        adds only zeros to the Hessian (the oracle moves it too, to no effect)."""
+        return used_float_args(p)
+
+    def derive(self, g: Callable[..., Any], prim: tuple[Any, ...], tan: tuple[Any, ...], cot: tuple[Any, ...]) -> dict[str, Any]:
+        import jax
+        import jax.numpy as jnp
+
+        def s(*xs: Any) -> Any:
+            return sum(_dot(u, o) for u, o in zip(cot, g(*xs)))
+
+        n = tuple(range(len(prim)))
+        h = jax.hessian(s, argnums=n)(*prim)
+        jf = jax.jacfwd(s, argnums=n)(*prim)
+        v = tuple(t.astype(jnp.float32) for t in tan)
+        hvp = sum(jnp.vdot(v[i], jnp.tensordot(h[i][j].astype(jnp.float32), v[j], axes=v[j].ndim)) for i in n for j in n)
+        return {"hvp": hvp, "jacfwd": sum(_dot(a, b) for a, b in zip(jf, tan))}

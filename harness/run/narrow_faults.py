@@ -15,6 +15,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 
 def _wrap(name: str, when: Callable[..., bool]) -> Callable[[], None]:
     """A fault that adds 1 to `jax.lax.<name>`'s result when `when(x, *args, **kw)`."""
@@ -313,4 +315,167 @@ NARROW.update({
     "narrow_print_float32": _print_float32_off_by_one,
     # donate|arg=committed
     "narrow_donate_committed": _donated_committed_result,
+})
+
+
+# --- the forms and transformations of issue 56: one form or one flag each ------------
+
+
+def _is_array(v: Any) -> bool:
+    return isinstance(v, np.ndarray)
+
+
+def _ppermute_array_read_transposed() -> None:
+    """A perm given as a NumPy array is read transposed: its (source, destination) rows
+    as (destination, source), the inverse permutation (cell ppermute|perm_form=array)."""
+    import jax
+
+    orig = jax.lax.ppermute
+
+    @functools.wraps(orig)
+    def ppermute(x: Any, axis_name: Any, perm: Any, *args: Any, **kw: Any) -> Any:
+        if _is_array(perm):
+            perm = perm[:, ::-1]
+        return orig(x, axis_name, perm, *args, **kw)
+
+    jax.lax.ppermute = ppermute
+
+
+def _shard_map_fault(when: Callable[[dict[str, Any]], bool], wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Callable[[], None]:
+    """A fault in `jax.shard_map`: where `when(its keywords)` (the call's form: in_specs
+    given or not, a tuple or one spec, f given or not), the shard_map it makes is
+    `wrap`ped."""
+
+    def install() -> None:
+        import jax
+
+        orig = jax.shard_map
+
+        @functools.wraps(orig)
+        def shard_map(f: Any = None, /, **kw: Any) -> Any:
+            bad = when({**kw, "decorator": f is None})
+            if f is None:
+                return lambda g: wrap(orig(g, **kw)) if bad else orig(g, **kw)
+            return wrap(orig(f, **kw)) if bad else orig(f, **kw)
+
+        jax.shard_map = shard_map
+
+    return install
+
+
+def _plus_one(g: Callable[..., Any]) -> Callable[..., Any]:
+    """`g` with 1 added to every output (a tuple of them)."""
+    import jax
+
+    def h(*args: Any) -> Any:
+        return jax.tree.map(lambda o: o + 1, g(*args))
+
+    return h
+
+
+def _doubled_derivative(g: Callable[..., Any]) -> Callable[..., Any]:
+    """`g` whose derivative is twice the true one (a custom JVP rule doubling every float
+    tangent out: jvp, linearize and, transposed, vjp all see it); its values right."""
+    import jax
+    import jax.numpy as jnp
+
+    def h(*args: Any) -> Any:
+        @jax.custom_jvp
+        def k(*a: Any) -> Any:
+            return g(*a)
+
+        @k.defjvp
+        def k_jvp(primals: Any, tangents: Any) -> Any:
+            out, tan = jax.jvp(g, primals, tangents)
+            return out, jax.tree.map(lambda t: t * 2 if jnp.issubdtype(t.dtype, jnp.floating) else t, tan)
+
+        return k(*args)
+
+    return h
+
+
+def _inferred_spec_drops_an_axis() -> None:
+    """With in_specs left out (jax infers them from the arguments' sharding types), the
+    inferred spec of the first argument split along some dimension drops the axis of its
+    last split dimension (cell call|in_specs=omitted)."""
+    import jax
+
+    orig = jax.shard_map
+
+    @functools.wraps(orig)
+    def shard_map(f: Any = None, /, **kw: Any) -> Any:
+        if "in_specs" in kw:
+            return orig(f, **kw) if f is not None else orig(**kw)
+
+        def make(g: Any) -> Any:
+            def call(*args: Any) -> Any:
+                P = jax.sharding.PartitionSpec
+                specs, dropped = [], False
+                for a in args:
+                    parts = list(getattr(jax.typeof(a).sharding.spec, "partitions", ()))
+                    named = [i for i, e in enumerate(parts) if e]
+                    if not dropped and named:
+                        parts[named[-1]], dropped = None, True
+                    specs.append(P(*parts))
+                return orig(g, in_specs=tuple(specs), **kw)(*args)
+
+            return call
+
+        return make(f) if f is not None else make
+
+    jax.shard_map = shard_map
+
+
+def _linearize_plus_one() -> None:
+    """jax.linearize's linear function adds 1 to every tangent it gives (the linearize
+    mode)."""
+    import jax
+
+    orig = jax.linearize
+
+    @functools.wraps(orig)
+    def linearize(fun: Any, *primals: Any, **kw: Any) -> Any:
+        out, lin = orig(fun, *primals, **kw)
+        return out, _plus_one(lin)
+
+    jax.linearize = linearize
+
+
+def _checkpoint_policy_doubles() -> None:
+    """jax.checkpoint under the dots_saveable policy doubles the function's float outputs
+    (the grad_remat mode of a program with that remat_policy)."""
+    import jax
+    import jax.numpy as jnp
+
+    orig = jax.checkpoint
+    policy = jax.checkpoint_policies.dots_saveable
+
+    @functools.wraps(orig)
+    def checkpoint(fun: Any, *args: Any, **kw: Any) -> Any:
+        g = orig(fun, *args, **kw)
+        if kw.get("policy") is not policy:
+            return g
+
+        def h(*a: Any) -> Any:
+            return jax.tree.map(lambda o: o * 2 if jnp.issubdtype(o.dtype, jnp.floating) else o, g(*a))
+
+        return h
+
+    jax.checkpoint = checkpoint
+
+
+NARROW.update({
+    "narrow_ppermute_perm_array_transposed": _ppermute_array_read_transposed,
+    "narrow_pmean_axes_list": _wrap("pmean", lambda x, a, **kw: isinstance(a, list)),
+    "narrow_pshuffle_perm_tuple": _wrap("pshuffle", lambda x, a, perm, **kw: isinstance(perm, tuple)),
+    "narrow_psum_groups_array": _wrap("psum", lambda x, a, **kw: _is_array(kw.get("axis_index_groups"))),
+    "narrow_psum_empty_axes": _wrap("psum", lambda x, a, **kw: a == ()),
+    "narrow_shard_map_decorator": _shard_map_fault(lambda kw: kw["decorator"], _plus_one),
+    "narrow_shard_map_single_out_spec": _shard_map_fault(
+        lambda kw: not isinstance(kw.get("out_specs"), (tuple, list)), _plus_one),
+    "narrow_shard_map_frozenset_axis_names": _shard_map_fault(lambda kw: isinstance(kw.get("axis_names"), frozenset), _plus_one),
+    "narrow_shard_map_unchecked_derivative": _shard_map_fault(lambda kw: kw.get("check_vma") is False, _doubled_derivative),
+    "narrow_inferred_in_spec_drops_axis": _inferred_spec_drops_an_axis,
+    "narrow_linearize_plus_one": _linearize_plus_one,
+    "narrow_checkpoint_dots_saveable": _checkpoint_policy_doubles,
 })

@@ -31,7 +31,7 @@ from programs.model import Program
 # the modes that can share one jit: each is one jit of the shard_map under a
 # transformation. (gspmd compiles with the other partitioner, a setting per compile;
 # smap traces another program; eager runs outside jit; abstract and lowering compile nothing.)
-TOGETHER = ("jit", "vmap", "vmap_spmd", "grad", "grad_remat")
+TOGETHER = ("jit", "vmap", "vmap_spmd", "grad", "grad_remat", "jvp", "linearize", "hessian")
 
 
 def together_modes(p: Program, modes: tuple[str, ...] | list[str]) -> tuple[str, ...]:

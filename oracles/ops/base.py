@@ -10,6 +10,7 @@ import numpy as np
 
 from oracles.devices import from_groups, local_offset, to_groups
 from oracles.prediction import ErrorKind, OracleError, PredictedError, ValueType
+from programs.forms import form_of
 from programs.model import Mesh, Op
 
 # (prop, mag, terms): see OpDef.error
@@ -101,8 +102,19 @@ class OpDef:
         return np.abs(self.value(errs, ins, ctx)), 0.0, 1
 
 
+# The collectives that take their axis names as a list. jax 0.10.2's docs ask every
+# collective for "axis_name: hashable Python object" (a name or a tuple of names), and a
+# list is not hashable: the others raise TypeError when jax binds the list as a
+# primitive's parameter ("unhashable type: 'list'", or "parameters to jaxpr equations
+# must have __hash__"). psum and pmean turn a list into a tuple first (parallel.py
+# `_psum_is_async`), axis_index and axis_size read it as one (measured on 0.10.2): the
+# oracle follows them there.
+LIST_AXES = frozenset({"psum", "pmean", "axis_index", "axis_size"})
+
+
 class Collective(OpDef):
-    """Common checks: every named axis must be a bound (manual) mesh axis."""
+    """Common checks: the axis names' form (a list only where jax takes one, LIST_AXES);
+    every named axis must be a bound (manual) mesh axis."""
 
     def axes(self, ctx: Ctx) -> tuple[str, ...]:
         return tuple(ctx.op.p("axes"))  # type: ignore[arg-type]
@@ -111,6 +123,12 @@ class Collective(OpDef):
         return ctx.mesh.group_size(self.axes(ctx))
 
     def check(self, ins: list[ValueType], ctx: Ctx) -> None:
+        if form_of(ctx.op, "axes") == "list" and self.kind not in LIST_AXES:
+            raise ctx.fail(
+                ErrorKind.COLLECTIVE_PARAM,
+                f"{self.kind} names its axes as a list {list(self.axes(ctx))}, which is not hashable; jax's docs ask for a "
+                "hashable axis_name (an axis name or a tuple of them): write a tuple",
+            )
         for a in self.axes(ctx):
             if a not in ctx.manual:
                 where = "is not a mesh axis" if a not in ctx.mesh.names else "is not manual here (not in axis_names)"
@@ -142,8 +160,9 @@ class Collective(OpDef):
 def state_of(x: ValueType, axes: tuple[str, ...], ctx: Ctx) -> str:
     """`_get_from` (parallel.py): whether the operand is varying, unreduced, reduced or
     invarying over every named axis; one state for all of them, or jax rejects it.
-    (Under check_vma=False jax tracks nothing: every axis is invarying.)"""
-    states = set()
+    (Under check_vma=False jax tracks nothing: every axis is invarying. Over no axes, an
+    empty tuple: invarying, so a pcast over () is the identity, as jax 0.10.2 runs it.)"""
+    states = set() if axes else {"invarying"}
     for a in axes:
         if not ctx.check_vma:
             states.add("invarying")

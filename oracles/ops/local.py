@@ -242,19 +242,32 @@ class ReduceSum(OpDef):
 
 
 class Transpose(OpDef):
+    """jnp.transpose(x, perm): jax.numpy's form of numpy.transpose, whose docs allow
+    negative axes ("Negative indices can also be used to specify axes"; jnp.transpose's
+    own docstring names 0 <= i < ndim, and jax 0.10.2 takes negative ones as numpy
+    does, measured): perm, each axis taken modulo the rank, is a permutation of the
+    operand's axes."""
+
     kind = "transpose"
 
+    @staticmethod
+    def perm(ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
+        r = len(ins[0].shape)
+        perm = ctx.op.p("perm")
+        axes = [a for a in perm if isinstance(a, int)] if isinstance(perm, tuple) else []
+        return tuple(a % r if -r <= a < r else a for a in axes)
+
     def check(self, ins: list[ValueType], ctx: Ctx) -> None:
-        perm = tuple(cast("tuple[int, ...]", ctx.op.p("perm")))
-        if sorted(perm) != list(range(len(ins[0].shape))):
+        perm = tuple(ctx.op.p("perm"))  # type: ignore[arg-type]
+        if sorted(self.perm(ins, ctx)) != list(range(len(ins[0].shape))):
             raise ctx.fail(ErrorKind.LOCAL_SHAPE, f"transpose: perm={perm} for rank {len(ins[0].shape)}")
 
     def shape(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, ...]:
-        return tuple(ins[0].shape[i] for i in cast("tuple[int, ...]", ctx.op.p("perm")))
+        return tuple(ins[0].shape[i] for i in self.perm(ins, ctx))
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
         m = len(ctx.mesh.sizes)
-        perm = list(range(m)) + [m + i for i in cast("tuple[int, ...]", ctx.op.p("perm"))]
+        perm = list(range(m)) + [m + i for i in self.perm(ins, ctx)]
         return xs[0].transpose(perm)
 
 

@@ -21,11 +21,21 @@ class NestedShardMap(OpDef):
     `in_spec` over the inner axes, the inner op runs with the outer manual axes plus the
     inner ones manual, and `out_spec` concatenates the results back; the inner axes are
     automatic again afterwards, so the result does not vary over them (the out_spec must
-    name every inner axis the inner result varies over)."""
+    name every inner axis the inner result varies over).
+
+    Without an in_spec the call leaves in_specs out, and jax infers them from the
+    operand's sharding type (jax 0.10.2 `jax.shard_map`'s docstring: "If ``Infer``, all
+    mesh axes must be of type `Explicit`"; `_shmap_checks` raises TypeError otherwise,
+    before anything else of the nested call): every inner axis must be Explicit, and the
+    operand, a body value no spec splits over an axis the outer call leaves free, is
+    replicated over them, so the inferred in_spec splits nothing (measured on 0.10.2:
+    psum over the inner axis of the whole block, n times it)."""
 
     kind = "shard_map"
 
     def _entries(self, ctx: Ctx, key: str) -> tuple[tuple[str, ...] | None, ...]:
+        if ctx.op.p(key) is None:  # (in_spec left out: inferred, the operand's type replicated)
+            return ()
         return ctx.op.spec_param(key).entries
 
     def _inner(self, ins: list[ValueType], ctx: Ctx) -> tuple[OpDef, Ctx, ValueType]:
@@ -44,6 +54,10 @@ class NestedShardMap(OpDef):
         for a in axes:
             if a not in ctx.mesh.names or a in ctx.manual:
                 raise ctx.fail(ErrorKind.UNBOUND_AXIS, f"nested shard_map over {a!r}, which is not an automatic axis here", a)
+        auto = [a for a in axes if ctx.mesh.axis_type(str(a)) != "explicit"]
+        if ctx.op.p("in_spec") is None and auto:
+            raise ctx.fail(ErrorKind.SPEC_TYPE, f"nested shard_map: in_specs left out, but its axes {auto} are not Explicit: "
+                           "jax infers in_specs only over Explicit axes; pass in_specs=P(...)", "in_specs")
         ent = self._entries(ctx, "in_spec")
         for dim, e in enumerate(ent):
             if e and (dim >= len(ins[0].shape) or ins[0].shape[dim] % ctx.mesh.group_size(e)):

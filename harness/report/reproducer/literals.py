@@ -14,11 +14,12 @@ from harness.judge.compare_outputs import batch_atol, compiler_layout, fixed_dim
 from harness.judge.errors import ERROR_TABLE
 from harness.report.reproducer.mode_choice import VALUE_MODES, auto_axes, batch_size
 from oracles import predict
-from oracles.derivatives import directional_derivative
+from oracles.derivatives import defined_outputs, directional_derivative, second_derivative
 from oracles.effects import device_calls
 from oracles.prediction import Prediction
 from programs.model import Program, is_float
 from programs.ops import WRAP_COPIES
+from programs.points import DERIVATIVE_MODES
 
 
 def _num(v: float | int) -> str:
@@ -63,7 +64,8 @@ def summary(p: Program, pred: Prediction, mode: str) -> str:
     outs = ", ".join(f"{o.dtype}{list(o.global_shape)}" for o in pred.outputs)
     what = {"abstract": "shapes, dtypes and varying axes", "lowering": "one manual region per the specs" if pred.expect_region
             else "no manual region (every manual axis has size 1)", "grad": "<u, J v> by jvp and vjp",
-            "grad_remat": "<u, J v> by jvp and vjp"}.get(mode, "per-device values")
+            "grad_remat": "<u, J v> by jvp and vjp", "jvp": "<u, J v> by jax.jvp", "linearize": "<u, J v> by jax.linearize",
+            "hessian": "v^T H v by jax.hessian and <u, J v> by jax.jacfwd"}.get(mode, "per-device values")
     return f"{len(pred.outputs)} output(s) {outs}; {what}"
 
 
@@ -163,16 +165,24 @@ def calls_literal(p: Program, pred: Prediction, mode: str) -> list[str]:
             "EXPECTED_CALLS = [", *rows, "]"]
 
 
-def grad_literal(p: Program, pred: Prediction) -> list[str]:
-    out_idx = [k for k, o in enumerate(pred.outputs) if is_float(o.dtype)]
+def grad_literal(p: Program, pred: Prediction, mode: str = "grad") -> list[str]:
+    floats = tuple(k for k, o in enumerate(pred.outputs) if is_float(o.dtype))
+    # (check_vma=False: only the outputs that keep their out_spec's promise have a
+    # derivative; run() differentiates those)
+    out_idx = list(defined_outputs(p, floats)) if floats else []
     d = directional_derivative(p, out_idx) if out_idx else None
     lines = [
         "# <u, J v> at the grad point, by finite differences (Richardson) of the forward semantics in",
-        "# float64; None where the point sits on a kink (a max/min tie) or no output is a float",
+        "# float64 (hessian: also v^T H v, by second differences); None where the point sits on a kink",
+        "# (a max/min tie) or no output is a float (check_vma=False: one that keeps its out_spec's promise)",
     ]
     if d is None or not d.smooth:
-        return lines + [f"EXPECTED_DERIVATIVE = None  # float outputs: {out_idx}"]
-    return lines + [f"EXPECTED_DERIVATIVE = dict(outputs={out_idx!r}, value={d.value!r}, tolerance={d.tolerance!r})"]
+        return lines + [f"EXPECTED_DERIVATIVE = None  # float outputs: {list(floats)}"]
+    second = ""
+    if mode == "hessian":
+        s = second_derivative(p, tuple(out_idx))
+        second = f", second={s.value!r}, second_tolerance={s.tolerance!r}" if s.smooth else ", second=None"
+    return lines + [f"EXPECTED_DERIVATIVE = dict(outputs={out_idx!r}, value={d.value!r}, tolerance={d.tolerance!r}{second})"]
 
 
 def error_literal(pred: Prediction) -> list[str]:
@@ -195,8 +205,8 @@ def expectations(p: Program, pred: Prediction, mode: str) -> list[str]:
         lines += [""] + outputs_literal(p, pred, mode)
         if mode == "lowering":
             lines += [""] + lowering_literal(p, pred)
-        if mode in ("grad", "grad_remat"):
-            lines += [""] + grad_literal(p, pred)
+        if mode in DERIVATIVE_MODES:
+            lines += [""] + grad_literal(p, pred, mode)
         if p.effects and mode in EFFECT_MODES:
             lines += [""] + calls_literal(p, pred, mode)
     return lines

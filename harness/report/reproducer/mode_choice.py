@@ -9,6 +9,7 @@ from oracles.prediction import Prediction
 from programs.emit import REPRO_MODES, reproducer_mode
 from programs.errors import NoReproducer
 from programs.model import Program, is_float
+from programs.points import DERIVATIVE_MODES, HESSIAN_MAX_ELEMENTS, float_elements, used_float_args
 
 VALUE_MODES = ("jit", "eager", "gspmd", "smap", "multiprocess")  # the modes that compare per-device blocks
 
@@ -23,7 +24,8 @@ def divergence_mode(p: Program | None, kind: str, modes: str) -> str:
     raised = modes.split(",")
     if predict(p, values=False).error is None:
         return reproducer_mode(modes)
-    quiet = [m for m in ("abstract", "jit", "lowering", "eager", "gspmd", "smap", "vmap", "vmap_spmd", "grad", "grad_remat")
+    quiet = [m for m in ("abstract", "jit", "lowering", "eager", "gspmd", "smap", "vmap", "vmap_spmd", "grad", "grad_remat", "jvp",
+                                "linearize", "hessian")
              if m not in raised and not applicable(p, m)]
     return quiet[0] if quiet else reproducer_mode(modes)
 
@@ -59,11 +61,13 @@ def applicable(p: Program, mode: str) -> str:
         return "an invalid program (jax's error wording differs under vmap)" if p.defect is not None else ""
     if mode == "multiprocess" and (p.mesh.size % 2 or p.mesh.size > 8):
         return f"a mesh of {p.mesh.size} devices cannot span 2 processes x 4 devices evenly"
-    if mode in ("grad", "grad_remat"):
-        if not p.check_vma:
-            return "check_vma=False"
+    if mode in DERIVATIVE_MODES:
         if not any(is_float(x.dtype) for x in p.inputs):
             return "no float argument"
+        if mode == "hessian" and not used_float_args(p):
+            return "no float argument an op reads"
+        if mode == "hessian" and float_elements(p) > HESSIAN_MAX_ELEMENTS:
+            return f"{float_elements(p)} float argument elements (a dense Hessian of at most {HESSIAN_MAX_ELEMENTS})"
     return ""
 
 

@@ -26,6 +26,7 @@ from oracles.prediction import PredictedError, Prediction
 from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, x64_lines
 from programs.errors import NoReproducer
 from programs.model import Program
+from programs.points import DERIVATIVE_MODES
 
 
 def test_name(title: str) -> str:
@@ -97,14 +98,18 @@ def _pytest_asserts(p: Program, pred: Prediction, mode: str) -> list[str]:
     if mode == "lowering":
         lines += lowering_literal(p, pred)
         lines += ["problems = []", "check_lowering(facts, problems)", "assert not problems, problems"]
-    if mode in ("grad", "grad_remat"):
-        lines += grad_literal(p, pred)
+    if mode in DERIVATIVE_MODES:
+        lines += grad_literal(p, pred, mode)
         lines += [
             "if EXPECTED_DERIVATIVE is not None:",
             "  assert facts['outputs'] == EXPECTED_DERIVATIVE['outputs']",
-            "  for rule in ('jvp', 'vjp'):  # <u, J v> against finite differences of the forward semantics",
-            "    np.testing.assert_allclose(facts[rule], EXPECTED_DERIVATIVE['value'], rtol=0,",
-            "                               atol=EXPECTED_DERIVATIVE['tolerance'], err_msg=f'<u, J v> by jax.{rule}')",
+            "  for rule in ('jvp', 'vjp', 'linearize', 'jacfwd'):  # <u, J v> against finite differences of the forward semantics",
+            "    if rule in facts:",
+            "      np.testing.assert_allclose(facts[rule], EXPECTED_DERIVATIVE['value'], rtol=0,",
+            "                                 atol=EXPECTED_DERIVATIVE['tolerance'], err_msg=f'<u, J v> by jax.{rule}')",
+            "  if 'hvp' in facts and EXPECTED_DERIVATIVE.get('second') is not None:",
+            "    np.testing.assert_allclose(facts['hvp'], EXPECTED_DERIVATIVE['second'], rtol=0,",
+            "                               atol=EXPECTED_DERIVATIVE['second_tolerance'], err_msg='v^T H v by jax.hessian')",
         ]
     return lines
 

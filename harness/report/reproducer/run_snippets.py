@@ -22,9 +22,12 @@ from programs.emit import (
     mesh_src,
     place_src,
     placed_args,
+    remat_body,
+    remat_lines,
 )
 from programs.errors import NoReproducer
 from programs.model import Program, is_float
+from programs.points import used_float_args
 
 # the multiprocess mode's mesh: half of its devices in each process, process 0 first
 _MP_MESH = [
@@ -39,9 +42,10 @@ _MP_MESH = [
 
 
 def setup_lines(p: Program, mode: str) -> list[str]:
-    body = "jax.checkpoint(body)" if mode == "grad_remat" else "body"
+    body = remat_body(p, mode)
     mp = [f"MESH_SHAPE = {p.mesh.sizes!r}", *_MP_MESH] if mode == "multiprocess" else []
     return [
+        *remat_lines(p),
         *mesh_src(p),
         *mp,
         *context_src(p),
@@ -237,8 +241,10 @@ def _run_vmap(p: Program, mode: str) -> list[str]:
 
 
 def _run_grad(p: Program, mode: str) -> list[str]:
-    """grad and grad_remat: <u, J v> by jvp and by vjp at the harness' grad point."""
-    fl = [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
+    """The derivative modes at the harness' grad point: grad and grad_remat (<u, J v> by
+    jvp and by vjp), jvp, linearize, hessian (v^T H v and <jacfwd(s), v>)."""
+    # (hessian: the used float arguments only, as the harness mode: programs/points.py used_float_args)
+    fl = used_float_args(p) if mode == "hessian" else [i for i, x in enumerate(p.inputs) if is_float(x.dtype)]
     seeds = {i: p.inputs[i].seed + 31 * i + 1 for i in fl}
     return [
         f"FLOAT_ARGS = {fl!r}",
@@ -257,6 +263,8 @@ def _run_grad(p: Program, mode: str) -> list[str]:
         "  args = grad_point()",
         "  outs = jax.eval_shape(f, *args)",
         "  out_idx = [k for k, o in enumerate(outs) if jnp.issubdtype(o.dtype, jnp.floating)]",
+        "  if globals().get('EXPECTED_DERIVATIVE'):  # (check_vma=False: the outputs that keep their out_spec's promise)",
+        "    out_idx = EXPECTED_DERIVATIVE['outputs']",
         '  facts = {"outputs": out_idx}',
         "  if not out_idx:",
         "  " + _SHAPES_ONLY[0],
@@ -278,16 +286,39 @@ def _run_grad(p: Program, mode: str) -> list[str]:
         "",
         "  @jax.jit",
         "  def both(prim, tan, cot):",
-        "    _, jv = jax.jvp(g, prim, tan)",
-        "    d_jvp = sum(dot(u, t) for u, t in zip(cot, jv))",
-        "    _, pullback = jax.vjp(g, *prim)",
-        "    d_vjp = sum(dot(c, t) for c, t in zip(pullback(cot), tan))",
-        "    return d_jvp, d_vjp",
+        *_DERIVE[mode],
         "",
-        "  d_jvp, d_vjp = both(primals, tans, cots)",
-        '  facts.update(jvp=float(d_jvp), vjp=float(d_vjp))',
+        "  facts.update({k: float(v) for k, v in both(primals, tans, cots).items()})",
         *_SHAPES_ONLY,
     ]
+
+
+# each derivative mode's numbers (harness/run/modes_transformed.py `derive`), inside `both`
+_DERIVE = {
+    "grad": [
+        "    _, jv = jax.jvp(g, prim, tan)",
+        "    _, pullback = jax.vjp(g, *prim)",
+        "    return {'jvp': sum(dot(u, t) for u, t in zip(cot, jv)), 'vjp': sum(dot(c, t) for c, t in zip(pullback(cot), tan))}",
+    ],
+    "jvp": [
+        "    _, jv = jax.jvp(g, prim, tan)",
+        "    return {'jvp': sum(dot(u, t) for u, t in zip(cot, jv))}",
+    ],
+    "linearize": [
+        "    _, lin = jax.linearize(g, *prim)",
+        "    return {'linearize': sum(dot(u, t) for u, t in zip(cot, lin(*tan)))}",
+    ],
+    "hessian": [
+        "    s = lambda *xs: sum(dot(u, o) for u, o in zip(cot, g(*xs)))  # the scalar <u, outputs>",
+        "    n = tuple(range(len(prim)))",
+        "    h = jax.hessian(s, argnums=n)(*prim)",
+        "    jf = jax.jacfwd(s, argnums=n)(*prim)",
+        "    v = tuple(t.astype(jnp.float32) for t in tan)",
+        "    hvp = sum(jnp.vdot(v[i], jnp.tensordot(h[i][j].astype(jnp.float32), v[j], axes=v[j].ndim)) for i in n for j in n)",
+        "    return {'hvp': hvp, 'jacfwd': sum(dot(a, b) for a, b in zip(jf, tan))}",
+    ],
+}
+_DERIVE["grad_remat"] = _DERIVE["grad"]
 
 # mode -> its run() snippet
 _RUNS: dict[str, Callable[[Program, str], list[str]]] = {
@@ -301,5 +332,8 @@ _RUNS: dict[str, Callable[[Program, str], list[str]]] = {
     "vmap_spmd": _run_vmap,
     "grad": _run_grad,
     "grad_remat": _run_grad,
+    "jvp": _run_grad,
+    "linearize": _run_grad,
+    "hessian": _run_grad,
     "multiprocess": _run_multiprocess,
 }

@@ -34,6 +34,7 @@ from programs.emit import FORCE_DEVICES, SHARD_MAP_SHIM, permute_guard, x64_line
 from programs.graph import cone
 from programs.model import Program
 from programs.ops import COLLECTIVES
+from programs.points import DERIVATIVE_MODES
 
 TIMEOUT_S = 120  # the child's limit (env SHARDFUZZ_REPRO_TIMEOUT): past it, a hang
 
@@ -149,7 +150,7 @@ def _checks(pred: Prediction, mode: str, p: Program | None = None) -> tuple[list
     if mode == "lowering":
         helpers += [LOWERING_FACTS, CHECK_LOWERING]
         calls.append("      check_lowering(facts, problems)")
-    if mode in ("grad", "grad_remat") and pred.error is None:
+    if mode in DERIVATIVE_MODES and pred.error is None:
         helpers.append(CHECK_GRAD)
         calls.append("      check_derivative(facts, problems)")
     return helpers, calls

@@ -216,12 +216,15 @@ def check_lowering(facts, problems):
 CHECK_GRAD = '''
 def check_derivative(facts, problems):
   want = EXPECTED_DERIVATIVE
-  if want is None or facts.get("outputs") != want["outputs"] or "jvp" not in facts:
+  if want is None or facts.get("outputs") != want["outputs"]:
     return
-  for rule in ("jvp", "vjp"):
-    if not abs(facts[rule] - want["value"]) <= want["tolerance"]:
+  for rule in ("jvp", "vjp", "linearize", "jacfwd"):
+    if rule in facts and not abs(facts[rule] - want["value"]) <= want["tolerance"]:
       problems.append(f"<u, J v> by jax.{rule} is {facts[rule]:.6g}, but it must be {want['value']:.6g} "
                       f"(finite differences of the forward semantics; tolerance {want['tolerance']:.2g})")
+  if "hvp" in facts and want.get("second") is not None and not abs(facts["hvp"] - want["second"]) <= want["second_tolerance"]:
+    problems.append(f"v^T H v by jax.hessian is {facts['hvp']:.6g}, but it must be {want['second']:.6g} "
+                    f"(second differences of the forward semantics; tolerance {want['second_tolerance']:.2g})")
 '''
 
 SUPERVISOR = '''
