@@ -455,7 +455,7 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="unwrap", case="vmap_spmd_wrapped
    # an untiled all_to_all that jax transposes: inside jax.vjp / jax.grad in the body, or
    # anywhere in the grad modes (they differentiate the whole body)
    when=["all_to_all:tiled==False",
-         "transform:transform==vjp | transform:transform==grad | all_to_all@grad,grad_remat"],
+         "transform:transform==vjp | transform:transform==grad | all_to_all@grad,grad_remat,hessian"],
    reason="all_to_all's transpose rule (_all_to_all_transpose_rule) calls all_to_all with split_axis and concat_axis swapped and the same tiled=False, but untiled all_to_all removes the split axis and inserts a new one at concat_axis, which is not its own inverse with the axes swapped: the cotangent has the wrong shape whenever split_axis != concat_axis ('Expected cotangent type float32[1,1,3,6] but got float32[1,3,1,6]'). Forward, jvp and vmap are right. In an invalid program, a derivative transform in the body (jax.grad / jax.vjp), or the grad modes, transpose the untiled all_to_all while jax traces, and its wrongly shaped cotangent raises ValueError 'Expected cotangent type float32[1,1,3,1]{V:data} but got float32[1,1,1,3]{V:data}' before jax checks the program's own defect (an out_specs structure defect: harness/data/corpus/known/a2a_untiled_transform_invalid.json; also the grad modes of a program with a repeated ppermute source). Measured on 0.9.2, 0.10.2 and 0.12.0.",
    link="jax/_src/lax/parallel.py _all_to_all_transpose_rule; " + NONE + "'all_to_all transpose tiled=False cotangent'"),
  E(id="all-to-all-untiled-transpose-dot-general", repair="without_op", case="regressions/all_to_all_untiled_transpose_0_8", mode="grad", jax_versions=UNTIL_0_8,
