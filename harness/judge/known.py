@@ -198,6 +198,11 @@ def scope_of(d: Divergence, p: Program, pred: Prediction) -> Scope:
         # of a negative scatter_dimension fails StableHLO verification under jit before
         # a later ppermute's bad perm is checked)
         return Scope.whole(p)
+    if d.kind.value == "wrong_error" and d.raised_at is None and d.output is None and d.op_index is not None:
+        # jax raised another error than the one predicted at op `op_index`, and where is not
+        # known: at that op or at any op jax traced before it (the body runs in order), a
+        # bug op whose wrong shape makes a later op raise too
+        return Scope(None, None, frozenset(range(d.op_index + 1)), False)
     if d.output is not None and d.output < len(p.outputs):
         value = p.outputs[d.output]
     elif d.kind.value == "wrong_error" and d.raised_at is not None:
