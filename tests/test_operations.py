@@ -128,7 +128,7 @@ def test_a_budget_run_minimizes_a_sweep_program_without_replaying_the_stream(tmp
     r = subprocess.run(
         [sys.executable, "-m", "harness.cli", "fuzz", "--seed", "0", "--budget", "30", "--max-examples", "1000000000",
          "--report", str(rep), "--modes", "jit", "--workers", "1", "--invalid", "0", "--minimize-budget", "4",
-         "--minimize-total", "4", "--grace", "30", "--suppressions", str(none)],
+         "--minimize-total", "4", "--grace", "90", "--suppressions", str(none)],
         capture_output=True, text=True, cwd=ROOT, env={**os.environ, "SHARDFUZZ_FAULTS": "psum_counts_device0_twice"},
         timeout=300,
     )
