@@ -24,6 +24,7 @@ from pathlib import Path
 from harness.judge.check import CheckResult
 from harness.judge.compare import Divergence
 from harness.judge.known import Explained, KnownDivergence
+from harness.judge.repair import keeps_outputs, overlaps
 from programs.model import Program
 from programs.serialize import program_id
 
@@ -38,18 +39,6 @@ class Waiting:
     path: Path
     from_corpus: bool
     entries: tuple[KnownDivergence, ...]
-
-
-def keeps_outputs(q: Program, p: Program) -> bool:
-    """Whether the repaired program `q` checks every output of `p` at the same index."""
-    return len(q.outputs) == len(p.outputs) and q.out_specs == p.out_specs
-
-
-def _overlaps(a: Divergence, b: Divergence) -> bool:
-    """Whether `b` is where `a` would show: a mode in common, and the same output (or
-    either has none)."""
-    return bool(set(a.mode.split(",")) & set(b.mode.split(","))) and (
-        a.output is None or b.output is None or a.output == b.output)
 
 
 class RepairWaits:
@@ -91,12 +80,12 @@ class RepairWaits:
             d = w.divergence
             if not ran & set(d.mode.split(",")):
                 kept.append(w)
-            elif any(x.entry is None and _overlaps(d, x.divergence) and x.divergence not in deferred for x in explained):
+            elif any(x.entry is None and overlaps(d, x.divergence) and x.divergence not in deferred for x in explained):
                 decided.append((w, None))
-            elif (target := self._target_of(qid, [e for e in deferred if _overlaps(d, e)])) is not None:
+            elif (target := self._target_of(qid, [e for e in deferred if overlaps(d, e)])) is not None:
                 self.by_program[target].append(w)
             else:
-                by = next((x.entry for x in explained if x.entry is not None and _overlaps(d, x.divergence)),
+                by = next((x.entry for x in explained if x.entry is not None and overlaps(d, x.divergence)),
                           w.entries[0] if w.entries else None)
                 decided.append((w, by))
         if kept:

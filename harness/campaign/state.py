@@ -119,9 +119,7 @@ class CaseFiles:
         and then the report, so a case in the report is always in the corpus too. A
         program recorded in parts keeps the divergences of its other parts' modes."""
         pid = program_id(res.program)
-        modes = {d.mode for d in res.divergences}
-        divs = [d for d in self.divergences.get(pid, []) if d.mode not in modes] + list(res.divergences)
-        self.divergences[pid] = divs
+        divs = self.divergences[pid] = self._with_earlier(res)
         doc = case_document(res.program, tuple(divs), jax_version)
         if self.cfg.corpus is not None and not from_corpus:
             atomic_write(self.cfg.corpus / f"{pid}.json", doc)
@@ -134,12 +132,14 @@ class CaseFiles:
         `PartKind.ALONE`) goes to disk first, into the report only: the corpus gets it
         when it is recorded, not when it turns out slow or flaky. The case keeps the
         divergences earlier parts of the program recorded."""
-        pid = program_id(res.program)
-        modes = {d.mode for d in res.divergences}
-        divs = [d for d in self.divergences.get(pid, []) if d.mode not in modes] + list(res.divergences)
         path = self.path(res.program)
-        atomic_write(path, case_document(res.program, tuple(divs), jax_version))
+        atomic_write(path, case_document(res.program, tuple(self._with_earlier(res)), jax_version))
         return path
+
+    def _with_earlier(self, res: CheckResult) -> list[Divergence]:
+        """`res`'s divergences after those earlier parts of its program recorded in other modes."""
+        modes = {d.mode for d in res.divergences}
+        return [d for d in self.divergences.get(program_id(res.program), []) if d.mode not in modes] + list(res.divergences)
 
     def path(self, p: Program) -> Path:
         """Where `p`'s case goes in the report."""

@@ -141,30 +141,39 @@ def _modes(d: Divergence) -> set[str]:
     return set(d.mode.split(","))
 
 
-def _keeps_outputs(job: RepairJob, p: Program) -> bool:
-    """Whether the repaired program checks every output of `p` at the same index: a
-    rewrite, or a program without ops no output reads."""
-    return job.whole or (len(job.program.outputs) == len(p.outputs) and job.program.out_specs == p.out_specs)
+def overlaps(a: Divergence, b: Divergence) -> bool:
+    """Whether `b` is where `a` would show: a mode in common, and the same output (or
+    either has none)."""
+    return bool(_modes(a) & _modes(b)) and (a.output is None or b.output is None or a.output == b.output)
 
 
-def _removed_by(d: Divergence, p: Program, job: RepairJob, v: Verdict) -> KnownDivergence | None:
+def keeps_outputs(q: Program, p: Program) -> bool:
+    """Whether the repaired program `q` checks every output of `p` at the same index: a
+    rewrite, or `p` without ops no output reads."""
+    return len(q.outputs) == len(p.outputs) and q.out_specs == p.out_specs
+
+
+def _removed_by(d: Divergence, p: Program, job: RepairJob, v: Verdict, fallback: KnownDivergence | None
+                ) -> KnownDivergence | None:
     """The entry whose repair removed `d` in the repaired program `job` (judged `v`):
     None unless the repaired program keeps `d`'s output, ran in `d`'s modes, and shows
     nothing new there (at `d`'s output, or anywhere for a divergence of no output). The
-    entry named is the one that explains what the repaired program still showed at that
-    output in those modes (a repair may move where a bug shows), else the job's own."""
-    if not _keeps_outputs(job, p) or not (_modes(d) & set(job.modes)):
+    entry named is the one that explains what the repaired program still showed there (a
+    repair may move where a bug shows), else `fallback` (the entry repaired), where the
+    repaired program shows nothing new in those modes at all."""
+    if not (job.whole or keeps_outputs(job.program, p)) or not (_modes(d) & set(job.modes)):
         return None
-    if any(_modes(n) & _modes(d) and (d.output is None or n.output is None or n.output == d.output) for n in v.new()):
+    if any(overlaps(d, n) for n in v.new()):
         return None
     for y in v.judged:
         if y.entry is not None and _modes(y.divergence) & _modes(d) and (d.output is None or y.divergence.output == d.output):
             return y.entry
     for sub_job, sub in v.repaired:
-        e = _removed_by(d, v.result.program, sub_job, sub)
+        e = _removed_by(d, v.result.program, sub_job, sub, None)
         if e is not None:
             return e
-    return None
+    # (the job's own entry only where the repaired program shows nothing new in those modes at all)
+    return fallback if not any(_modes(n) & _modes(d) for n in v.new()) else None
 
 
 def attribute(judged: Sequence[Explained], p: Program, done: Sequence[tuple[RepairJob, Verdict]],
@@ -180,14 +189,8 @@ def attribute(judged: Sequence[Explained], p: Program, done: Sequence[tuple[Repa
         if x.entry is not None:
             out.append(x)
             continue
-        e = None
-        for job, v in done:
-            e = _removed_by(x.divergence, p, job, v)
-            if e is None and _keeps_outputs(job, p) and _modes(x.divergence) & set(job.modes) and not any(
-                    _modes(n) & _modes(x.divergence) for n in v.new()):
-                e = own_entries.get(job.entries[0])
-            if e is not None:
-                break
+        e = next((got for job, v in done
+                  if (got := _removed_by(x.divergence, p, job, v, own_entries.get(job.entries[0]))) is not None), None)
         out.append(Explained(x.divergence, e))
     own = [x for x in out if x.divergence.kind != DivergenceKind.MODE_DISAGREEMENT]
     if own and all(x.entry is not None for x in own):

@@ -127,15 +127,20 @@ def exit_code(s: RunSummary) -> int:
     return 1 if s.failing else 0
 
 
+def _by_entry(buckets: Sequence[BucketSummary]) -> list[tuple[str, int]]:
+    """Each entry that explained some of `buckets`, with its divergences, most first."""
+    per: dict[str, int] = {}
+    for b in buckets:
+        assert b.suppressed_by is not None
+        per[b.suppressed_by] = per.get(b.suppressed_by, 0) + b.count
+    return sorted(per.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def known_line(s: RunSummary, verbosity: int = QUIET) -> str:
     """The known divergences in one line: how many, in how many buckets, and each entry
     that explained some (with its divergences), most first."""
     c = s.counts
-    per: dict[str, int] = {}
-    for b in s.known:
-        assert b.suppressed_by is not None
-        per[b.suppressed_by] = per.get(b.suppressed_by, 0) + b.count
-    ranked = sorted(per.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = _by_entry(s.known)
     out = f"known: {c.suppressed} divergences in {c.known_buckets} buckets"
     if ranked:
         out += f", from {len(ranked)} entries: " + ", ".join(f"{e} x{n}" for e, n in ranked)
@@ -151,11 +156,7 @@ def policy_line(s: RunSummary, verbosity: int = QUIET) -> str:
     """The divergences policy entries explain (jax's limitations, feature requests and
     message wording: not bugs, never failing a run, never to report upstream), in one line."""
     c = s.counts
-    per: dict[str, int] = {}
-    for b in s.policy:
-        assert b.suppressed_by is not None
-        per[b.suppressed_by] = per.get(b.suppressed_by, 0) + b.count
-    ranked = sorted(per.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = _by_entry(s.policy)
     out = (f"policy (jax's choice, not a bug; not to be reported upstream): {c.policy} divergences in "
            f"{c.policy_buckets} buckets, from " + ", ".join(f"{e} x{n}" for e, n in ranked))
     return out + ("" if verbosity >= VERBOSE else " (-v lists the buckets)")
