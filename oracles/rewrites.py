@@ -23,6 +23,7 @@ import numpy as np
 
 from oracles.explicit import free_placed
 from oracles.interpreter import trace
+from oracles.prediction import ValueType
 from programs.model import Input, Op, ParamValue, Program, Spec
 
 
@@ -219,10 +220,62 @@ def vary_after(p: Program, sites: frozenset[int] | None = None) -> Program | Non
     return q if shift else None
 
 
+def _as_local(op: Op, x: ValueType) -> tuple[Op, ...] | None:
+    """The local ops (the first reading value -1, each later one the one before it, value -2
+    the operand) that mean what an untiled all_gather or psum_scatter over no axes (a
+    group of one) does to an operand of type `x`, or None for another op."""
+    r = len(x.shape)
+    if op.kind == "all_gather" and not op.p("axes") and not op.p("tiled") and op.p("to") != "reduced":
+        # a new dimension of size 1 at `axis`: x * ones((1,) * (rank + 1)), whose new
+        # leading dimension a transpose then moves to `axis` (x * 1 is x in every dtype)
+        a = int(op.p("axis")) % (r + 1)  # type: ignore[arg-type]
+        steps = [Op.make("const", (), shape=(1,) * (r + 1), dtype=x.dtype, value=1), Op.make("mul", (-2, -1))]
+        if a:
+            steps.append(Op.make("transpose", (-1,), perm=(*range(1, a + 1), 0, *range(a + 1, r + 1))))
+        return tuple(steps)
+    if op.kind == "psum_scatter" and not op.p("axes") and not op.p("tiled"):
+        # the scatter dimension (of size 1) removed: the sum over it, in x's dtype (jnp.sum
+        # sums narrow integers and bool in a wider type; one term, so the cast back is exact)
+        d = int(op.p("scatter_dimension")) % r  # type: ignore[arg-type]
+        return Op.make("reduce_sum", (-2,), axis=d), Op.make("cast", (-1,), dtype=x.dtype)
+    return None
+
+
+def local_empty_axes(p: Program, sites: frozenset[int] | None = None) -> Program | None:
+    """An untiled all_gather or psum_scatter over no axes, a group of one, as the local ops
+    that mean the same (`_as_local`): the same shape, dtype, varying axes and values. jax
+    0.10.2 returns the operand itself for both (jax-ml/jax#19720: 'if not axis_name: return
+    x' before the untiled shape rule), so the ops after them read the wrong shape;
+    rewritten, those ops are checked against the documented semantics. Only where the
+    oracle types the op and its operand is neither reduced nor unreduced."""
+    st, _ = trace(p, with_values=False)
+    types = st.types
+    n_in = len(p.inputs)
+    q, shift = p, 0
+    for i, op in enumerate(p.body):
+        if (sites is not None and i not in sites) or n_in + i >= len(types) or not op.operands:
+            continue
+        x = types[op.operands[0]]
+        steps = None if x.reduced or x.unreduced else _as_local(op, x)
+        if not steps:
+            continue
+        j = i + shift  # op i's place in q; each step takes the place after the one before
+        for k, step in enumerate(steps):
+            at = n_in + j + k  # the value this step makes
+            step = replace(step, operands=tuple(op.operands[0] if o == -2 else at - 1 if o == -1 else o for o in step.operands))
+            if k == 0:
+                q = replace(q, body=(*q.body[:j], step, *q.body[j + 1:]))
+            else:
+                q = _insert_after(q, j + k - 1, step)
+        shift += len(steps) - 1
+    return q if q is not p else None
+
+
 REWRITES: dict[str, Callable[[Program, frozenset[int] | None], Program | None]] = {
     "nonnegative_axes": nonnegative_axes,
     "mesh_order_axes": mesh_order_axes,
     "vary_after": vary_after,
+    "local_empty_axes": local_empty_axes,
     "unwrap": unwrap,
     # (how a program meets its shard_map: programs/model.py)
     "passed_closures": passed_closures,

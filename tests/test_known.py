@@ -633,6 +633,30 @@ def test_a_negative_axis_all_to_all_explains_a_grad_hang_and_gives_it_the_short_
     assert known_hang_modes(hang_entries(ENTRIES, "0.12.0"), p, value_types(p)[0], modes) == ()
 
 
+def test_nested_shard_maps_under_vmap_spmd_explain_a_hang_there_only() -> None:
+    """jax.vmap(spmd_axis_name=) over a shard_map whose body holds nested shard_maps (in a
+    cond, a fori_loop, one after another) lowers to a module the verifier rejects, and with
+    several of them the process waits in the verification instead of raising
+    (harness/data/corpus/known/vmap_spmd_nested_shard_map_hang.json). The entry explains a
+    vmap_spmd timeout of such a program and gives that mode the short limit; not a timeout
+    in another mode, nor one of a program without a nested shard_map."""
+    from harness.campaign.cells import value_types
+    from harness.campaign.known_queries import hang_entries, known_hang_modes
+
+    p = from_json((Path(__file__).parent.parent / "harness/data/corpus/known/vmap_spmd_nested_shard_map_hang.json").read_text())
+    pred = predict(p)
+    assert pred.error is None and sum(o.kind == "shard_map" for o in p.body) >= 3
+    hang = Divergence(DivergenceKind.TIMEOUT, "vmap_spmd", "", "timeout")
+    e = find(ENTRIES, hang, [hang], p, pred, "0.10.2")
+    assert e is not None and e.id == "vmap-spmd-nested-shard-map"
+    jit_hang = Divergence(DivergenceKind.TIMEOUT, "jit", "", "timeout")
+    assert find(ENTRIES, jit_hang, [jit_hang], p, pred, "0.10.2") is None
+    modes = ("abstract", "jit", "vmap_spmd")
+    assert known_hang_modes(hang_entries(ENTRIES, "0.10.2"), p, value_types(p)[0], modes) == ("vmap_spmd",)
+    flat = prog(Mesh(("x",), (2,)), [iota(4)], [P("x")], [op("psum", 0, axes=("x",))], [1], [P()])
+    assert find(ENTRIES, hang, [hang], flat, predict(flat), "0.10.2") is None
+
+
 def test_a_negative_scatter_dimension_explains_a_nested_shard_map_raising_after_it() -> None:
     """An untiled psum_scatter with scatter_dimension=-2 scatters the wrong dimension
     under vmap, and a nested shard_map after it raises that its argument does not divide
