@@ -626,6 +626,18 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="unwrap", case="vmap_spmd_wrapped
    reason="An eager (un-jitted) shard_map on a mesh with an Explicit axis, whose body calls jax.debug.callback (or print) of a value the body makes itself (jnp.full((), 1) here: nothing is closed over): jax raises NotImplementedError 'Closing over inputs to shard_map where the input is sharded on `Explicit` axes is not implemented. As a workaround, please pass those inputs as an argument to shard_map', the eager callback rule treating the body's own value as a closed-over input. jit runs it, and so does eager without the callback (the rewrite). Measured on 0.10.2 and 0.12.0. Found by shardfuzz (effect features, issue 56, fuzz seed 1, 300 s).",
    decision="policy (a limitation, not a wrong result): jax refuses with an explicit NotImplementedError, the documented limitation for values closed over on Explicit axes (shard_map's closure check, jax-ml/jax#29162), which its eager debug callback rule reaches with the body's own values; it never gives a wrong value, jit runs the same program, and the message names the workaround. Its wording (a closure where there is none) is a message-quality matter.",
    link=NONE + "'eager shard_map debug callback Explicit', 'Closing over inputs to shard_map where the input is sharded on Explicit axes debug'; related: jax-ml/jax#29162 (the limitation for real closures)"),
+ E(id="debug-callback-several-free-axes", case="debug_callback_several_free_axes", mode="jit", jax_versions=">=0.10.2,<0.13",
+   signatures=["unexpected_error|*|lowering->TypeError"],
+   when=["effects", "several_free_axes"], repair="without_effects",
+   reason="jax.debug.callback (or jax.debug.print) in the body of a shard_map that leaves two or more mesh axes out of its "
+          "manual axes fails to lower with TypeError 'axis_index() takes 1 positional argument but 2 were given', in every mode "
+          "that lowers the shard_map (jit, GSPMD, vmap, the derivative modes, lowering; eager runs it): its lowering rule for "
+          "a partial-manual context (jax/_src/debugging.py _debug_callback_partial_auto) calls lax.axis_index(*partial_auto), "
+          "spreading the list of free axes as positional arguments, where axis_index takes one axis name or a tuple of them. "
+          "With one free axis it runs. The program without the effects (the rewrite) runs in every mode. Measured on 0.10.2.",
+   decision="bug: a TypeError from jax's own internal call, for a program the shard_map and debug.callback docs allow "
+            "(callbacks are documented inside shard_map, and partial-manual shard_map with axis_names is documented).",
+   link="jax/_src/debugging.py _debug_callback_partial_auto; " + NONE + "'debug.callback partial auto axis_index positional', 'debug.print shard_map axis_names TypeError axis_index'"),
  E(id="pcast-reduced-closed-over-value", case="pcast_reduced_closed_over", mode="jit", jax_versions=">=0.10.2,<0.13",
    signatures=["unexpected_error|*|pcast->AssertionError"],
    when=["closure==outer", "pcast:to==reduced"], repair="passed_closures",

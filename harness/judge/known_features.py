@@ -95,6 +95,8 @@ PROGRAM_FEATURES = {
     "closure==outer": lambda p: any(x.closure == "outer" for x in p.inputs),
     # jax.debug.callback / print effects in the body
     "effects": lambda p: bool(p.effects),
+    # two or more mesh axes the shard_map leaves out of its manual axes (Auto or Explicit)
+    "several_free_axes": lambda p: len(set(p.mesh.names) - set(p.manual_axes)) >= 2,
     # a mesh with an Explicit axis (inside auto_axes / explicit_axes: the mesh the shard_map sees)
     "explicit_axis": lambda p: bool(p.explicit_axes),
     # an argument placed over an Explicit axis the shard_map leaves free (its sharding
