@@ -103,12 +103,14 @@ def mesh_order_axes(p: Program, sites: frozenset[int] | None = None) -> Program 
 
 
 def passed_closures(p: Program, sites: frozenset[int] | None = None) -> Program | None:
-    """Values the body closes over from the called function ("outer" closures), given to
-    the shard_map as arguments instead, with in_spec P(): the same value on every device,
-    invariant along every manual axis, the same derivative (programs/model.py `CLOSURES`)."""
-    if not any(x.closure == "outer" for x in p.inputs):
+    """Values the body closes over (a value of the called function, or a NumPy constant:
+    programs/model.py `CLOSURES`), given to the shard_map as arguments instead, with
+    in_spec P(): the same value on every device, invariant along every manual axis (an
+    outer value keeps its derivative; a constant becomes one more argument, the outputs'
+    values unchanged)."""
+    if not any(x.closure is not None for x in p.inputs):
         return None
-    return replace(p, inputs=tuple(replace(x, closure=None) if x.closure == "outer" else x for x in p.inputs))
+    return replace(p, inputs=tuple(replace(x, closure=None) for x in p.inputs))
 
 
 def without_effects(p: Program, sites: frozenset[int] | None = None) -> Program | None:

@@ -105,10 +105,12 @@ entries = [
    reason="With jax_use_shardy_partitioner=False (GSPMD), a jit of jax.sharding.auto_axes(f, axes='data', out_sharding=P()) around the shard_map gives a result typed by the shard_map's own out_spec (P('data', None)) instead of the out_sharding it asked for (P(None, None), as tracing, eager, jit with Shardy and the lowering say). Only the sharding type is excused; values and blocks are checked. (0.9.2, 0.10.2 and 0.12.0; older jax has no auto_axes.)",
    link=NONE + "'auto_axes out_sharding gspmd', 'auto_axes typeof shardy partitioner False'"),
  E(id="gspmd-zero-size-output-manual-sharding", repair="without_op", case="gspmd_zero_size_manual", mode="gspmd", jax_versions=SINCE_0_9,
-   signatures=["unexpected_error|gspmd|read_output->AssertionError", "unexpected_error|gspmd|read_output->JaxRuntimeError"],
+   signatures=["unexpected_error|gspmd|read_output->AssertionError", "unexpected_error|gspmd|read_output->JaxRuntimeError",
+               # under jax.set_mesh jit itself converts the compiled output sharding with the context mesh
+               "unexpected_error|gspmd|lowering->AssertionError"],
    when=["value:zero_size"],
-   reason="With GSPMD, a jitted shard_map with a zero-size output beside another output returns the zero-size one with GSPMDSharding({manual}): the manual sharding leaks out of the region, and reading it fails (0.9.2, 0.10.2: AssertionError in get_num_ways_dim_sharded 'assert not hlo_sharding.is_manual()'; 0.12.0: 'INVALID_ARGUMENT: Manual sharding does not support UniqueIndexDomains'). With one output, or with Shardy, it reads back empty; 0.5.3 and 0.6.0 run it. Only the zero-size output is excused.",
-   link=NONE + "'GSPMDSharding manual zero size output', 'is_manual get_num_ways_dim_sharded'"),
+   reason="With GSPMD, a jitted shard_map with a zero-size output beside another output returns the zero-size one with GSPMDSharding({manual}): the manual sharding leaks out of the region, and reading it fails (0.9.2, 0.10.2: AssertionError in get_num_ways_dim_sharded 'assert not hlo_sharding.is_manual()'; 0.12.0: 'INVALID_ARGUMENT: Manual sharding does not support UniqueIndexDomains'). With one output, or with Shardy, it reads back empty; 0.5.3 and 0.6.0 run it. Under jax.set_mesh (the shard_map's mesh from the context) the jit call itself fails: it converts the compiled GSPMDSharding({manual}) to a NamedSharding of the context mesh (sharding_impls._gspmd_to_named_sharding_via_mesh, parse_flatten_op_sharding) and raises AssertionError 'Unhandled OpSharding type. Please open a bug report!' (this entry's own case with mesh_context=True). A jax.debug.callback reading the zero-size value leaks it too, with a single output (harness/data/corpus/known/gspmd_zero_size_callback_manual.json: callback(a0) and a0 * a0 of a float32[0] argument; without the callback it runs). Only the zero-size output is excused.",
+   link=NONE + "'GSPMDSharding manual zero size output', 'is_manual get_num_ways_dim_sharded', 'Unhandled OpSharding type'"),
  E(id="grad-of-varying-scalar-cotangent-vma-0-6", repair="without_op", case="regressions/grad_of_varying_scalar_cotangent_vma", mode="jit", jax_versions="==0.6.*",
    # (an invalid program holding one raises it first, instead of its own error: wrong_error)
    signatures=["unexpected_error|*|transform->ValueError", f"wrong_error|{EVERY}|*->ValueError"],
@@ -197,6 +199,7 @@ entries = [
    reason="A tiled all_gather of a zero-size operand fails StableHLO verification ('dimension size of operand at all_gather_dim cannot be zero') instead of returning an empty array; untiled it works. In an invalid program whose defect comes later, that error replaces the predicted one. In the grad modes (its transpose, a zero-size psum_scatter, fails verification too) lowering sometimes hangs instead of raising, waiting in MLIR's module verifier as zero-size-psum-scatter's does: harness/data/corpus/known/zero_ag_tiled_grad_hang.json (a bfloat16[0] tiled all_gather and a psum, each in a nested shard_map) hangs in grad on 0.10.2 in most runs, in workers forked or spawned alike, and raises the verifier error in the others.",
    link=NONE + "'all_gather zero size dimension', 'all_gather_dim cannot be zero'"),
  E(id="zero-size-shardy-export", repair="without_op", case="zero_grad_lowering", mode="grad", jax_versions=SINCE_0_8,
+   abort="expected at least one operand of @xla.sdy.manual_computation_body*GlobalToLocalShape",
    signatures=["unexpected_error|*|lowering->JaxRuntimeError"],
    when=["any:zero_size==True"],
    reason="A program with a zero-size value can fail to compile: 'func.call op expected at least one operand of @xla.sdy.manual_computation_body to be produced by a xla.sdy.GlobalToLocalShape CustomCallOp' (Shardy export; e.g. in the grad modes' backward pass, jnp.maximum of an empty int32 block and a float32 scalar, whose transpose yields an empty cotangent).",
@@ -638,10 +641,37 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="unwrap", case="vmap_spmd_wrapped
    decision="bug: a TypeError from jax's own internal call, for a program the shard_map and debug.callback docs allow "
             "(callbacks are documented inside shard_map, and partial-manual shard_map with axis_names is documented).",
    link="jax/_src/debugging.py _debug_callback_partial_auto; " + NONE + "'debug.callback partial auto axis_index positional', 'debug.print shard_map axis_names TypeError axis_index'"),
+ E(id="debug-callback-empty-manual-region", case="debug_callback_empty_manual_region", mode="grad", jax_versions=">=0.10.2,<0.13",
+   abort="spmd_partitioner.cc:*side-effect HLO cannot have a replicated sharding",
+   signatures=["unexpected_error|grad,grad_remat,jvp,linearize,hessian|lowering->JaxRuntimeError"],
+   when=["effects"], repair="without_effects",
+   reason="jax.debug.callback (or jax.debug.print) in a full-manual shard_map, with Shardy (the default), where the "
+          "region holding the callback ends up with no operands and no results: the callback reads no argument of the "
+          "shard_map (only axis_index, a constant, a value closed over, a zero-size value jax folds to a constant) and "
+          "the shard_map's outputs are not used, as in jax.grad / jax.vjp / jax.linearize, whose forward shard_map jit's "
+          "DCE strips to the callback alone (and jax.jvp where no output depends on a differentiated argument). Its "
+          "lowering (debugging.py debug_callback_lowering, fully manual + Shardy) gives the custom-call the replicated "
+          "<@empty_mesh, []> sharding of callback._get_sdy_array_list_for_callbacks and relies on the enclosing "
+          "sdy.manual_computation to make it manual; with no operands and no results nothing does, and in a module of "
+          "more than one partition XLA's SPMD partitioner aborts: 'INTERNAL: RET_CHECK failure (spmd_partitioner.cc:6466 "
+          "on 0.10.2) !HasReplicatedSharding(hlo->sharding()) || CanSideEffectingHaveReplicatedSharding(hlo) side-effect "
+          "HLO cannot have a replicated sharding'. The same without AD: jax.jit(lambda v: (g(), v * 2)[1]) of a sharded v, "
+          "g = jax.shard_map(lambda: (jax.debug.callback(cb), ())[1], in_specs=(), out_specs=()). GSPMD "
+          "(jax_use_shardy_partitioner=False, MANUAL OpSharding) runs both, a callback reading an argument keeps the "
+          "operand and runs, and the program without its effects (the rewrite) runs in every mode. Measured on 0.10.2. "
+          "Found by shardfuzz (effect features, issue 56).",
+   decision="bug: an internal RET_CHECK from XLA for a program the docs allow: jax.debug.callback is documented to "
+            "follow the transformations' pure semantics ('the effect could be dropped, duplicated, or potentially "
+            "reordered'), to be 'innocuous' and to 'change the JAX computation as little as possible', and its lowering "
+            "says a fully manual shard_map 'has per-device semantics, so we run the callback on each device'; the same "
+            "program compiles without the callback, with an argument read by it, or under GSPMD.",
+   link="jax/_src/debugging.py debug_callback_lowering, jax/_src/callback.py _get_sdy_array_list_for_callbacks; "
+        + NONE + "'side-effect HLO cannot have a replicated sharding', 'debug callback shard_map grad RET_CHECK', "
+        "'CanSideEffectingHaveReplicatedSharding'"),
  E(id="pcast-reduced-closed-over-value", case="pcast_reduced_closed_over", mode="jit", jax_versions=">=0.10.2,<0.13",
    signatures=["unexpected_error|*|pcast->AssertionError"],
-   when=["closure==outer", "pcast:to==reduced"], repair="passed_closures",
-   reason="jax.lax.pcast(c, 'x', to='reduced') of a value c the shard_map body closes over (a value of the called function, traced by jit: invariant along every manual axis, as an argument with in_spec P() is) on an all-Explicit mesh: jax raises AssertionError 'ManualAxisType(varying=frozenset(), unreduced=frozenset(), reduced=frozenset({'x'}))' in jit, abstract evaluation and lowering; the same value given to the shard_map as an argument with in_spec P() (the rewrite) is cast to reduced and back. Minimal: jax.jit(lambda a, c: jax.shard_map(lambda ab: ab + jax.lax.pcast(jax.lax.pcast(c, 'x', to='reduced'), 'x', to='varying'), in_specs=P('x'), out_specs=P('x'))(a)) under jax.set_mesh of an Explicit mesh. Measured on 0.10.2 and 0.12.0. Found by shardfuzz (closure features, issue 56, fuzz seed 2, 300 s).",
+   when=["closure", "pcast:to==reduced"], repair="passed_closures",
+   reason="jax.lax.pcast(c, 'x', to='reduced') of a value c the shard_map body closes over (a value of the called function, traced by jit: invariant along every manual axis, as an argument with in_spec P() is) on an all-Explicit mesh: jax raises AssertionError 'ManualAxisType(varying=frozenset(), unreduced=frozenset(), reduced=frozenset({'x'}))' in jit, abstract evaluation and lowering; the same value given to the shard_map as an argument with in_spec P() (the rewrite) is cast to reduced and back. Minimal: jax.jit(lambda a, c: jax.shard_map(lambda ab: ab + jax.lax.pcast(jax.lax.pcast(c, 'x', to='reduced'), 'x', to='varying'), in_specs=P('x'), out_specs=P('x'))(a)) under jax.set_mesh of an Explicit mesh. Measured on 0.10.2 and 0.12.0. The same for a NumPy constant the body closes over (jnp.asarray(C) in the body, or a Python float), on any mesh (an Auto mesh of 8, no set_mesh: AssertionError 'ManualAxisType(... reduced=frozenset({'data'}))' in abstract, jit, GSPMD, the derivative modes and lowering; harness/data/corpus/known/pcast_reduced_closed_over_numpy.json, measured on 0.10.2); a value the body makes itself (jnp.zeros, c + c) is cast, so the constant's type, made outside the manual context, is what _preduced_abstract_eval trips on (core.get_mat `assert mat.empty`).",
    link=NONE + "'pcast reduced closed over shard_map AssertionError ManualAxisType', 'closure reduced pcast shard_map'"),
  # ---- (end of the block) ----
 ]
@@ -657,7 +687,9 @@ _DERIVATIVE_TOO = {
                               "pmin-no-differentiation-rule", "bf16-partial-manual-allreduce-abort",
                               "ppermute-multi-axis-order", "pshuffle-multi-axis-order",
                               # (a jax.grad / jax.vjp in the body transposes it in every mode)
-                              "all-to-all-untiled-transpose-shape"),
+                              "all-to-all-untiled-transpose-shape",
+                              # (the untiled shape rule is the forward pass's)
+                              "negative-all-to-all-split-axis-untiled-shape", "negative-all-to-all-concat-axis-untiled-shape"),
     "hessian": ("all-to-all-untiled-transpose-dot-general",),
 }
 for _modes, _ids in _DERIVATIVE_TOO.items():

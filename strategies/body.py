@@ -124,7 +124,8 @@ class Body:
         ):
             self.python_numbers.add(i)
         weak = [j in self.weak or self.vals[j].dtype == "bool" for j in op.operands]
-        if op.kind == "axis_size" or (op.kind != "cast" and op.operands and any(j in self.weak for j in op.operands) and all(weak)):
+        # (axis_index over no axes is jax's weak 0: oracles/ops/device.py AxisIndex)
+        if op.kind == "axis_size" or (op.kind == "axis_index" and not op.p("axes")) or (op.kind != "cast" and op.operands and any(j in self.weak for j in op.operands) and all(weak)):
             self.weak.add(i)
         return i
 

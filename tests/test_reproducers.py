@@ -92,6 +92,7 @@ PLAIN_MODES = {
     "a2a_untiled_transform": "abstract", "zero_psum_scatter_eager_invalid": "eager",
     "neg_scatter_vmap_fori_invalid": "vmap",
     "vmap_spmd_nested_shard_map_hang": "vmap_spmd",
+    "gspmd_zero_size_callback_manual": "gspmd",
     # cases of an entry whose root cause they share (one abort, one entry): the mode they abort in
     "bf16_partial_manual_grad_replicated": "grad", "bf16_partial_manual_vjp": "eager", "bf16_smap_allreduce": "smap",
     "bf16_partial_manual_all_gather_grad": "grad", "gspmd_partial_manual_a2a": "gspmd",

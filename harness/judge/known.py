@@ -416,6 +416,10 @@ def _sliced_with_feeders(p: Program, keep: tuple[int, ...], also: frozenset[int]
         needed |= cone(p, v)
     # (the extra values as outputs of `p`, sliced with the kept ones: slice_outputs renumbers)
     wide = replace(p, outputs=(*p.outputs, *(v for v, _ in extra)), out_specs=(*p.out_specs, *(sp for _, sp in extra)))
+    if p.form.out_specs == "single" and len(set(wide.out_specs)) > 1:
+        # (one spec for every output would give each added output the first's: the
+        # outputs' own specs, as a tuple)
+        wide = replace(wide, form=replace(p.form, out_specs="tuple"))
     q = slice_outputs(wide, (*keep, *range(len(p.outputs), len(wide.outputs))), also)
     body, outputs = list(q.body), list(q.outputs)
     for j, (v, spec) in enumerate(extra, start=len(keep)):

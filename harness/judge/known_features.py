@@ -93,6 +93,8 @@ PROGRAM_FEATURES = {
     # ---- how the program meets its shard_map (programs/model.py Place, CLOSURES, Effect)
     # the body closes over a value of the called function (traced, batched, differentiated)
     "closure==outer": lambda p: any(x.closure == "outer" for x in p.inputs),
+    # the body closes over a value: of the called function, or a NumPy constant (CLOSURES)
+    "closure": lambda p: any(x.closure is not None for x in p.inputs),
     # jax.debug.callback / print effects in the body
     "effects": lambda p: bool(p.effects),
     # two or more mesh axes the shard_map leaves out of its manual axes (Auto or Explicit)

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracles.devices import group_index
+from oracles.devices import group_index, np_dtype
 from oracles.ops.base import Collective, Ctx, ErrorTerms, state_of, vma_of
 from oracles.prediction import ErrorKind, ValueType
 
 
 class AxisIndex(Collective):
     """axis_index(axes): the device's index in its group, major axis first; int32 scalar
-    varying over the named axes."""
+    varying over the named axes. Over no axes, `()`, the group is the device alone and
+    the index is 0: jax 0.10.2 (parallel.py `axis_index`) starts a tuple's index at
+    `lax.asarray(0)` and adds nothing, so the result is that Python 0 as jax types it, a
+    weak int32 (a weak int64 under jax_enable_x64), as for axis_size; each named axis
+    adds an int32 `axis_index_p`, which the weak start gives way to (measured on jax
+    0.10.2: axis_index(('data',)) is int32 under jax_enable_x64 too)."""
 
     kind = "axis_index"
 
@@ -20,13 +25,13 @@ class AxisIndex(Collective):
         return ()
 
     def dtype(self, ins: list[ValueType], ctx: Ctx) -> str:
-        return "int32"
+        return "int64" if ctx.x64 and not self.axes(ctx) else "int32"
 
     def vma(self, ins: list[ValueType], ctx: Ctx) -> frozenset[str]:
         return frozenset(self.axes(ctx))
 
     def value(self, xs: list[np.ndarray], ins: list[ValueType], ctx: Ctx) -> np.ndarray:
-        return group_index(ctx.mesh, self.axes(ctx)).astype(np.int32)
+        return group_index(ctx.mesh, self.axes(ctx)).astype(np_dtype(self.dtype(ins, ctx)))
 
 
 class Pcast(Collective):

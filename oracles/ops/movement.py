@@ -90,10 +90,16 @@ class AllToAll(Collective):
         c = canon_axis(int(ctx.op.p("concat_axis")), r, ctx, "concat_axis")  # type: ignore[arg-type]
         return s, c
 
+    def split_of(self, ins: list[ValueType], ctx: Ctx) -> int:
+        return canon_axis(int(ctx.op.p("split_axis")), len(ins[0].shape), ctx, "split_axis")  # type: ignore[arg-type]
+
     def check_params(self, ins: list[ValueType], ctx: Ctx) -> None:
         if len(ins[0].shape) == 0:
             raise ctx.fail(ErrorKind.COLLECTIVE_PARAM, f"{self.kind} of a scalar", "split_axis")
-        s, _ = self.axes_of(ins, ctx)
+        # jax checks the split dimension's size in all_to_all's Python wrapper
+        # (parallel.py _all_to_all_is_async), before the primitive's abstract evaluation
+        # checks concat_axis: of a split and a concat defect in one op, the split's is raised
+        s = self.split_of(ins, ctx)
         n, size = self.n(ctx), ins[0].shape[s]
         ok = size % n == 0 if self.tiled(ctx) else size == n
         if not ok:
@@ -104,6 +110,7 @@ class AllToAll(Collective):
                 str(size),
                 str(n),
             )
+        self.axes_of(ins, ctx)  # concat_axis in range
 
     def tiled(self, ctx: Ctx) -> bool:
         return bool(ctx.op.p("tiled"))
@@ -142,8 +149,11 @@ class Pswapaxes(AllToAll):
     kind = "pswapaxes"
 
     def axes_of(self, ins: list[ValueType], ctx: Ctx) -> tuple[int, int]:
-        a = canon_axis(int(ctx.op.p("axis")), len(ins[0].shape), ctx, "axis")  # type: ignore[arg-type]
+        a = self.split_of(ins, ctx)
         return a, a
+
+    def split_of(self, ins: list[ValueType], ctx: Ctx) -> int:
+        return canon_axis(int(ctx.op.p("axis")), len(ins[0].shape), ctx, "axis")  # type: ignore[arg-type]
 
     def tiled(self, ctx: Ctx) -> bool:
         return False
