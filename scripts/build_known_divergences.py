@@ -624,9 +624,11 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="unwrap", case="vmap_spmd_wrapped
    reason="On a mesh whose axes are all Explicit, a partial-manual shard_map (axis_names={'x'}) whose argument is placed over the free Explicit axis 'y' (placed P('x', 'y'): its block typed float32[4,8@y]{V:x}) and a psum_scatter over 'x' of it: jit and eager raise AssertionError '(0, P(None, 'y'))' on 0.10.2, ValueError 'Length of sharding.spec (2) must be equal to [the] ndim (0)' of a scalar aval on 0.12.0 (abstract evaluation types it); the same psum_scatter without the free Explicit placement (the rewrite) runs. Measured on 0.10.2; on 0.12.0 the psum_scatter raises the ValueError without the free Explicit placement too (in a partial-manual shard_map on an all-Explicit mesh), a broader bug this entry does not explain. Found by shardfuzz (placement features, issue 56).",
    link=NONE + "'psum_scatter explicit sharding AssertionError', 'reduce_scatter explicit axis partial manual shard_map'"),
  E(id="eager-debug-callback-explicit-mesh", case="eager_callback_explicit_constant", mode="eager", jax_versions=">=0.10.2,<0.13",
-   signatures=["unexpected_error|eager|*->NotImplementedError"],
+   # (the lowering of a callback in a shard_map that leaves an Explicit axis free closes over
+   # its operands the same way: harness/data/corpus/known/debug_callback_free_explicit_lowering.json)
+   signatures=["unexpected_error|eager|*->NotImplementedError", "unexpected_error|*|lowering->NotImplementedError"],
    when=["effects", "explicit_axis"], repair="without_effects", klass="policy",
-   reason="An eager (un-jitted) shard_map on a mesh with an Explicit axis, whose body calls jax.debug.callback (or print) of a value the body makes itself (jnp.full((), 1) here: nothing is closed over): jax raises NotImplementedError 'Closing over inputs to shard_map where the input is sharded on `Explicit` axes is not implemented. As a workaround, please pass those inputs as an argument to shard_map', the eager callback rule treating the body's own value as a closed-over input. jit runs it, and so does eager without the callback (the rewrite). Measured on 0.10.2 and 0.12.0. Found by shardfuzz (effect features, issue 56, fuzz seed 1, 300 s).",
+   reason="An eager (un-jitted) shard_map on a mesh with an Explicit axis, whose body calls jax.debug.callback (or print) of a value the body makes itself (jnp.full((), 1) here: nothing is closed over): jax raises NotImplementedError 'Closing over inputs to shard_map where the input is sharded on `Explicit` axes is not implemented. As a workaround, please pass those inputs as an argument to shard_map', the eager callback rule treating the body's own value as a closed-over input. jit runs it, and so does eager without the callback (the rewrite). Measured on 0.10.2 and 0.12.0. The same NotImplementedError comes from the lowering (jit, GSPMD, vmap, the derivative modes, lowering) of a callback in a shard_map that leaves an Explicit axis out of its manual axes: the partial-manual rule (debugging.py _debug_callback_partial_auto) runs the callback in a nested shard_map(in_specs=()) that closes over the callback's operands, typed on the Explicit axes (harness/data/corpus/known/debug_callback_free_explicit_lowering.json: an Explicit mesh data=2, model=2, manual 'model', a callback of -x; with the free axis Auto it runs; measured on 0.10.2). Found by shardfuzz (effect features, issue 56, fuzz seed 1, 300 s).",
    decision="policy (a limitation, not a wrong result): jax refuses with an explicit NotImplementedError, the documented limitation for values closed over on Explicit axes (shard_map's closure check, jax-ml/jax#29162), which its eager debug callback rule reaches with the body's own values; it never gives a wrong value, jit runs the same program, and the message names the workaround. Its wording (a closure where there is none) is a message-quality matter.",
    link=NONE + "'eager shard_map debug callback Explicit', 'Closing over inputs to shard_map where the input is sharded on Explicit axes debug'; related: jax-ml/jax#29162 (the limitation for real closures)"),
  E(id="debug-callback-several-free-axes", case="debug_callback_several_free_axes", mode="jit", jax_versions=">=0.10.2,<0.13",
@@ -641,6 +643,21 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="unwrap", case="vmap_spmd_wrapped
    decision="bug: a TypeError from jax's own internal call, for a program the shard_map and debug.callback docs allow "
             "(callbacks are documented inside shard_map, and partial-manual shard_map with axis_names is documented).",
    link="jax/_src/debugging.py _debug_callback_partial_auto; " + NONE + "'debug.callback partial auto axis_index positional', 'debug.print shard_map axis_names TypeError axis_index'"),
+ E(id="eager-debug-callback-size-1-manual-free-explicit", case="eager_debug_callback_size1_manual_free_explicit", mode="eager",
+   jax_versions=">=0.10.2,<0.13",
+   signatures=["unexpected_error|eager|*->ValueError"],
+   when=["effects", "a_manual_axis_size_1", "free_explicit_axis"], repair="without_effects",
+   reason="An eager (un-jitted) shard_map with a manual axis of size 1, on a mesh with an Explicit axis it leaves free, "
+          "whose body calls jax.debug.callback or print: jax raises ValueError 'For primitive unstack, context mesh "
+          "AbstractMesh('data': 2, 'model': 1, axis_types=(Explicit, Manual)) should match the aval mesh AbstractMesh('data': 2, "
+          "'model': 1, axis_types=(Explicit, Explicit)) for shape int32[1@model]': the eager callback unstacks the value "
+          "along the size-1 manual axis with a type that still names it Explicit (also beside a manual axis of size 8: "
+          "'axis_types=(Manual, Manual, Explicit)'). With the manual axis of size 2, or the free "
+          "axis Auto, eager runs it (or raises eager-debug-callback-explicit-mesh's NotImplementedError); without the callback "
+          "(the rewrite) it runs. Measured on 0.10.2.",
+   decision="bug: an internal consistency error (two meshes jax itself made disagree) for a program the docs allow; not "
+            "a documented limitation.",
+   link=NONE + "'For primitive unstack, context mesh should match the aval mesh', 'eager shard_map debug print Explicit size 1'"),
  E(id="debug-callback-empty-manual-region", case="debug_callback_empty_manual_region", mode="grad", jax_versions=">=0.10.2,<0.13",
    abort="spmd_partitioner.cc:*side-effect HLO cannot have a replicated sharding",
    signatures=["unexpected_error|grad,grad_remat,jvp,linearize,hessian|lowering->JaxRuntimeError"],

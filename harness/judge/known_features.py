@@ -99,6 +99,10 @@ PROGRAM_FEATURES = {
     "effects": lambda p: bool(p.effects),
     # two or more mesh axes the shard_map leaves out of its manual axes (Auto or Explicit)
     "several_free_axes": lambda p: len(set(p.mesh.names) - set(p.manual_axes)) >= 2,
+    # a manual axis of size 1 (beside others of any size)
+    "a_manual_axis_size_1": lambda p: any(p.mesh.axis_size(a) == 1 for a in p.manual_axes),
+    # an Explicit mesh axis the shard_map leaves out of its manual axes
+    "free_explicit_axis": lambda p: any(p.mesh.axis_type(a) == "explicit" for a in p.mesh.names if a not in p.manual_axes),
     # a mesh with an Explicit axis (inside auto_axes / explicit_axes: the mesh the shard_map sees)
     "explicit_axis": lambda p: bool(p.explicit_axes),
     # an argument placed over an Explicit axis the shard_map leaves free (its sharding
