@@ -44,6 +44,7 @@ from harness.cli_input import (
     load_known,
     parse_defects,
     parse_modes,
+    python_option,
     writable_dir,
 )
 from harness.report.console import exit_code, print_summary
@@ -209,6 +210,8 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         for f, p, _ in cases:
             fits(p, f"--corpus: {f}")
     worker_env = {"SHARDFUZZ_CODEGEN": a.codegen, **compile_cache_env(a.compile_cache, corpus)}
+    if a.python is not None and a.workers == 0:
+        raise UsageError("--python with --workers 0: jax runs in this process then; give workers (1 or more) to run it there")
     if a.database is not None:
         open_database(a.database)  # (checked before the run: a wrong address is one line, exit 2)
     cfg = RunConfig(
@@ -220,6 +223,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         modes=parse_modes(a.modes),
         suppressions=load_known(a.suppressions),
         workers=a.workers,
+        python=python_option(a),
         timeout_s=a.timeout,
         invalid=a.invalid,
         defects=parse_defects(a.defects),
@@ -345,6 +349,9 @@ def _fuzz_parser(f: argparse.ArgumentParser) -> None:
                    help="seconds for minimizing all new buckets together, most frequent first (0: no limit)")
     f.add_argument("--invalid", type=fraction, default=FUZZ_DEFAULTS["invalid"], help="share of programs given one deliberate defect")
     f.add_argument("--defects", default=None, help="comma-separated defect names to draw from (default: all; see strategies/invalid.py)")
+    f.add_argument("--python", default=None,
+                   help="run jax in this interpreter (an environment from scripts/envs.py, e.g. a jax >= 0.11 on "
+                        "Python >= 3.12; default: this one); the workers need only jax and numpy there")
     cores = len(os.sched_getaffinity(0))
     f.add_argument("--workers", type=at_least(0, what="0: in this process"), default=FUZZ_DEFAULTS["workers"],
                    help=f"worker processes, 0: in-process (default: the number of cores, here {cores})")

@@ -133,6 +133,24 @@ def test_explain_shows_jax_types_beside_the_oracles_and_marks_mismatches() -> No
     assert offline.returncode == 0 and "jax:" not in offline.stdout
 
 
+def test_fuzz_takes_python(tmp_path: Path) -> None:
+    """fuzz --python runs its workers in the interpreter it names (here a wrapper of this one
+    that logs each start: the check of the interpreter, then the workers); a missing one,
+    or --workers 0 (jax in this process), is bad input."""
+    log = tmp_path / "started.log"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f"#!/bin/sh\necho started >> {log}\nexec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    r = sf("fuzz", "--python", str(wrapper), "--workers", "1", "--max-examples", "3", "--modes", "abstract,jit",
+           "--minimize-budget", "0", "--report", str(tmp_path / "run"))
+    assert r.returncode in (0, 1) and (tmp_path / "run" / "summary.json").is_file(), r.stdout + r.stderr
+    assert len(log.read_text().splitlines()) >= 2, "the workers did not start through --python"
+    bad = sf("fuzz", "--python", "/nonexistent/bin/python", "--max-examples", "1", "--report", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "no such interpreter" in bad.stderr, bad.stderr
+    here = sf("fuzz", "--python", sys.executable, "--workers", "0", "--max-examples", "1", "--report", str(tmp_path / "w0"))
+    assert here.returncode == 2 and "--workers 0" in here.stderr, here.stderr
+
+
 def test_case_commands_take_python() -> None:
     """replay, explain, minimize and emit run jax in the interpreter --python names (an
     environment from scripts/envs.py); a missing one is bad input."""
