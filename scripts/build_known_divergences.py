@@ -658,6 +658,26 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="unwrap", case="vmap_spmd_wrapped
    decision="bug: an internal consistency error (two meshes jax itself made disagree) for a program the docs allow; not "
             "a documented limitation.",
    link=NONE + "'For primitive unstack, context mesh should match the aval mesh', 'eager shard_map debug print Explicit size 1'"),
+ E(id="ppermute-perm-array-rejected", case="ppermute_perm_array_0_12", mode="jit", jax_versions=">=0.12,<0.13", klass="policy",
+   repair="without_op",
+   signatures=["unexpected_error|*|ppermute->TypeError", f"wrong_error|{EVERY},jvp,linearize,hessian|*->TypeError"],
+   when=["ppermute:perm_form==array"],
+   reason="jax 0.12.0's ppermute refuses a perm given as a NumPy array: TypeError '`perm` passed to `jax.lax.ppermute` must be "
+          "a list or a tuple. Got perm of type <class 'numpy.ndarray'>' (parallel.py _ppermute_is_async), in every mode; "
+          "0.10.2 takes the array as the pairs it holds (the oracle's reading). Measured on 0.10.2 and 0.12.0.",
+   decision="policy: the docstring asks for 'perm: list of pairs of ints', and 0.12 enforces that type with an explicit "
+            "TypeError naming it; an API tightening, not a wrong result.",
+   link="jax/_src/lax/parallel.py _ppermute_is_async (0.12.0)"),
+ E(id="axis-name-list-accepted", case="pmax_axes_list_0_12", mode="jit", jax_versions=">=0.12,<0.13", klass="policy",
+   repair="without_op",
+   signatures=["missing_error|*|collective_param"],
+   when=["any:axes_form==list"],
+   reason="jax 0.12.0 takes a list of axis names where 0.10.2 refuses it as unhashable: pmax(x, ['x']) runs (parallel.py: "
+          "'axis_name = tuple(axis_name)' for a tuple or a list), where the oracle predicts 0.10.2's error for an axis_name "
+          "that is not a hashable object. Measured on 0.10.2 and 0.12.0.",
+   decision="policy: the docstring still asks for 'hashable Python object[s]'; accepting a list as a tuple of names is a "
+            "leniency, with the tuple's meaning, never a wrong result.",
+   link="jax/_src/lax/parallel.py pmax / psum (0.12.0: tuple(axis_name) of a list)"),
  E(id="debug-callback-empty-manual-region", case="debug_callback_empty_manual_region", mode="grad", jax_versions=">=0.10.2,<0.13",
    abort="spmd_partitioner.cc:*side-effect HLO cannot have a replicated sharding",
    signatures=["unexpected_error|grad,grad_remat,jvp,linearize,hessian|lowering->JaxRuntimeError"],

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from harness.judge.compare import Divergence, DivergenceKind
 from oracles.explicit import free_placed
 from oracles.prediction import ValueType
+from programs.forms import forms_of
 from programs.model import Op, Program, Spec
 
 _KINDS = {k.value for k in DivergenceKind}
@@ -188,7 +189,9 @@ class OpFeature:
     'cotangent_sum_dtype' (a reverse-mode transform, vjp or grad, whose steps make its
     operand vary along a manual axis it was invariant along: the operand's dtype, which
     the transpose's all-reduce of the cotangent over that axis has),
-    'n_axes' (how many axis names it takes: 'pmax:n_axes==0' is a pmax over ())."""
+    'n_axes' (how many axis names it takes: 'pmax:n_axes==0' is a pmax over ()),
+    'ARG_form' (the form argument ARG is written in where not its plain one:
+    'ppermute:perm_form==array' is a perm given as a NumPy array, programs/forms.py)."""
 
     kind: str
     param: str | None
@@ -237,6 +240,9 @@ class OpFeature:
             v = _cotangent_sum_dtype(p, op, types)
         elif self.param == "n_axes":
             v = len(op.p("axes")) if isinstance(op.p("axes"), tuple) else None  # type: ignore[arg-type]
+        elif self.param.endswith("_form"):
+            # the form an argument is written in, where not its plain one (programs/forms.py)
+            v = forms_of(op).get(self.param[: -len("_form")])
         elif self.param == "unknown_axis":
             v = True if any(a not in p.mesh.names for a in (op.p("axes") or ())) else None  # type: ignore[union-attr]
         if v is None:
