@@ -678,6 +678,19 @@ E(id="vmap-spmd-wrapped-transform-vma", repair="unwrap", case="vmap_spmd_wrapped
    decision="policy: the docstring still asks for 'hashable Python object[s]'; accepting a list as a tuple of names is a "
             "leniency, with the tuple's meaning, never a wrong result.",
    link="jax/_src/lax/parallel.py pmax / psum (0.12.0: tuple(axis_name) of a list)"),
+ E(id="pmax-pmin-mixed-vma-axes-rejected", case="pmax_mixed_vma_axes_0_12", mode="jit", jax_versions=">=0.12,<0.13", klass="policy",
+   repair="without_op",
+   signatures=["unexpected_error|*|pmax->ValueError", "unexpected_error|*|pmin->ValueError", f"wrong_error|{EVERY},jvp,linearize,hessian|*->ValueError"],
+   when=["pmax:axes_vma==mixed | pmin:axes_vma==mixed"],
+   reason="jax 0.12.0's pmax and pmin over several axes refuse an operand that varies along some of them and is invariant "
+          "along others: ValueError 'jax.lax.pmax can only accept axis_name which corresponds to one of varying, unreduced, "
+          "reduced or invarying state of the input. Got input type: float32[1,1]{V:data}, axes: ('data', 'model') and input "
+          "state: {'invarying', 'varying'}', in every mode, and before an invalid program's own defect (a wrong error). "
+          "0.10.2 reduces it as the oracle does (the invariant axes' copies are equal, so the reduction over them is the "
+          "operand). Measured on 0.10.2 and 0.12.0.",
+   decision="policy: an explicit refusal whose message names the rule (each axis must be in one state); the docs do not "
+            "promise mixed states, and no wrong value results. The workaround is a pcast to varying first.",
+   link="jax/_src/lax/parallel.py (0.12.0) pmax / pmin state check"),
  E(id="debug-callback-empty-manual-region", case="debug_callback_empty_manual_region", mode="grad", jax_versions=">=0.10.2,<0.13",
    abort="spmd_partitioner.cc:*side-effect HLO cannot have a replicated sharding",
    signatures=["unexpected_error|grad,grad_remat,jvp,linearize,hessian|lowering->JaxRuntimeError"],

@@ -190,6 +190,8 @@ class OpFeature:
     operand vary along a manual axis it was invariant along: the operand's dtype, which
     the transpose's all-reduce of the cotangent over that axis has),
     'n_axes' (how many axis names it takes: 'pmax:n_axes==0' is a pmax over ()),
+    'axes_vma' ('mixed' where the operand varies along some of the op's axes and not
+    others, 'varying' along all, 'invariant' along none),
     'ARG_form' (the form argument ARG is written in where not its plain one:
     'ppermute:perm_form==array' is a perm given as a NumPy array, programs/forms.py)."""
 
@@ -240,6 +242,10 @@ class OpFeature:
             v = _cotangent_sum_dtype(p, op, types)
         elif self.param == "n_axes":
             v = len(op.p("axes")) if isinstance(op.p("axes"), tuple) else None  # type: ignore[arg-type]
+        elif self.param == "axes_vma":
+            # how the operand varies over the op's axes: along all, none, or some of them
+            vma, axes = (types[0].vma or frozenset()) if types else frozenset(), set(op.p("axes") or ())  # type: ignore[call-overload]
+            v = ("mixed" if axes & vma and axes - vma else "varying" if axes <= vma else "invariant") if axes and types else None
         elif self.param.endswith("_form"):
             # the form an argument is written in, where not its plain one (programs/forms.py)
             v = forms_of(op).get(self.param[: -len("_form")])
