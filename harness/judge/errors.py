@@ -73,6 +73,8 @@ ERROR_TABLE: dict[ErrorKind, ErrorSignature] = {
         (
             "contains axis names all of type `Explicit`", "should be equal to the unreduced",
             "should be equal to the reduced", "must be unreduced along the same mesh axes", "is unreduced while",
+            # (0.12: 'Unreduced axes can only refer to mesh axes that is of type `Explicit`', and 'Reduced ...')
+            "can only refer to mesh axes that is of type `Explicit`",
         ),
     ),
 }
