@@ -865,6 +865,28 @@ def test_a_known_bug_under_another_guise_is_known_by_its_repair(pool: Pool, name
     assert causes <= set(v.known()), v.known()
 
 
+def test_a_policy_repair_alone_never_files_a_divergence_as_policy(pool: Pool) -> None:
+    """A divergence no signature names, removed only by a policy entry's repair, stays new:
+    the repair (here without_effects, of eager-debug-callback-explicit-mesh) may remove a
+    bug beside the policy one (here the free-axes TypeError of a debug callback,
+    tests/cases/callback_free_axes_explicit_mesh.json, judged without its own entry). The
+    same repair by a bug entry files it under that entry."""
+    from harness.judge.check import check_in_pool
+    from harness.judge.repair import judge
+
+    jv = pool.info.get("jax_version", "")
+    p = from_json((Path(__file__).parent / "cases" / "callback_free_axes_explicit_mesh.json").read_text())
+    res = check_in_pool(pool, p, ("abstract", "jit", "eager"))
+    without = [e for e in ENTRIES if e.id != "debug-callback-several-free-axes"]
+    policy = next(e for e in without if e.id == "eager-debug-callback-explicit-mesh")
+    assert policy.policy and policy.repair == "without_effects"
+    v = judge(without, res, lambda q, ms: check_in_pool(pool, q, ms), jv)
+    assert "unexpected_error|jit|lowering->TypeError" in [d.signature for d in v.new()], v.known()
+    as_bug = [replace(e, klass="bug") if e is policy else e for e in without]
+    v = judge(as_bug, res, lambda q, ms: check_in_pool(pool, q, ms), jv)
+    assert not [d.signature for d in v.new() if "TypeError" in d.signature], [d.signature for d in v.new()]
+
+
 def test_a_fuzz_run_files_a_known_bug_under_another_guise_by_its_repair(tmp_path: Path) -> None:
     """In a run, a divergence no entry's signature matches waits for the program repaired
     of the known bugs beside it (harness/campaign/repair_waits.py): known when that

@@ -85,8 +85,9 @@ class RepairWaits:
             elif (target := self._target_of(qid, [e for e in deferred if overlaps(d, e)])) is not None:
                 self.by_program[target].append(w)
             else:
-                by = next((x.entry for x in explained if x.entry is not None and overlaps(d, x.divergence)),
-                          w.entries[0] if w.entries else None)
+                # (the entry repaired only where it is a bug's: harness/judge/repair.py _removed_by)
+                fallback = w.entries[0] if w.entries and not w.entries[0].policy else None
+                by = next((x.entry for x in explained if x.entry is not None and overlaps(d, x.divergence)), fallback)
                 decided.append((w, by))
         if kept:
             self.by_program[qid] = kept

@@ -172,7 +172,11 @@ def _removed_by(d: Divergence, p: Program, job: RepairJob, v: Verdict, fallback:
         e = _removed_by(d, v.result.program, sub_job, sub, None)
         if e is not None:
             return e
-    # (the job's own entry only where the repaired program shows nothing new in those modes at all)
+    # (the job's own entry only where the repaired program shows nothing new in those modes
+    # at all, and only a bug's: a divergence no policy entry's signature names is never filed
+    # as jax's choice by its repair alone, which may remove a bug beside the policy one)
+    if fallback is None or fallback.policy:
+        return None
     return fallback if not any(_modes(n) & _modes(d) for n in v.new()) else None
 
 
